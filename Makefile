@@ -1,0 +1,48 @@
+# Two entry points a person needs: `make demo` and `make test`. Both set up what they need.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_PY := $(VENV)/.stamp-python
+STAMP_SYS := $(VENV)/.stamp-system
+APT_PACKAGES := chromium chromium-driver xvfb xdotool openbox x11-utils
+
+.PHONY: demo test setup setup-system lint typecheck bench clean
+
+demo: $(STAMP_PY)
+	$(BIN)/af demo
+
+test: $(STAMP_PY) $(STAMP_SYS)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/pytest -p no:cacheprovider
+
+setup: $(STAMP_PY) $(STAMP_SYS)
+
+$(STAMP_PY): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+# Browser and virtual X server for the replay and recorder tests (Debian packages; needs root).
+$(STAMP_SYS):
+	@if command -v chromium >/dev/null && command -v Xvfb >/dev/null && command -v xdotool >/dev/null; then \
+		echo "system packages present"; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES); \
+	else \
+		echo "missing system packages ($(APT_PACKAGES)); install them as root: apt-get install $(APT_PACKAGES)" >&2; exit 1; \
+	fi
+	mkdir -p $(VENV) && touch $@
+
+lint: $(STAMP_PY)
+	$(BIN)/ruff check .
+
+typecheck: $(STAMP_PY)
+	$(BIN)/mypy
+
+bench: $(STAMP_PY)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf af-demo .bench

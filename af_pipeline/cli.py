@@ -1,0 +1,76 @@
+"""The ``af`` command line. Each command lives in af_pipeline/commands/<name>.py.
+
+Exit codes: 0 success, 1 a check or verification failed, 2 bad usage or bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from capture.errors import AfError
+
+# Modules registering sub-commands, in the order --help lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 on usage errors; keep that, say it plainly
+        self.print_usage(sys.stderr)
+        print(f"af: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def common(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    """Options every command takes."""
+    parser.add_argument(
+        "--home",
+        metavar="DIR",
+        help="data folder holding the log, the DuckDB warehouse and published/ "
+        "(default: $AF_HOME or ~/.activity-frames)",
+    )
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def emit_json(payload: Any) -> None:
+    print(json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="af",
+        description="activity-frames: compile screen activity into evidence-linked agent memory.",
+        epilog="Run `af COMMAND --help` for each command. Exit codes: 0 ok, 1 check failed, 2 bad usage or input.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"af_pipeline.commands.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        code = args.func(args)
+    except AfError as exc:
+        print(f"af {args.command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"af {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""Token counts with cl100k_base through tiktoken, entirely offline.
+
+tiktoken would download the encoding at first use; this machine has no internet. The PyPI
+package bpe-openai ships the official file gzipped. We decompress it, check it is byte for byte
+the official file (sha256), and build the tiktoken Encoding from it. There is no fallback to a
+character estimate: a wrong count is worse than a clear error.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+from functools import lru_cache
+from importlib import resources
+
+import tiktoken
+
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+# cl100k_base's pre-tokenisation pattern and special tokens, as tiktoken defines them.
+_PAT = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_SPECIAL = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+
+
+class TokenizerUnavailable(RuntimeError):
+    pass
+
+
+def _ranks() -> dict[bytes, int]:
+    try:
+        blob = resources.files("bpe_openai").joinpath("data/cl100k_base.tiktoken.gz").read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        raise TokenizerUnavailable(
+            "cl100k_base is not available offline: install the bpe-openai package (pip install bpe-openai)"
+        ) from exc
+    raw = gzip.decompress(blob)
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != CL100K_SHA256:
+        raise TokenizerUnavailable(
+            f"bpe-openai's cl100k_base file has sha256 {digest}, not the official {CL100K_SHA256}"
+        )
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@lru_cache(maxsize=1)
+def encoding() -> tiktoken.Encoding:
+    """The cl100k_base encoding, verified against the official file's hash."""
+    return tiktoken.Encoding(
+        name="cl100k_base", pat_str=_PAT, mergeable_ranks=_ranks(), special_tokens=_SPECIAL
+    )
+
+
+def count(text: str) -> int:
+    """cl100k_base tokens in text (special-token strings count as ordinary text)."""
+    return len(encoding().encode_ordinary(text))

@@ -1,0 +1,173 @@
+"""The capture schema: what every source is mapped onto before it lands in the log.
+
+Version 1. All times are integer microseconds since the Unix epoch, UTC (``ts_us``); nothing
+downstream compares timestamp strings. Every row carries ``ref``, a stable reference to where it
+came from (``<source-id>:<table>:<row id>``), which is also its identity in the log: landing the
+same ref twice is a no-op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+CAPTURE_SCHEMA_VERSION = 1
+
+# The kinds of rows the log stores, one Parquet file per kind per sealed day.
+ROW_KINDS: tuple[str, ...] = ("snapshots", "inputs", "elements", "presence", "streams")
+
+InputKind = Literal[
+    "click", "move", "scroll", "key", "text", "app_switch", "window_focus", "clipboard"
+]
+INPUT_KINDS: tuple[str, ...] = (
+    "click", "move", "scroll", "key", "text", "app_switch", "window_focus", "clipboard"
+)
+ClipboardOp = Literal["copy", "cut", "paste"]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One capture row: at ts_us, on stream (monitor), app showed window at url."""
+
+    ref: str
+    ts_us: int
+    stream: str
+    app: str
+    window: str | None = None
+    url: str | None = None
+    focused: bool = True
+    trigger: str | None = None  # what made the recorder capture (click, app_switch, idle, ...)
+    heartbeat: bool = False  # captured because nothing happened for ~30 s
+    source_frame_id: str | None = None  # the recorder's own id, what input events point at
+
+
+@dataclass(frozen=True, slots=True)
+class InputEvent:
+    """One input event. ``text`` is typed content: sensitive, never emitted without opt-in."""
+
+    ref: str
+    ts_us: int
+    kind: str  # one of INPUT_KINDS
+    stream: str | None = None
+    x: int | None = None  # pixels on the stream's screen
+    y: int | None = None
+    button: str | None = None
+    key_code: int | None = None
+    modifiers: int | None = None
+    text: str | None = None
+    clipboard_op: str | None = None  # copy | cut | paste for kind == clipboard
+    app: str | None = None  # what the recorder believed was focused (may be stale)
+    window: str | None = None
+    url: str | None = None
+    element_role: str | None = None
+    element_name: str | None = None
+    element_automation_id: str | None = None
+    element_bounds: str | None = None  # JSON {"left","top","width","height"} in pixels
+    source_frame_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Element:
+    """One node of a snapshot's element tree; bounds are normalised to 0..1 of the screen."""
+
+    ref: str
+    ts_us: int  # the snapshot's time, so elements seal into the same day as their snapshot
+    snapshot_frame_id: str  # Snapshot.source_frame_id of the owning snapshot
+    source: str  # accessibility | ocr
+    role: str | None = None
+    text: str | None = None
+    parent_ref: str | None = None
+    depth: int | None = None
+    left: float | None = None
+    top: float | None = None
+    width: float | None = None
+    height: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Presence:
+    """An afk / not-afk interval reported by the source."""
+
+    ref: str
+    ts_us: int  # start
+    end_us: int
+    status: str  # afk | not-afk
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    """A capture stream (monitor) and its real screen size in pixels, when known."""
+
+    ref: str
+    ts_us: int  # first time the stream was seen that day
+    stream: str
+    width_px: int | None = None
+    height_px: int | None = None
+
+
+Row = Snapshot | InputEvent | Element | Presence | StreamInfo
+
+KIND_OF: dict[type, str] = {
+    Snapshot: "snapshots",
+    InputEvent: "inputs",
+    Element: "elements",
+    Presence: "presence",
+    StreamInfo: "streams",
+}
+CLASS_OF: dict[str, type] = {v: k for k, v in KIND_OF.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Quarantined:
+    """A source row that could not be used, with where it came from and why."""
+
+    source: str  # the file it came from
+    row: str  # the row / line / event locator inside that file
+    reason: str
+    raw: str | None = None  # a bounded excerpt of the row, for a human to look at
+
+
+@dataclass
+class CaptureBatch:
+    """What an importer produces: usable rows plus the rows it had to quarantine."""
+
+    source_id: str  # stable identity of the source (e.g. "screenpipe:<db file name>")
+    recorder: str  # screenpipe | activitywatch | rpm | synth | recorder
+    snapshots: list[Snapshot] = field(default_factory=list)
+    inputs: list[InputEvent] = field(default_factory=list)
+    elements: list[Element] = field(default_factory=list)
+    presence: list[Presence] = field(default_factory=list)
+    streams: list[StreamInfo] = field(default_factory=list)
+    quarantined: list[Quarantined] = field(default_factory=list)
+
+    def rows(self, kind: str) -> list[Any]:
+        return getattr(self, kind)  # type: ignore[no-any-return]
+
+    def count(self) -> int:
+        return sum(len(self.rows(k)) for k in ROW_KINDS)
+
+
+@dataclass
+class DayCapture:
+    """Every row of one local day, as the compiler receives it (sorted by the log)."""
+
+    day: str  # YYYY-MM-DD in the user's zone
+    tz: str
+    snapshots: list[Snapshot] = field(default_factory=list)
+    inputs: list[InputEvent] = field(default_factory=list)
+    elements: list[Element] = field(default_factory=list)
+    presence: list[Presence] = field(default_factory=list)
+    streams: list[StreamInfo] = field(default_factory=list)
+    sealed: bool = False
+    # provenance: recorders seen and the sha256 of each sealed segment file read
+    recorders: list[str] = field(default_factory=list)
+    segment_hashes: dict[str, str] = field(default_factory=dict)
+
+
+def row_to_dict(row: Row) -> dict[str, Any]:
+    return asdict(row)
+
+
+def row_from_dict(kind: str, data: dict[str, Any]) -> Row:
+    cls = CLASS_OF[kind]
+    return cls(**data)  # type: ignore[no-any-return]
