@@ -17,6 +17,7 @@ from capture.errors import AfError
 # Modules registering sub-commands, in the order --help lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "demo",
+    "log",
 )
 
 
