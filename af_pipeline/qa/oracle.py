@@ -1,0 +1,355 @@
+"""The QA oracle: ground truth about a day computed by SQL over raw capture rows.
+
+It is deliberately independent of the compiler (paper 6.2): no sessionization, no frames, no
+flicker merge, no per-monitor streams. One SQL text (``ORACLE_SQL``, DuckDB dialect) reads a
+relation ``capture_rows(ts_us, stream, app, url)`` of foreground snapshot rows and returns, for
+the local day ``[$start_us, $end_us)``:
+
+- dwell per row = min(gap to the next row, $cap_us = 60 s), over all monitors interleaved into one stream
+  (ties in time ordered by stream, app, url so both engines agree); the last row of the day
+  earns nothing because nothing after it says how long it lasted;
+- per-app dwell, first row and row count; distinct apps are the app rows;
+- per-host dwell for http(s) URLs, the host cut out of the URL by string functions that exist in
+  both engines (scheme, then the leading run of host characters, minus ``www.``).
+
+The same text runs (a) on DuckDB over the log's sealed Parquet segments and (b) transpiled by
+sqlglot to SQLite, directly on a screenpipe database (its ``frames`` table, focused rows), whose
+text timestamps an SQL adapter converts to microseconds. Python does only what SQL cannot do
+portably: it maps each host to its registrable domain with the Public Suffix List (IP addresses
+and hosts the list does not know stay as they are) and formats the first activity in the user's
+zone. Everything else is SQL.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import sqlglot
+
+from capture.errors import UserError
+from capture.model import Snapshot
+from capture.timeutil import day_bounds, hhmm, local_day, parse_day
+
+DWELL_CAP_US = 60 * 1_000_000
+
+# The oracle, written once (DuckDB dialect, only constructs that sqlglot maps onto SQLite).
+ORACLE_SQL = """
+WITH day_rows AS (
+    SELECT ts_us, COALESCE(stream, '') AS stream, app, COALESCE(url, '') AS url
+    FROM capture_rows
+    WHERE ts_us >= $start_us AND ts_us < $end_us AND app IS NOT NULL AND TRIM(app) <> ''
+),
+timed AS (
+    SELECT ts_us, app, url,
+           LEAD(ts_us) OVER (ORDER BY ts_us, stream, app, url) AS next_us
+    FROM day_rows
+),
+credited AS (
+    SELECT ts_us, app, LOWER(url) AS u,
+           CASE WHEN next_us IS NULL THEN 0
+                WHEN next_us - ts_us > $cap_us THEN $cap_us
+                ELSE next_us - ts_us END AS dwell_us
+    FROM timed
+),
+after_scheme AS (
+    SELECT dwell_us, ts_us,
+           CASE WHEN u LIKE 'https://%' THEN SUBSTR(u, 9)
+                WHEN u LIKE 'http://%' THEN SUBSTR(u, 8)
+                WHEN u LIKE '%://%' THEN ''
+                ELSE u END AS rest
+    FROM credited
+    WHERE u <> ''
+),
+host_cut AS (
+    SELECT dwell_us, ts_us,
+           SUBSTR(rest, 1, LENGTH(rest) - LENGTH(LTRIM(rest, 'abcdefghijklmnopqrstuvwxyz0123456789.-_'))) AS h
+    FROM after_scheme
+),
+hosts AS (
+    SELECT dwell_us, ts_us,
+           CASE WHEN h LIKE 'www.%' THEN SUBSTR(h, 5) ELSE h END AS host
+    FROM host_cut
+)
+SELECT 'app' AS kind, app AS name, SUM(dwell_us) AS dwell_us, COUNT(*) AS n_rows, MIN(ts_us) AS first_us
+FROM credited
+GROUP BY app
+UNION ALL
+SELECT 'host' AS kind, host AS name, SUM(dwell_us) AS dwell_us, COUNT(*) AS n_rows, MIN(ts_us) AS first_us
+FROM hosts
+WHERE host LIKE '%.%'
+GROUP BY host
+ORDER BY kind, name
+"""
+
+# screenpipe -> capture_rows, in SQLite. Timestamps are text in three shapes
+# ("2026-03-15T18:25:55.123456+00:00", "2026-03-15 18:25:55", "...Z"): whole seconds come from
+# strftime('%s') on the text without its fraction (strftime would round the fraction to
+# milliseconds), the microseconds from the fraction's digits. Anything else becomes NULL and is
+# counted as unreadable.
+SCREENPIPE_ROWS_SQL = """
+CREATE TEMP VIEW capture_rows AS
+WITH raw AS (
+    SELECT CAST(timestamp AS TEXT) AS t, device_name, app_name, browser_url
+    FROM main.frames
+    WHERE COALESCE(focused, 1) = 1
+),
+split AS (
+    SELECT t, device_name, app_name, browser_url,
+           CASE WHEN SUBSTR(t, 20, 1) = '.' THEN SUBSTR(t, 21) ELSE '' END AS frac_tail,
+           CASE WHEN SUBSTR(t, 20, 1) = '.' THEN LTRIM(SUBSTR(t, 21), '0123456789')
+                ELSE SUBSTR(t, 20) END AS zone_part
+    FROM raw
+),
+parsed AS (
+    SELECT device_name, app_name, browser_url,
+           CAST(strftime('%s', SUBSTR(t, 1, 19) || TRIM(zone_part)) AS INTEGER) AS secs,
+           SUBSTR(SUBSTR(frac_tail, 1, LENGTH(frac_tail) - LENGTH(zone_part)) || '000000', 1, 6) AS micros
+    FROM split
+    WHERE LENGTH(t) >= 19
+)
+SELECT secs * 1000000 + CAST(micros AS INTEGER) AS ts_us,
+       NULLIF(TRIM(device_name), '') AS stream,
+       NULLIF(TRIM(app_name), '') AS app,
+       NULLIF(TRIM(browser_url), '') AS url
+FROM parsed
+WHERE secs IS NOT NULL
+"""
+
+
+@dataclass
+class OracleDay:
+    """What the oracle says about one local day (minutes rounded to 0.01 for display only)."""
+
+    day: str
+    app_dwell_us: dict[str, int] = field(default_factory=dict)
+    app_rows: dict[str, int] = field(default_factory=dict)
+    host_dwell_us: dict[str, int] = field(default_factory=dict)
+    first_us: int | None = None
+    rows: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self.rows > 0
+
+    @property
+    def total_minutes(self) -> float:
+        return sum(self.app_dwell_us.values()) / 60e6
+
+    def app_minutes(self) -> dict[str, float]:
+        return {a: us / 60e6 for a, us in self.app_dwell_us.items()}
+
+    @property
+    def distinct_apps(self) -> int:
+        return len(self.app_dwell_us)
+
+    def ranked_apps(self) -> list[tuple[str, float]]:
+        """Apps by dwell, most first; ties by name so the order is total."""
+        return sorted(self.app_minutes().items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def domain_minutes(self) -> dict[str, float]:
+        """Registrable domains (Public Suffix List) with their summed dwell."""
+        out: dict[str, float] = {}
+        for host, us in self.host_dwell_us.items():
+            dom = registrable_domain(host)
+            out[dom] = out.get(dom, 0.0) + us / 60e6
+        return out
+
+    def first_local(self, tz: str) -> str | None:
+        return None if self.first_us is None else hhmm(self.first_us, tz)
+
+    def to_json(self, tz: str) -> dict[str, Any]:
+        return {
+            "day": self.day,
+            "rows": self.rows,
+            "total_minutes": round(self.total_minutes, 2),
+            "distinct_apps": self.distinct_apps,
+            "first_activity": self.first_local(tz),
+            "apps": [{"app": a, "minutes": round(m, 2)} for a, m in self.ranked_apps()],
+            "domains": {d: round(m, 2) for d, m in sorted(self.domain_minutes().items())},
+        }
+
+
+@lru_cache(maxsize=1)
+def _psl() -> Any:
+    from publicsuffixlist import PublicSuffixList
+
+    return PublicSuffixList()
+
+
+@lru_cache(maxsize=4096)
+def registrable_domain(host: str) -> str:
+    """The registrable domain of a host (``mail.google.com`` -> ``google.com``)."""
+    host = host.strip(".").lower()
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    dom = _psl().privatesuffix(host)
+    return str(dom) if dom else host
+
+
+def sqlite_sql() -> str:
+    """ORACLE_SQL in SQLite's dialect, as sqlglot writes it."""
+    return _transpiled()
+
+
+@lru_cache(maxsize=1)
+def _transpiled() -> str:
+    return str(sqlglot.transpile(ORACLE_SQL, read="duckdb", write="sqlite")[0])
+
+
+def _collect(day: str, rows: Iterable[Sequence[Any]]) -> OracleDay:
+    out = OracleDay(day=day)
+    for kind, name, dwell_us, n_rows, first_us in rows:
+        if kind == "app":
+            out.app_dwell_us[str(name)] = int(dwell_us)
+            out.app_rows[str(name)] = int(n_rows)
+            out.rows += int(n_rows)
+            out.first_us = int(first_us) if out.first_us is None else min(out.first_us, int(first_us))
+        else:
+            out.host_dwell_us[str(name)] = int(dwell_us)
+    return out
+
+
+# ---------------------------------------------------------------- runner (a): DuckDB on the log
+
+
+class DuckDBOracle:
+    """Runs the oracle on DuckDB over sealed Parquet snapshot segments (open days: their rows)."""
+
+    def __init__(self, cap_us: int = DWELL_CAP_US) -> None:
+        self.cap_us = cap_us
+        self.con = duckdb.connect(":memory:")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def day_from_parquet(self, day: str, snapshot_parquet: Path, tz: str) -> OracleDay:
+        path = str(snapshot_parquet).replace("'", "''")
+        self.con.execute(
+            "CREATE OR REPLACE TEMP VIEW capture_rows AS "
+            f"SELECT ts_us, stream, app, url FROM read_parquet('{path}') WHERE focused"
+        )
+        return self._run(day, tz)
+
+    def day_from_rows(self, day: str, snapshots: Sequence[Snapshot], tz: str) -> OracleDay:
+        """For a day the log has not sealed yet: the same SQL over its rows loaded into DuckDB."""
+        self.con.execute("DROP VIEW IF EXISTS capture_rows")
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE capture_rows_t "
+            "(ts_us BIGINT, stream VARCHAR, app VARCHAR, url VARCHAR)"
+        )
+        data = [(s.ts_us, s.stream, s.app, s.url) for s in snapshots if s.focused]
+        if data:
+            self.con.executemany("INSERT INTO capture_rows_t VALUES (?, ?, ?, ?)", data)
+        self.con.execute("CREATE OR REPLACE TEMP VIEW capture_rows AS SELECT * FROM capture_rows_t")
+        return self._run(day, tz)
+
+    def _run(self, day: str, tz: str) -> OracleDay:
+        start, end = day_bounds(day, tz)
+        params = {"start_us": start, "end_us": end, "cap_us": self.cap_us}
+        rows = self.con.execute(ORACLE_SQL, params).fetchall()
+        return _collect(day, rows)
+
+
+def oracle_log_day(log: Any, day: str, runner: DuckDBOracle | None = None) -> OracleDay:
+    """Oracle of one day of an EventLog: its sealed snapshot Parquet, or its open rows."""
+    own = runner is None
+    r = runner or DuckDBOracle()
+    try:
+        seg = log.segment_paths(day).get("snapshots")
+        if seg is not None and Path(seg).exists():
+            return r.day_from_parquet(day, Path(seg), log.tz)
+        return r.day_from_rows(day, log.read_day(day).snapshots, log.tz)
+    finally:
+        if own:
+            r.close()
+
+
+# ---------------------------------------------------------------- runner (b): SQLite on screenpipe
+
+
+class ScreenpipeOracle:
+    """Runs the transpiled oracle directly on a screenpipe SQLite file, opened read-only."""
+
+    def __init__(self, db_path: str | Path, cap_us: int = DWELL_CAP_US) -> None:
+        self.cap_us = cap_us
+        self.path = Path(db_path)
+        if not self.path.is_file():
+            raise UserError(f"{self.path}: no such screenpipe database")
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        try:
+            self.con = sqlite3.connect(uri, uri=True)
+            cols = {r[1] for r in self.con.execute("PRAGMA main.table_info(frames)")}
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"{self.path}: not a readable SQLite database ({exc})") from None
+        missing = {"timestamp", "app_name", "browser_url", "device_name"} - cols
+        if missing:
+            raise UserError(
+                f"{self.path}: table frames lacks column(s) {', '.join(sorted(missing))}; "
+                "not a screenpipe database"
+            )
+        sql = SCREENPIPE_ROWS_SQL
+        if "focused" not in cols:
+            sql = sql.replace("WHERE COALESCE(focused, 1) = 1", "")
+        # A TEMP view lives in the connection's own temp schema: the database file is not written.
+        self.con.execute(sql)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def unreadable_rows(self) -> int:
+        """Foreground rows whose timestamp the adapter could not read (excluded from every day)."""
+        total = self.con.execute(
+            "SELECT COUNT(*) FROM main.frames WHERE COALESCE(focused, 1) = 1"
+        ).fetchone()
+        read = self.con.execute("SELECT COUNT(*) FROM capture_rows").fetchone()
+        return int(total[0] if total else 0) - int(read[0] if read else 0)
+
+    def days(self, tz: str) -> list[str]:
+        """Local days that have at least one readable foreground row."""
+        lo, hi = self.con.execute("SELECT MIN(ts_us), MAX(ts_us) FROM capture_rows").fetchone() or (None, None)
+        if lo is None or hi is None:
+            return []
+        first, last = parse_day(local_day(int(lo), tz)), parse_day(local_day(int(hi), tz))
+        out = []
+        d = first
+        while d <= last:
+            start, end = day_bounds(d.isoformat(), tz)
+            n = self.con.execute(
+                "SELECT COUNT(*) FROM capture_rows WHERE ts_us >= ? AND ts_us < ?", (start, end)
+            ).fetchone()
+            if n and n[0]:
+                out.append(d.isoformat())
+            d = d.fromordinal(d.toordinal() + 1)
+        return out
+
+    def day(self, day: str, tz: str) -> OracleDay:
+        start, end = day_bounds(day, tz)
+        params = {"start_us": start, "end_us": end, "cap_us": self.cap_us}
+        rows = self.con.execute(sqlite_sql(), params).fetchall()
+        return _collect(day, rows)
+
+
+def agree(a: OracleDay, b: OracleDay) -> list[str]:
+    """Differences between two oracle results of the same day (empty when they agree exactly)."""
+    diffs = []
+    if a.app_dwell_us != b.app_dwell_us:
+        keys = sorted(set(a.app_dwell_us) | set(b.app_dwell_us))
+        bad = [k for k in keys if a.app_dwell_us.get(k) != b.app_dwell_us.get(k)]
+        diffs.append(f"{a.day}: app dwell differs for {', '.join(bad[:5])}")
+    if a.host_dwell_us != b.host_dwell_us:
+        diffs.append(f"{a.day}: host dwell differs")
+    if a.first_us != b.first_us:
+        diffs.append(f"{a.day}: first activity differs ({a.first_us} vs {b.first_us})")
+    if a.rows != b.rows:
+        diffs.append(f"{a.day}: {a.rows} vs {b.rows} rows")
+    return diffs
