@@ -1,0 +1,655 @@
+"""Import a screenpipe SQLite database (both schema eras) into capture rows, read-only.
+
+What is mapped (docs/importers.md says the same for users):
+
+- ``frames`` -> Snapshot, one per capture cycle and monitor. The stream is ``device_name``
+  (empty -> ``monitor_1``). Legacy databases (no ``capture_trigger`` column, no ``elements``
+  table) hold one row per visible window per cycle: only the ``focused`` row of a cycle (rows
+  with the same timestamp and monitor) becomes the snapshot; a cycle without a focused row gives
+  no snapshot and its rows are quarantined ("capture cycle without a focused window").
+  ``capture_trigger`` is kept as the trigger; the heartbeat flag is set for the idle fallback
+  triggers in HEARTBEAT_TRIGGERS.
+- ``ui_events`` -> InputEvent. ``app_switch`` keeps the app in ``text_content``; clipboard keeps
+  its operation as an ASCII code in ``modifiers`` (99 copy, 120 cut, 118 paste); buttons are
+  numbers (0 left, 1 right, 2 middle). The stream is the monitor of the event's frame when
+  ``frame_id`` is set, else unknown (None).
+- ``elements`` and ``frames.accessibility_tree_json`` -> Element (bounds normalised 0..1); the
+  legacy ``accessibility`` table -> one text-only Element tied to the nearest snapshot.
+- StreamInfo per monitor and local day; the screen size comes from ``--screen`` or is derived
+  from click events whose element bounds are known both in pixels (``ui_events.element_bounds``)
+  and normalised (the same element in the frame's tree). It is never guessed from coordinates.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from capture.errors import UserError
+from capture.importers.common import (
+    MAX_APP,
+    MAX_ELEMENT_TEXT,
+    MAX_TYPED_TEXT,
+    MAX_URL,
+    MAX_WINDOW,
+    ClockWatch,
+    DaySeen,
+    ImportBatch,
+    Progress,
+    ProgressFn,
+    Texts,
+    iter_rows,
+    open_sqlite_readonly,
+    source_fingerprint,
+    stream_infos,
+    table_columns,
+)
+from capture.model import INPUT_KINDS, Element, InputEvent, Snapshot
+from capture.screenpipe_schema import BUTTONS, CLIPBOARD_OPS
+from capture.timeutil import BadTimestamp, parse_ts
+
+DEFAULT_STREAM = "monitor_1"
+# capture_trigger values that mean "nothing happened, the recorder captured anyway".
+HEARTBEAT_TRIGGERS = frozenset({"idle", "heartbeat", "timer", "periodic", "interval", "idle_fallback"})
+# A legacy accessibility text row is tied to a snapshot at most this far away in time.
+ACCESSIBILITY_MAX_GAP_US = 30 * 1_000_000
+MAX_TREE_NODES = 20_000  # per accessibility_tree_json; deeper/larger trees are cut and counted
+MAX_TREE_DEPTH = 256
+SIZE_CANDIDATES = 400  # click events examined to derive a monitor's screen size
+DUPLICATE_FRAMES = "frames: duplicate rows skipped (same time, monitor, app, window and URL)"
+WHAT = "a screenpipe database (usually ~/.screenpipe/db.sqlite)"
+
+
+def read_screenpipe(
+    path: Path,
+    *,
+    tz: str | None = None,
+    screens: dict[str, tuple[int, int]] | None = None,
+    source_id: str | None = None,
+    progress: ProgressFn | None = None,
+) -> ImportBatch:
+    """Read a screenpipe database into one batch. The file is opened read-only and never changed.
+
+    ``tz`` is the user's zone (StreamInfo rows are per local day); ``screens`` overrides screen
+    sizes per stream; ``source_id`` overrides the derived identity (see :func:`screenpipe_source_id`).
+    """
+    path = Path(path)
+    con = open_sqlite_readonly(path, WHAT)
+    try:
+        return _Reader(con, path, tz, screens or {}, source_id, progress).run()
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{path} could not be read to the end ({exc}); the database may be corrupt") from None
+    finally:
+        con.close()
+
+
+def screenpipe_source_id(con: sqlite3.Connection, path: Path) -> str:
+    """``screenpipe:<file name>:<fingerprint of the first frame row>``.
+
+    The first row of a recorder's database never changes while the database grows, so the same
+    database keeps its identity when re-imported later or from another folder; two different
+    databases both called db.sqlite do not collide.
+    """
+    row = con.execute("SELECT id, timestamp FROM frames ORDER BY id LIMIT 1").fetchone()
+    return f"screenpipe:{path.name}:{source_fingerprint(*(row or ('empty',)))}"
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "t", "yes")
+    return bool(value)
+
+
+def _int(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(round(value))
+    if isinstance(value, str):
+        try:
+            return int(float(value.strip()))
+        except ValueError:
+            return None
+    return None
+
+
+def _unit(value: Any) -> float | None:
+    """A normalised coordinate, or None when missing / not finite / far outside 0..1."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    v = float(value)
+    if not math.isfinite(v) or v < -0.5 or v > 1.5:
+        return None
+    return v
+
+
+class _Reader:
+    def __init__(
+        self,
+        con: sqlite3.Connection,
+        path: Path,
+        tz: str | None,
+        screens: dict[str, tuple[int, int]],
+        source_id: str | None,
+        progress: ProgressFn | None,
+    ) -> None:
+        self.con = con
+        self.path = path
+        self.file = str(path)
+        self.screens = screens
+        self.progress = Progress(f"screenpipe {path.name}", progress)
+        self.tables = {str(r[0]) for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "frames" not in self.tables:
+            raise UserError(
+                f"{path} has no frames table, so it is not a screenpipe database "
+                f"(tables: {', '.join(sorted(self.tables)[:8]) or 'none'})"
+            )
+        self.frame_cols = set(table_columns(con, "frames"))
+        missing = {"id", "timestamp"} - self.frame_cols
+        if missing:
+            raise UserError(f"{path}: table frames lacks column(s) {', '.join(sorted(missing))}; not a screenpipe layout")
+        self.legacy = (
+            "capture_trigger" not in self.frame_cols
+            and "accessibility_tree_json" not in self.frame_cols
+            and "elements" not in self.tables
+        )
+        sid = source_id or screenpipe_source_id(con, path)
+        self.batch = ImportBatch(source_id=sid, recorder="screenpipe")
+        self.text = Texts(self.batch)
+        self.days = DaySeen(tz)
+        # frame id -> stream for every frame row (what ui_events point at)
+        self.stream_of: dict[int, str] = {}
+        # frame id -> (ts_us, frame id text) for frames that became snapshots
+        self.kept: dict[int, tuple[int, str]] = {}
+        # frame id -> why it did not become a snapshot ("background" / "quarantined")
+        self.dropped: dict[int, str] = {}
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _select(self, table: str, wanted: list[str]) -> str:
+        cols = set(table_columns(self.con, table))
+        parts = [f'"{c}"' if c in cols else "NULL" for c in wanted]
+        return f"SELECT {', '.join(parts)} FROM \"{table}\" ORDER BY id"
+
+    def _total(self, table: str) -> int:
+        row = self.con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
+        return int(row[0] or 0)
+
+    def _stream(self, device: Any) -> str:
+        if device is None:
+            return DEFAULT_STREAM
+        name = self.text(device, 128, "frames.device_name")
+        return name.strip() if name and name.strip() else DEFAULT_STREAM
+
+    # -- the passes ----------------------------------------------------------------------------
+
+    def run(self) -> ImportBatch:
+        self.progress.say(f"{'legacy' if self.legacy else 'current'} schema; reading frames")
+        self._frames()
+        if "elements" in self.tables:
+            self._elements()
+        if "accessibility" in self.tables:
+            self._accessibility()
+        candidates: dict[int, list[tuple[str | None, str, float, float]]] = {}
+        if "ui_events" in self.tables:
+            candidates = self._ui_events()
+        sizes = self._derive_sizes(candidates)
+        sizes.update(self.screens)
+        for stream in sorted(set(self.screens) - {s for s, _d in self.days.first}):
+            self.batch.note(f"--screen {stream}: no such stream in this database (ignored)")
+        self.batch.streams = stream_infos(self.batch.source_id, self.days.first, sizes)
+        return self.batch
+
+    def _frames(self) -> None:
+        wanted = ["id", "timestamp", "app_name", "window_name", "focused", "browser_url", "device_name",
+                  "capture_trigger", "accessibility_tree_json"]
+        total = self._total("frames")
+        cur = self.con.execute(self._select("frames", wanted))
+        clock = ClockWatch(self.batch, "frames")
+        seen: set[tuple[Any, ...]] = set()
+        group: list[tuple[Any, ...]] = []
+        n = 0
+        for row in iter_rows(cur):
+            n += 1
+            if n % 4096 == 0:
+                self.progress.tick("frames", n, total)
+            self.stream_of[row[0]] = self._stream(row[6])
+            if group and row[1] != group[0][1]:
+                self._cycle(group, clock, seen)
+                group = []
+            group.append(row)
+        if group:
+            self._cycle(group, clock, seen)
+        clock.finish()
+
+    def _cycle(self, rows: list[tuple[Any, ...]], clock: ClockWatch, seen: set[tuple[Any, ...]]) -> None:
+        """Rows sharing one timestamp: one capture cycle per monitor."""
+        raw_ts = rows[0][1]
+        try:
+            ts = parse_ts(raw_ts)
+        except BadTimestamp as exc:
+            for r in rows:
+                self.dropped[r[0]] = "quarantined"
+                self.batch.quarantine(self.file, f"frames id={r[0]}", "unreadable timestamp", f"{exc}")
+            return
+        clock.see(ts)
+        by_stream: dict[str, list[tuple[Any, ...]]] = {}
+        for r in rows:
+            by_stream.setdefault(self.stream_of[r[0]], []).append(r)
+        for stream, cycle in by_stream.items():
+            if len(cycle) == 1 and not self.legacy:
+                self._snapshot(cycle[0], ts, stream, seen)
+                continue
+            focused = [r for r in cycle if _truthy(r[4])]
+            if not focused:
+                for r in cycle:
+                    self.dropped[r[0]] = "quarantined"
+                    self.batch.quarantine(
+                        self.file, f"frames id={r[0]}", "capture cycle without a focused window",
+                        f"{raw_ts} {stream} app={r[2]!r} window={r[3]!r}",
+                    )
+                continue
+            for r in cycle:
+                if not _truthy(r[4]):
+                    self.dropped[r[0]] = "background"
+                    self.batch.note("frames: background windows of a capture cycle (not the foreground; not imported)")
+            self._snapshot(focused[0], ts, stream, seen)
+            first = focused[0]
+            for r in focused[1:]:
+                if (r[2], r[3], r[5]) == (first[2], first[3], first[5]):
+                    self.dropped[r[0]] = "duplicate"
+                    self.batch.note(DUPLICATE_FRAMES)
+                else:
+                    self.dropped[r[0]] = "background"
+                    self.batch.note("frames: extra focused rows in one capture cycle (the first was kept)")
+
+    def _snapshot(self, r: tuple[Any, ...], ts: int, stream: str, seen: set[tuple[Any, ...]]) -> None:
+        fid = r[0]
+        app = self.text(r[2], 100_000, "frames.app_name")
+        if app is None or not app.strip():
+            self.dropped[fid] = "quarantined"
+            self.batch.quarantine(self.file, f"frames id={fid}", "frame has no app name",
+                                  f"{r[1]} {stream} window={r[3]!r}")
+            return
+        if len(app) > MAX_APP:
+            self.dropped[fid] = "quarantined"
+            self.batch.quarantine(self.file, f"frames id={fid}", f"app name longer than {MAX_APP} characters", app)
+            return
+        window = self.text(r[3], MAX_WINDOW, "frames.window_name")
+        url = self.text(r[5], MAX_URL, "frames.browser_url")
+        key = (ts, stream, app, window, url)
+        if key in seen:
+            self.dropped[fid] = "duplicate"
+            self.batch.note(DUPLICATE_FRAMES)
+            return
+        seen.add(key)
+        trigger = self.text(r[7], 64, "frames.capture_trigger")
+        fid_text = str(fid)
+        self.batch.snapshots.append(Snapshot(
+            ref=f"{self.batch.source_id}:frames:{fid}",
+            ts_us=ts,
+            stream=stream,
+            app=app,
+            window=window,
+            url=url,
+            focused=True if r[4] is None else _truthy(r[4]),
+            trigger=trigger,
+            heartbeat=trigger is not None and trigger.strip().lower() in HEARTBEAT_TRIGGERS,
+            source_frame_id=fid_text,
+        ))
+        self.kept[fid] = (ts, fid_text)
+        self.days.see(stream, ts)
+        tree = r[8]
+        if tree is not None and str(tree).strip():
+            self._tree(fid, fid_text, ts, tree)
+
+    def _tree(self, fid: int, fid_text: str, ts: int, raw: Any) -> None:
+        nodes = _parse_tree(raw)
+        if nodes is None:
+            self.batch.quarantine(self.file, f"frames id={fid} accessibility_tree_json",
+                                  "accessibility tree is not valid JSON", raw)
+            return
+        prefix = f"{self.batch.source_id}:frames:{fid}:tree:"
+        count = 0
+        stack: list[tuple[Any, str | None, int]] = [(n, None, 0) for n in reversed(nodes)]
+        while stack:
+            node, parent, depth = stack.pop()
+            if not isinstance(node, dict):
+                self.batch.note("accessibility trees: nodes that are not objects (skipped)")
+                continue
+            if count >= MAX_TREE_NODES or depth > MAX_TREE_DEPTH:
+                self.batch.note(f"accessibility trees: cut at {MAX_TREE_NODES} nodes / depth {MAX_TREE_DEPTH}")
+                break
+            ref = f"{prefix}{count}"
+            count += 1
+            b = node.get("bounds")
+            b = b if isinstance(b, dict) else {}
+            name = node.get("name")
+            if name is None:
+                name = node.get("text")
+            role = self.text(node.get("role"), 128, "accessibility tree role")
+            self.batch.elements.append(Element(
+                ref=ref, ts_us=ts, snapshot_frame_id=fid_text, source="accessibility",
+                role=sys.intern(role) if role else None,
+                text=self.text(name if isinstance(name, str) else None, MAX_ELEMENT_TEXT, "accessibility tree text"),
+                parent_ref=parent, depth=depth,
+                left=_unit(b.get("left")), top=_unit(b.get("top")),
+                width=_unit(b.get("width")), height=_unit(b.get("height")),
+            ))
+            children = node.get("children")
+            if isinstance(children, list):
+                for child in reversed(children):
+                    stack.append((child, ref, depth + 1))
+
+    def _elements(self) -> None:
+        wanted = ["id", "frame_id", "source", "role", "text", "parent_id", "depth",
+                  "left_bound", "top_bound", "width_bound", "height_bound"]
+        total = self._total("elements")
+        cur = self.con.execute(self._select("elements", wanted))
+        sid = self.batch.source_id
+        orphans: dict[tuple[Any, str], int] = {}
+        out = self.batch.elements
+        text = self.text
+        n = 0
+        for (eid, fid, source, role, etext, parent, depth, left, top, width, height) in iter_rows(cur):
+            n += 1
+            if n % 16384 == 0:
+                self.progress.tick("elements", n, total)
+            owner = self.kept.get(fid)
+            if owner is None:
+                why = self.dropped.get(fid, "missing")
+                orphans[(fid, why)] = orphans.get((fid, why), 0) + 1
+                continue
+            src = text(source, 32, "elements.source")
+            r = text(role, 128, "elements.role")
+            out.append(Element(
+                ref=f"{sid}:elements:{eid}",
+                ts_us=owner[0],
+                snapshot_frame_id=owner[1],
+                source=sys.intern(src.lower()) if src else "unknown",
+                role=sys.intern(r) if r else None,
+                text=text(etext, MAX_ELEMENT_TEXT, "elements.text"),
+                parent_ref=None if parent is None else f"{sid}:elements:{parent}",
+                depth=_int(depth),
+                left=_unit(left), top=_unit(top), width=_unit(width), height=_unit(height),
+            ))
+        self._report_orphans(orphans)
+
+    def _report_orphans(self, orphans: dict[tuple[Any, str], int]) -> None:
+        for (fid, why), count in sorted(orphans.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            if why in ("background", "duplicate"):
+                self.batch.note(f"elements of frames that are not snapshots ({why}; not imported)", count)
+            elif why == "quarantined":
+                self.batch.quarantine(self.file, f"elements frame_id={fid} ({count} rows)",
+                                      "elements of a quarantined frame")
+            else:
+                self.batch.quarantine(self.file, f"elements frame_id={fid} ({count} rows)",
+                                      "elements point at a frame that does not exist")
+
+    def _accessibility(self) -> None:
+        """Legacy text-only accessibility rows, each tied to the nearest snapshot in time."""
+        snaps = sorted((s.ts_us, s.source_frame_id or "", s.app) for s in self.batch.snapshots)
+        times = [s[0] for s in snaps]
+        wanted = ["id", "timestamp", "app_name", "text_content"]
+        sid = self.batch.source_id
+        for aid, raw_ts, app, content in iter_rows(self.con.execute(self._select("accessibility", wanted))):
+            try:
+                ts = parse_ts(raw_ts)
+            except BadTimestamp as exc:
+                self.batch.quarantine(self.file, f"accessibility id={aid}", "unreadable timestamp", str(exc))
+                continue
+            body = self.text(content, MAX_ELEMENT_TEXT, "accessibility.text_content")
+            if body is None or not body.strip():
+                self.batch.note("accessibility: empty text rows (nothing to import)")
+                continue
+            owner = _nearest(snaps, times, ts, app)
+            if owner is None:
+                self.batch.quarantine(self.file, f"accessibility id={aid}",
+                                      "accessibility text with no snapshot within 30 s", body)
+                continue
+            self.batch.elements.append(Element(
+                ref=f"{sid}:accessibility:{aid}", ts_us=owner[0], snapshot_frame_id=owner[1],
+                source="accessibility", role=None, text=body, parent_ref=None, depth=0,
+            ))
+
+    def _ui_events(self) -> dict[int, list[tuple[str | None, str, float, float]]]:
+        wanted = ["id", "timestamp", "event_type", "x", "y", "button", "key_code", "modifiers",
+                  "text_content", "app_name", "window_title", "browser_url", "element_role",
+                  "element_name", "element_automation_id", "element_bounds", "frame_id"]
+        total = self._total("ui_events")
+        cur = self.con.execute(self._select("ui_events", wanted))
+        sid = self.batch.source_id
+        text = self.text
+        clock = ClockWatch(self.batch, "ui_events")
+        seen: set[tuple[Any, ...]] = set()
+        candidates: dict[int, list[tuple[str | None, str, float, float]]] = {}
+        n_candidates = 0
+        n = 0
+        for row in iter_rows(cur):
+            n += 1
+            if n % 8192 == 0:
+                self.progress.tick("ui_events", n, total)
+            (eid, raw_ts, etype, x, y, button, key_code, modifiers, content, app, window, url,
+             role, name, auto_id, bounds, frame_id) = row
+            where = f"ui_events id={eid}"
+            try:
+                ts = parse_ts(raw_ts)
+            except BadTimestamp as exc:
+                self.batch.quarantine(self.file, where, "unreadable timestamp", str(exc))
+                continue
+            kind = (text(etype, 64, "ui_events.event_type") or "").strip().lower()
+            if kind not in INPUT_KINDS:
+                self.batch.quarantine(self.file, where, "unknown event type", f"event_type={etype!r}")
+                continue
+            if ts % 1_000_000:  # sub-second clock: an identical row is a duplicate, not a double click
+                key = row[1:]
+                if key in seen:
+                    self.batch.note("ui_events: duplicate rows skipped (identical apart from the id)")
+                    continue
+                seen.add(key)
+            clock.see(ts)
+            stream = None
+            fid = _int(frame_id)
+            if fid is not None:
+                stream = self.stream_of.get(fid)
+                if stream is None:
+                    self.batch.note("ui_events: frame_id points at no frame (stream unknown)")
+            op = None
+            mods = _int(modifiers)
+            typed = None
+            app_name = text(app, MAX_APP, "ui_events.app_name")
+            if kind == "clipboard":
+                op = CLIPBOARD_OPS.get(mods) if mods is not None else None
+                if op is None:
+                    self.batch.note("ui_events: clipboard events with an unknown operation code")
+                mods = None  # the field held the operation, not modifier keys
+                typed = text(content, MAX_TYPED_TEXT, "ui_events.text_content")
+            elif kind == "app_switch":
+                app_name = text(content, MAX_APP, "ui_events.text_content (app)") or app_name
+            elif kind in ("key", "text"):
+                typed = text(content, MAX_TYPED_TEXT, "ui_events.text_content")
+            b = _int(button)
+            px_bounds = _bounds_json(bounds)
+            if bounds is not None and px_bounds is None:
+                self.batch.note("ui_events: element_bounds that are not {left,top,width,height} JSON (dropped)")
+            elem_name = text(name, MAX_WINDOW, "ui_events.element_name")
+            elem_role = text(role, 128, "ui_events.element_role")
+            ev = InputEvent(
+                ref=f"{sid}:ui_events:{eid}",
+                ts_us=ts,
+                kind=kind,
+                stream=stream,
+                x=_int(x),
+                y=_int(y),
+                button=None if b is None else BUTTONS.get(b, str(b)),
+                key_code=_int(key_code),
+                modifiers=mods,
+                text=typed,
+                clipboard_op=op,
+                app=app_name,
+                window=text(window, MAX_WINDOW, "ui_events.window_title"),
+                url=text(url, MAX_URL, "ui_events.browser_url"),
+                element_role=elem_role,
+                element_name=elem_name,
+                element_automation_id=text(auto_id, 256, "ui_events.element_automation_id"),
+                element_bounds=px_bounds[0] if px_bounds else None,
+                source_frame_id=None if fid is None else str(fid),
+            )
+            self.batch.inputs.append(ev)
+            if px_bounds and fid is not None and elem_name and n_candidates < SIZE_CANDIDATES:
+                w_px, h_px = px_bounds[1]
+                if w_px > 0 and h_px > 0:
+                    candidates.setdefault(fid, []).append((elem_role, elem_name, w_px, h_px))
+                    n_candidates += 1
+        clock.finish()
+        return candidates
+
+    def _derive_sizes(
+        self, candidates: dict[int, list[tuple[str | None, str, float, float]]]
+    ) -> dict[str, tuple[int, int]]:
+        """Screen size per stream from elements known both in pixels and normalised."""
+        estimates: dict[str, list[tuple[float, float]]] = {}
+        for fid, nodes in self._normalised_nodes(sorted(candidates)):
+            stream = self.stream_of.get(fid)
+            if stream is None:
+                continue
+            for role, name, w_px, h_px in candidates[fid]:
+                match = nodes.get((role, name)) or nodes.get((None, name))
+                if match is None:
+                    continue
+                wn, hn = match
+                # Tiny elements make the ratio noisy; a tenth of a percent of the screen is too small.
+                if wn >= 0.01 and hn >= 0.01:
+                    estimates.setdefault(stream, []).append((w_px / wn, h_px / hn))
+        sizes: dict[str, tuple[int, int]] = {}
+        for stream, pairs in sorted(estimates.items()):
+            size = _consensus(pairs)
+            if size is None:
+                self.batch.note(f"screen size of {stream}: estimates disagree (left unknown)")
+            else:
+                sizes[stream] = size
+                self.batch.note(f"screen size of {stream}: derived from click element bounds", len(pairs))
+        return sizes
+
+    def _normalised_nodes(
+        self, fids: list[int]
+    ) -> Iterator[tuple[int, dict[tuple[str | None, str], tuple[float, float]]]]:
+        """For each candidate frame: (role, name) -> (width, height) normalised, from its tree."""
+        has_tree = "accessibility_tree_json" in self.frame_cols
+        has_elements = "elements" in self.tables
+        for i in range(0, len(fids), 200):
+            chunk = fids[i:i + 200]
+            marks = ",".join("?" * len(chunk))
+            found: dict[int, dict[tuple[str | None, str], tuple[float, float]]] = {f: {} for f in chunk}
+            if has_elements:
+                for fid, role, etext, w, h in self.con.execute(
+                    f"SELECT frame_id, role, text, width_bound, height_bound FROM elements WHERE frame_id IN ({marks})",
+                    chunk,
+                ):
+                    _index_node(found[fid], role, etext, w, h)
+            if has_tree:
+                for fid, raw in self.con.execute(
+                    f"SELECT id, accessibility_tree_json FROM frames WHERE id IN ({marks})", chunk
+                ):
+                    for node in _walk(_parse_tree(raw) or []):
+                        bd = node.get("bounds")
+                        b: dict[str, Any] = bd if isinstance(bd, dict) else {}
+                        _index_node(found[fid], node.get("role"), node.get("name"), b.get("width"), b.get("height"))
+            yield from found.items()
+
+
+def _index_node(index: dict[tuple[str | None, str], tuple[float, float]], role: Any, name: Any,
+                w: Any, h: Any) -> None:
+    if not isinstance(name, str) or not name:
+        return
+    wn, hn = _unit(w), _unit(h)
+    if wn is None or hn is None:
+        return
+    r = role if isinstance(role, str) else None
+    index.setdefault((r, name), (wn, hn))
+    index.setdefault((None, name), (wn, hn))
+
+
+def _consensus(pairs: list[tuple[float, float]]) -> tuple[int, int] | None:
+    """The median size when most estimates agree within 3 %, else None (never a guess)."""
+    ws = sorted(p[0] for p in pairs)
+    hs = sorted(p[1] for p in pairs)
+    w, h = ws[len(ws) // 2], hs[len(hs) // 2]
+    if not (200 <= w <= 20000 and 200 <= h <= 20000):
+        return None
+    agree = sum(1 for pw, ph in pairs if abs(pw - w) <= 0.03 * w and abs(ph - h) <= 0.03 * h)
+    if agree * 5 < len(pairs) * 3:  # fewer than 60 % agree
+        return None
+    return int(round(w)), int(round(h))
+
+
+def _parse_tree(raw: Any) -> list[Any] | None:
+    if raw is None:
+        return []
+    try:
+        data = json.loads(raw)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if isinstance(data, dict):
+        return [data]
+    if isinstance(data, list):
+        return data
+    return None
+
+
+def _walk(nodes: list[Any]) -> Iterator[dict[str, Any]]:
+    stack = list(nodes)
+    seen = 0
+    while stack and seen < MAX_TREE_NODES:
+        node = stack.pop()
+        if isinstance(node, dict):
+            seen += 1
+            yield node
+            children = node.get("children")
+            if isinstance(children, list):
+                stack.extend(children)
+
+
+def _bounds_json(raw: Any) -> tuple[str, tuple[float, float]] | None:
+    """Pixel bounds as canonical JSON {"left","top","width","height"}, plus (width, height)."""
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    left = data.get("left", data.get("x"))
+    top = data.get("top", data.get("y"))
+    vals = [left, top, data.get("width"), data.get("height")]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in vals):
+        return None
+    nums = [round(float(v), 1) for v in vals if isinstance(v, (int, float))]
+    text = json.dumps({"left": nums[0], "top": nums[1], "width": nums[2], "height": nums[3]},
+                      sort_keys=True, separators=(",", ":"))
+    return text, (nums[2], nums[3])
+
+
+def _nearest(
+    snaps: list[tuple[int, str, str]], times: list[int], ts: int, app: Any
+) -> tuple[int, str] | None:
+    """The snapshot closest in time (same app preferred) within ACCESSIBILITY_MAX_GAP_US."""
+    lo = bisect.bisect_left(times, ts - ACCESSIBILITY_MAX_GAP_US)
+    hi = bisect.bisect_right(times, ts + ACCESSIBILITY_MAX_GAP_US)
+    if lo >= hi:
+        return None
+    # Rank: same app first, then distance in time, then frame id (a total order).
+    t, fid, _app = min(
+        snaps[lo:hi],
+        key=lambda s: (0 if app is not None and s[2] == app else 1, abs(s[0] - ts), s[1]),
+    )
+    return t, fid

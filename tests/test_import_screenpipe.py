@@ -1,0 +1,343 @@
+"""screenpipe importer: both schema eras, WAL, read-only proof, bad input, screen sizes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from capture.errors import UserError
+from capture.importers.common import open_sqlite_readonly
+from capture.importers.screenpipe import read_screenpipe
+from capture.screenpipe_schema import CLIPBOARD_CODES, CURRENT_DDL, LEGACY_DDL
+from capture.timeutil import parse_ts
+
+T0 = "2026-03-15T18:25:55.123456+00:00"
+
+
+def make_db(path: Path, ddl: str, frames=(), ui=(), elements=(), accessibility=(), wal: bool = False) -> Path:
+    con = sqlite3.connect(path)
+    if wal:
+        con.execute("PRAGMA journal_mode=WAL")
+    con.executescript(ddl)
+    _insert(con, "frames", frames)
+    _insert(con, "ui_events", ui)
+    _insert(con, "elements", elements)
+    _insert(con, "accessibility", accessibility)
+    con.commit()
+    con.close()
+    return path
+
+
+def _insert(con: sqlite3.Connection, table: str, rows) -> None:
+    for row in rows:
+        cols = ", ".join(row)
+        marks = ", ".join("?" * len(row))
+        con.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(row.values()))
+
+
+def tree(*children, role="AXWindow", name="Mail", w=1.0, h=1.0):
+    return {"role": role, "name": name, "bounds": {"left": 0, "top": 0, "width": w, "height": h},
+            "children": list(children)}
+
+
+@pytest.fixture
+def current_db(tmp_path: Path) -> Path:
+    send = tree(role="AXButton", name="Send", w=0.2, h=0.1)
+    frames = [
+        dict(id=1, timestamp="2026-03-15T18:25:55.123456+00:00", app_name="Mail", window_name="Inbox",
+             focused=1, device_name="monitor_1", capture_trigger="click",
+             accessibility_tree_json=json.dumps(tree(send))),
+        dict(id=2, timestamp="2026-03-15 18:26:10", app_name="Google Chrome", window_name="GitHub",
+             focused=1, browser_url="https://github.com/x/y", device_name="monitor_2", capture_trigger="app_switch"),
+        dict(id=3, timestamp="2026-03-15T18:26:40Z", app_name="Google Chrome", window_name="GitHub",
+             focused=1, browser_url="https://github.com/x/y", device_name="", capture_trigger="idle"),
+    ]
+    ui = [
+        dict(id=1, timestamp="2026-03-15T18:25:55.200000+00:00", event_type="click", x=400, y=300, button=0,
+             element_role="AXButton", element_name="Send",
+             element_bounds=json.dumps({"left": 302.4, "top": 98.2, "width": 302.4, "height": 98.2}), frame_id=1),
+        dict(id=2, timestamp="2026-03-15T18:26:09.5Z", event_type="app_switch", text_content="Google Chrome",
+             app_name="Mail", frame_id=2),
+        dict(id=3, timestamp="2026-03-15T18:26:11.1Z", event_type="clipboard",
+             modifiers=CLIPBOARD_CODES["copy"], text_content="secret snippet"),
+        dict(id=4, timestamp="2026-03-15T18:26:12.1Z", event_type="clipboard", modifiers=120, frame_id=2),
+        dict(id=5, timestamp="2026-03-15T18:26:13.1Z", event_type="clipboard", modifiers=118, frame_id=2),
+        dict(id=6, timestamp="2026-03-15T18:26:14.1Z", event_type="text", text_content="hello", frame_id=2),
+        dict(id=7, timestamp="2026-03-15T18:26:15.1Z", event_type="click", x=5, y=6, button=1, frame_id=99),
+        dict(id=8, timestamp="2026-03-15T18:26:16.1Z", event_type="wiggle"),
+    ]
+    elements = [
+        dict(id=10, frame_id=2, source="accessibility", role="AXLink", text="Pull requests", depth=0,
+             left_bound=0.1, top_bound=0.05, width_bound=0.08, height_bound=0.02),
+        dict(id=11, frame_id=2, source="ocr", text="README.md", parent_id=10, depth=1,
+             left_bound=0.2, top_bound=0.3, width_bound=0.1, height_bound=0.02),
+        dict(id=12, frame_id=77, source="ocr", text="orphan"),
+    ]
+    return make_db(tmp_path / "db.sqlite", CURRENT_DDL, frames, ui, elements)
+
+
+def test_current_era_maps_frames_inputs_elements(current_db: Path) -> None:
+    b = read_screenpipe(current_db)
+    assert b.recorder == "screenpipe" and b.source_id.startswith("screenpipe:db.sqlite:")
+    snaps = {s.source_frame_id: s for s in b.snapshots}
+    assert [snaps[k].ts_us for k in ("1", "2", "3")] == [
+        parse_ts("2026-03-15T18:25:55.123456Z"), parse_ts("2026-03-15T18:26:10Z"), parse_ts("2026-03-15T18:26:40Z")]
+    assert snaps["2"].stream == "monitor_2" and snaps["3"].stream == "monitor_1"  # '' -> monitor_1
+    assert snaps["3"].heartbeat and not snaps["2"].heartbeat and snaps["2"].trigger == "app_switch"
+    assert snaps["2"].url == "https://github.com/x/y"
+    assert snaps["1"].ref == f"{b.source_id}:frames:1"
+
+    ev = {e.ref.rsplit(":", 1)[1]: e for e in b.inputs}
+    assert ev["1"].kind == "click" and ev["1"].button == "left" and ev["1"].stream == "monitor_1"
+    assert ev["1"].element_name == "Send" and ev["1"].element_role == "AXButton"
+    assert json.loads(ev["1"].element_bounds) == {"left": 302.4, "top": 98.2, "width": 302.4, "height": 98.2}
+    assert ev["2"].kind == "app_switch" and ev["2"].app == "Google Chrome" and ev["2"].text is None
+    assert ev["2"].stream == "monitor_2"
+    assert [ev[k].clipboard_op for k in ("3", "4", "5")] == ["copy", "cut", "paste"]
+    assert ev["3"].stream is None and ev["3"].modifiers is None and ev["3"].text == "secret snippet"
+    assert ev["6"].text == "hello"
+    assert ev["7"].button == "right" and ev["7"].stream is None  # frame 99 does not exist
+    assert "8" not in ev
+    assert any(q.row == "ui_events id=8" and q.reason == "unknown event type" for q in b.quarantined)
+
+    by_ref = {e.ref: e for e in b.elements}
+    tree_nodes = [e for e in b.elements if ":tree:" in e.ref]
+    assert [(e.role, e.text, e.depth) for e in tree_nodes] == [("AXWindow", "Mail", 0), ("AXButton", "Send", 1)]
+    assert tree_nodes[1].parent_ref == tree_nodes[0].ref and tree_nodes[1].width == 0.2
+    child = by_ref[f"{b.source_id}:elements:11"]
+    assert child.parent_ref == f"{b.source_id}:elements:10" and child.source == "ocr"
+    assert child.ts_us == snaps["2"].ts_us and child.snapshot_frame_id == "2"
+    assert any(q.row == "elements frame_id=77 (1 rows)" for q in b.quarantined)
+
+    # Screen size: 302.4 px / 0.2 and 98.2 px / 0.1 of the same "Send" button.
+    sizes = {(s.stream, s.width_px, s.height_px) for s in b.streams}
+    assert ("monitor_1", 1512, 982) in sizes
+    assert ("monitor_2", None, None) in sizes
+
+
+def test_screen_override_and_per_day_streams(current_db: Path) -> None:
+    b = read_screenpipe(current_db, screens={"monitor_2": (2560, 1440)}, tz="Asia/Tokyo")
+    m2 = [s for s in b.streams if s.stream == "monitor_2"]
+    assert [(s.width_px, s.height_px) for s in m2] == [(2560, 1440)]
+    # 18:26 UTC is already the next day in Tokyo: the stream row carries the local day.
+    assert m2[0].ref.endswith(":monitor_2:2026-03-16")
+
+
+def test_source_id_is_stable_and_import_is_deterministic(current_db: Path, tmp_path: Path) -> None:
+    a, b = read_screenpipe(current_db), read_screenpipe(current_db)
+    assert a.source_id == b.source_id
+    assert a.snapshots == b.snapshots and a.inputs == b.inputs and a.elements == b.elements
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    (moved / "db.sqlite").write_bytes(current_db.read_bytes())
+    assert read_screenpipe(moved / "db.sqlite").source_id == a.source_id
+
+
+def test_legacy_era_keeps_the_focused_row_of_each_cycle(tmp_path: Path) -> None:
+    frames = [
+        # cycle 1 on the default device: three visible windows, Slack is focused
+        dict(id=1, timestamp="2025-11-02 09:00:00", app_name="Finder", window_name="Home", focused=0),
+        dict(id=2, timestamp="2025-11-02 09:00:00", app_name="Slack", window_name="general", focused=1),
+        dict(id=3, timestamp="2025-11-02 09:00:00", app_name="Mail", window_name="Inbox", focused=0),
+        # cycle 2: nothing focused -> no snapshot, rows quarantined
+        dict(id=4, timestamp="2025-11-02 09:00:05", app_name="Finder", window_name="Home", focused=0),
+        dict(id=5, timestamp="2025-11-02 09:00:05", app_name="Mail", window_name="Inbox", focused=0),
+        # cycle 3: two monitors at the same instant
+        dict(id=6, timestamp="2025-11-02 09:00:10", app_name="Slack", focused=1, device_name="monitor_1"),
+        dict(id=7, timestamp="2025-11-02 09:00:10", app_name="Xcode", focused=1, device_name="monitor_2"),
+    ]
+    ui = [dict(id=1, timestamp="2025-11-02 09:00:01", event_type="key", key_code=38, modifiers=0, text_content="j",
+               app_name="Slack")]
+    acc = [
+        dict(id=1, timestamp="2025-11-02 09:00:01", app_name="Slack", text_content="general: hello team"),
+        dict(id=2, timestamp="2025-11-02 10:00:00", app_name="Slack", text_content="far from any snapshot"),
+    ]
+    db = make_db(tmp_path / "old.sqlite", LEGACY_DDL, frames, ui, accessibility=acc)
+    b = read_screenpipe(db)
+    assert [(s.source_frame_id, s.app, s.stream) for s in b.snapshots] == [
+        ("2", "Slack", "monitor_1"), ("6", "Slack", "monitor_1"), ("7", "Xcode", "monitor_2")]
+    assert all(s.trigger is None and not s.heartbeat for s in b.snapshots)
+    no_focus = sorted(q.row for q in b.quarantined if q.reason == "capture cycle without a focused window")
+    assert no_focus == ["frames id=4", "frames id=5"]
+    assert b.notes["frames: background windows of a capture cycle (not the foreground; not imported)"] == 2
+    [key] = b.inputs
+    assert key.kind == "key" and key.text == "j" and key.stream is None and key.element_bounds is None
+    [text] = b.elements
+    assert text.snapshot_frame_id == "2" and text.text == "general: hello team" and text.role is None
+    assert any(q.row == "accessibility id=2" for q in b.quarantined)
+
+
+def _stat(p: Path) -> tuple[bytes, int]:
+    return p.read_bytes(), p.stat().st_mtime_ns
+
+
+def test_wal_database_is_read_through_its_wal_and_never_changed(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "db.sqlite", CURRENT_DDL, wal=True,
+                 frames=[dict(id=1, timestamp=T0, app_name="Mail", focused=1)])
+    # A running recorder: its connection is open and the newest rows live only in the -wal file.
+    writer = sqlite3.connect(db)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("INSERT INTO frames (id, timestamp, app_name, focused) VALUES (2, ?, 'Slack', 1)",
+                   ("2026-03-15T18:26:00Z",))
+    writer.commit()
+    wal = Path(str(db) + "-wal")
+    assert wal.stat().st_size > 0
+    before = {p.name: _stat(p) for p in (db, wal)}
+    try:
+        b = read_screenpipe(db)
+        assert [s.app for s in b.snapshots] == ["Mail", "Slack"]  # row 2 exists only in the WAL
+        con = open_sqlite_readonly(db, "test")
+        with pytest.raises(sqlite3.OperationalError, match="readonly|read-only"):
+            con.execute("INSERT INTO frames (id, timestamp, app_name) VALUES (3, ?, 'x')", (T0,))
+        with pytest.raises(sqlite3.OperationalError):
+            con.execute("DELETE FROM frames")
+        con.close()
+        # Compared while the recorder is still open (its own close checkpoints the WAL).
+        assert {p.name: _stat(p) for p in (db, wal)} == before
+    finally:
+        writer.close()
+
+
+def test_reading_does_not_change_or_create_files(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "db.sqlite", CURRENT_DDL, wal=True,
+                 frames=[dict(id=1, timestamp=T0, app_name="Mail", focused=1)])
+    names_before = sorted(os.listdir(tmp_path))
+    before = _stat(db)
+    read_screenpipe(db)
+    read_screenpipe(db)
+    assert _stat(db) == before
+    assert sorted(os.listdir(tmp_path)) == names_before  # no stray -wal / -shm beside the user's db
+
+
+def test_wal_files_unchanged_by_import(tmp_path: Path) -> None:
+    """A recorder that stopped without checkpointing: db + wal on disk, bytes and mtimes kept."""
+    db = make_db(tmp_path / "db.sqlite", CURRENT_DDL, wal=True,
+                 frames=[dict(id=1, timestamp=T0, app_name="Mail", focused=1)])
+    writer = sqlite3.connect(db)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("INSERT INTO frames (id, timestamp, app_name, focused) VALUES (2, ?, 'Slack', 1)", ("2026-03-15T18:27:00Z",))
+    writer.commit()
+    frozen = tmp_path / "frozen"
+    frozen.mkdir()
+    for suffix in ("", "-wal"):
+        (frozen / f"db.sqlite{suffix}").write_bytes(Path(f"{db}{suffix}").read_bytes())
+    writer.close()
+    copy, copy_wal = frozen / "db.sqlite", frozen / "db.sqlite-wal"
+    before = (_stat(copy), _stat(copy_wal))
+    assert len(read_screenpipe(copy).snapshots) == 2
+    assert (_stat(copy), _stat(copy_wal)) == before
+
+
+def test_wrong_format_and_unreadable_files_are_user_errors(tmp_path: Path) -> None:
+    js = tmp_path / "aw-export.json"
+    js.write_text('{"buckets": {}}')
+    with pytest.raises(UserError, match=r"aw-export.json is not an SQLite database.*activitywatch"):
+        read_screenpipe(js)
+    with pytest.raises(UserError, match="no such file"):
+        read_screenpipe(tmp_path / "missing.sqlite")
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    with pytest.raises(UserError, match="is empty"):
+        read_screenpipe(empty)
+    corrupt = tmp_path / "corrupt.sqlite"
+    corrupt.write_bytes(b"SQLite format 3\x00" + os.urandom(3000))
+    with pytest.raises(UserError, match="corrupt.sqlite"):
+        read_screenpipe(corrupt)
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(other).execute("CREATE TABLE notes (id INTEGER)").connection.commit()
+    with pytest.raises(UserError, match="no frames table"):
+        read_screenpipe(other)
+
+
+def test_truncated_database_is_a_user_error(tmp_path: Path) -> None:
+    rows = [dict(id=i, timestamp=T0, app_name="A" * 500, focused=1) for i in range(1, 400)]
+    db = make_db(tmp_path / "db.sqlite", CURRENT_DDL, rows)
+    half = tmp_path / "half.sqlite"
+    half.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
+    with pytest.raises(UserError, match="half.sqlite"):
+        read_screenpipe(half)
+
+
+def test_bad_rows_are_quarantined_or_repaired_with_reasons(tmp_path: Path) -> None:
+    frames = [
+        dict(id=1, timestamp="yesterday-ish", app_name="Mail", focused=1),
+        dict(id=2, timestamp="2026-03-15T18:00:00Z", app_name=None, focused=1),
+        dict(id=3, timestamp="2026-03-15T18:00:01Z", app_name="Mail", focused=1,
+             window_name=b"Caf\xe9 menu"),  # invalid UTF-8 bytes
+        dict(id=4, timestamp="2026-03-15T18:00:02Z", app_name="Mail", window_name="W" * 50_000, focused=1),
+        dict(id=5, timestamp="2026-03-15T18:00:03Z", app_name="X" * 5000, focused=1),
+        dict(id=6, timestamp="2026-03-15T17:00:00Z", app_name="Mail", focused=1),  # clock went back an hour
+        dict(id=7, timestamp="2026-03-15T18:00:05Z", app_name="Mail", window_name="dup", focused=1),
+        dict(id=8, timestamp="2026-03-15T18:00:05Z", app_name="Mail", window_name="dup", focused=1),
+        dict(id=9, timestamp="1970-01-01 00:00:00", app_name="Mail", focused=1),
+        dict(id=10, timestamp="2026-03-15T18:00:07Z", app_name="Mail", focused=1,
+             accessibility_tree_json="{not json"),
+    ]
+    ui = [
+        dict(id=1, timestamp="2026-03-15T18:00:01.5Z", event_type="key", text_content="a"),
+        dict(id=2, timestamp="2026-03-15T18:00:01.5Z", event_type="key", text_content="a"),
+        dict(id=3, timestamp="not a time", event_type="click"),
+        dict(id=4, timestamp="2026-03-15T18:00:02Z", event_type="click", x=1, y=1),
+        dict(id=5, timestamp="2026-03-15T18:00:02Z", event_type="click", x=1, y=1),  # a double click at 1 s precision
+        dict(id=6, timestamp="2026-03-15T18:00:03.5Z", event_type="clipboard", modifiers=0),
+        dict(id=7, timestamp="2026-03-15T18:00:03.6Z", event_type="text", text_content="t" * 100_000),
+    ]
+    db = make_db(tmp_path / "bad.sqlite", CURRENT_DDL, frames, ui)
+    b = read_screenpipe(db)
+    q = {(x.row, x.reason) for x in b.quarantined}
+    assert ("frames id=1", "unreadable timestamp") in q
+    assert ("frames id=2", "frame has no app name") in q
+    assert ("frames id=5", "app name longer than 256 characters") in q
+    assert ("frames id=9", "unreadable timestamp") in q  # 1970 is a broken clock, not data
+    assert ("ui_events id=3", "unreadable timestamp") in q
+    assert ("frames id=10 accessibility_tree_json", "accessibility tree is not valid JSON") in q
+    assert all(x.source == str(db) for x in b.quarantined)
+    snaps = {s.source_frame_id: s for s in b.snapshots}
+    assert set(snaps) == {"3", "4", "6", "7", "10"}  # 8 duplicates 7; frame 10 keeps its snapshot
+    assert snaps["3"].window == "Caf\ufffd menu"
+    assert len(snaps["4"].window or "") == 1024
+    assert b.notes["frames.window_name: invalid UTF-8 replaced with U+FFFD"] == 1
+    assert b.notes["frames.window_name: truncated to 1024 characters"] == 1
+    assert b.notes["frames: clock went backwards (rows kept; the log sorts them)"] == 1
+    assert b.notes["frames: duplicate rows skipped (same time, monitor, app, window and URL)"] == 1
+    ev = {e.ref.rsplit(":", 1)[1]: e for e in b.inputs}
+    assert set(ev) == {"1", "4", "5", "6", "7"}  # 2 is a duplicate of 1; 4 and 5 are two clicks
+    assert ev["6"].clipboard_op is None
+    assert len(ev["7"].text or "") == 8192
+    # Every row lands in exactly one place: snapshot, quarantine, or a counted note.
+    assert len(b.snapshots) + sum(1 for x in b.quarantined if x.row.startswith("frames id=") and
+                                  "accessibility" not in x.row) + 1 == len(frames)
+
+
+cycles = st.lists(
+    st.lists(st.tuples(st.sampled_from(["", "monitor_1", "monitor_2"]), st.booleans()), min_size=1, max_size=4),
+    min_size=1, max_size=12,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cycles=cycles)
+def test_legacy_rule_one_snapshot_per_cycle_with_a_focused_row(tmp_path_factory, cycles) -> None:
+    rows, expect_snaps, expect_quarantine, n = [], 0, 0, 0
+    for i, cycle in enumerate(cycles):
+        ts = f"2025-11-02 09:{i // 60:02d}:{i % 60:02d}"
+        groups: dict[str, list[bool]] = {}
+        for device, focused in cycle:
+            n += 1
+            rows.append(dict(id=n, timestamp=ts, app_name=f"App{n}", focused=int(focused), device_name=device))
+            groups.setdefault(device or "monitor_1", []).append(focused)
+        expect_snaps += sum(1 for g in groups.values() if any(g))
+        expect_quarantine += sum(len(g) for g in groups.values() if not any(g))
+    db = make_db(tmp_path_factory.mktemp("legacy") / "db.sqlite", LEGACY_DDL, rows)
+    b = read_screenpipe(db)
+    assert len(b.snapshots) == expect_snaps
+    assert len(b.quarantined) == expect_quarantine
+    assert all(s.focused for s in b.snapshots)
+    # at most one snapshot per (time, stream)
+    assert len({(s.ts_us, s.stream) for s in b.snapshots}) == len(b.snapshots)
