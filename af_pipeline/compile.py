@@ -1,0 +1,548 @@
+"""compile_day: one local day of capture -> the schema v1 document (paper sections 3 and 4).
+
+Pure and deterministic: no wall clock (``generated_at`` is added by emit callers), no hash-order
+dependence (every output list is sorted with a total key), integer microseconds throughout and
+floats only at the edge, rounded explicitly. The hot loops work on plain lists indexed by
+snapshot position (see enrich.SnapIndex) instead of building an object per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from af_pipeline import GENERATOR, layouts
+from af_pipeline.document import SCHEMA_VERSION, encode_refs
+from af_pipeline.enrich import RING_PX, SnapIndex, click_target, element_boxes, screen_sizes
+from af_pipeline.sessionize import PAPER_RULES, Rules, Segment, build_segments, credits, flicker_merge
+from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture
+from capture.timeutil import US, day_bounds, to_datetime, zone
+
+MIN_US = 60 * US
+TOP_WINDOWS = 3
+TOP_CLICKS = 5
+# input volume fields, in the order documents list them
+VOLUME = ("keys", "text", "chars", "clicks", "scrolls", "copies", "pastes")
+_K_KEYS, _K_TEXT, _K_CHARS, _K_CLICKS, _K_SCROLLS, _K_COPIES, _K_PASTES = range(7)
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    min_minutes: float = 0.0  # frames shorter are omitted; the omission is reported
+    include_typed_text: bool = False  # operator opt-in at build time (emit needs its own)
+    layout: str = "identity"  # keyboard map name (af_pipeline/layouts)
+
+
+def _minutes(us: int) -> float:
+    return round(us / MIN_US, 2)
+
+
+def _seconds(us: int) -> int:
+    return (us + US // 2) // US
+
+
+class _Clock:
+    """Local wall-clock text in the user's zone, DST-aware."""
+
+    def __init__(self, tz: str):
+        self.zone = zone(tz)
+
+    def hms(self, ts_us: int) -> str:
+        return to_datetime(ts_us, self.zone).strftime("%H:%M:%S")
+
+    def iso(self, ts_us: int) -> str:
+        return to_datetime(ts_us, self.zone).isoformat(timespec="seconds")
+
+
+def _entities() -> tuple[Callable[[str | None], str | None], Callable[[str], Any]]:
+    from af_pipeline.entities import site_of, type_url  # only browser rows need it
+
+    return site_of, type_url
+
+
+def _key_char(text: str) -> str:
+    return text if len(text) == 1 else f"[{text}]"
+
+
+def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
+                rules: Rules = PAPER_RULES) -> dict[str, Any]:
+    """The schema v1 document of one day, without ``generated_at``."""
+    if options.min_minutes < 0:
+        raise ValueError(f"min_minutes must be >= 0, not {options.min_minutes}")
+    clock = _Clock(capture.tz)
+    tbl = layouts.table(options.layout)
+    index = SnapIndex(capture.snapshots)
+    snaps = index.snaps
+    n = len(snaps)
+    apps = [s.app for s in snaps]
+
+    # -- keys: (app, site); site and page type are pure functions of the URL, cached per URL --
+    site_cache: dict[str, str | None] = {}
+    page_cache: dict[str, tuple[str, str | None]] = {}
+    sites: list[str | None] = [None] * n
+    urls = [s.url for s in snaps]
+    if any(urls):
+        site_of, type_url = _entities()
+        for pos, url in enumerate(urls):
+            if url:
+                site = site_cache.get(url, "")
+                if site == "":
+                    site = site_cache[url] = site_of(url)
+                sites[pos] = site
+    else:
+        type_url = None
+
+    # -- segmentation, per stream (positions within a stream are in (time, ref) order) --------
+    credit = [0] * n
+    brk = [True] * n
+    srank = [0] * n  # rank of the row within its stream: adjacency means "next row of stream"
+    segments: list[Segment] = []
+    streams = sorted(index.by_stream)
+    for stream in streams:
+        ts, pos_list = index.by_stream[stream]
+        c, b = credits(ts, rules)
+        for r, p in enumerate(pos_list):
+            credit[p] = c[r]
+            brk[p] = b[r]
+            srank[p] = r
+        keys = [(apps[p], sites[p]) for p in pos_list]
+        segments.extend(flicker_merge(build_segments(stream, pos_list, ts, keys, c, b), rules))
+    segments.sort(key=lambda f: (f.start_us, f.stream, snaps[f.rows[0]].ref))
+
+    # owner slot per row: frames take slots 0..F-1, interruptions the ones after
+    owner = [0] * n
+    slot_keys: list[tuple[str, str | None]] = []
+    n_frames = len(segments)
+    inter_slots: list[list[int]] = []
+    for fi, seg in enumerate(segments):
+        for p in seg.rows:
+            owner[p] = fi
+        slot_keys.append(seg.key)  # type: ignore[arg-type]
+    nxt = n_frames
+    for seg in segments:
+        mine = []
+        for it in seg.interruptions:
+            for p in it.rows:
+                owner[p] = nxt
+            slot_keys.append(it.key)  # type: ignore[arg-type]
+            mine.append(nxt)
+            nxt += 1
+        inter_slots.append(mine)
+    n_slots = nxt
+
+    # -- enrichment-backed input accounting -------------------------------------------------
+    vol = [[0] * 7 for _ in range(n_slots)]
+    has_input = [False] * n
+    events = sorted(capture.inputs, key=lambda e: (e.ts_us, e.stream or "", e.ref))
+    nearest = index.nearest
+    distances: list[int] = []
+    unattributed = 0
+    anon_clicks: list[tuple[Any, int]] = []
+    clicked: list[dict[tuple[str, str | None, str], int]] = [{} for _ in range(n_slots)]
+    unresolved = [0] * n_slots
+    resolution_counts = dict.fromkeys(("recorded", "exact", "tolerance", "zone", "unresolved"), 0)
+    typed: list[list[str]] | None = [[] for _ in range(n_slots)] if options.include_typed_text else None
+    for e in events:
+        pos, dist = nearest(e.stream, e.ts_us)
+        if pos < 0:
+            unattributed += 1
+            continue
+        distances.append(dist)
+        slot = owner[pos]
+        kind = e.kind
+        if kind == "move":
+            continue  # pointer motion is not interaction volume
+        has_input[pos] = True
+        v = vol[slot]
+        if kind == "key":
+            v[_K_KEYS] += 1
+            if typed is not None and e.text:
+                typed[slot].append(_key_char(layouts.translate(e.text, kind, tbl) or ""))
+        elif kind == "text":
+            v[_K_TEXT] += 1
+            if e.text:
+                v[_K_CHARS] += len(e.text)
+                if typed is not None:
+                    typed[slot].append(layouts.translate(e.text, kind, tbl) or "")
+        elif kind == "click":
+            v[_K_CLICKS] += 1
+            if e.element_name and e.element_name.strip():
+                label = " ".join(e.element_name.split())
+                k = (label, e.element_role, "recorded")
+                clicked[slot][k] = clicked[slot].get(k, 0) + 1
+                resolution_counts["recorded"] += 1
+            else:
+                anon_clicks.append((e, pos))
+        elif kind == "scroll":
+            v[_K_SCROLLS] += 1
+        elif kind == "clipboard":
+            op = e.clipboard_op
+            if op == "paste":
+                v[_K_PASTES] += 1
+            elif op in ("copy", "cut"):
+                v[_K_COPIES] += 1
+    if anon_clicks:
+        sizes = screen_sizes(capture.streams)
+        wanted = {fid for _e, p in anon_clicks if (fid := snaps[p].source_frame_id) is not None}
+        boxes = element_boxes(capture.elements, wanted) if wanted else {}
+        for ev, p in anon_clicks:
+            res, target, trole = click_target(ev, snaps[p], sizes, boxes)
+            resolution_counts[res] += 1
+            slot = owner[p]
+            if target is None:
+                unresolved[slot] += 1
+            else:
+                k = (target, trole, res)
+                clicked[slot][k] = clicked[slot].get(k, 0) + 1
+
+    # -- per-row aggregates: presence-only rows, windows, domains, pages --------------------
+    heartbeat = [s.heartbeat for s in snaps]
+    presence_us = [0] * n_slots
+    for p in range(n):
+        if heartbeat[p] and not has_input[p]:
+            presence_us[owner[p]] += credit[p]
+
+    def page_key(url: str) -> tuple[str, str | None]:
+        pk = page_cache.get(url)
+        if pk is None:
+            ref = type_url(url)  # type: ignore[misc]
+            ent = ref.entity
+            pk = page_cache[url] = (ref.kind, ent if ent is not None else None)
+        return pk
+
+    app_minutes: dict[str, int] = {}
+    app_windows: dict[str, dict[str, int]] = {}
+    domain_us: dict[str, int] = {}
+    domain_visits: dict[str, int] = {}
+    presence_runs: list[int] = []
+    for stream in streams:
+        pos_list = index.by_stream[stream][1]
+        prev_site: str | None = None
+        prev_broken = True
+        run = 0
+        for p in pos_list:
+            app = apps[p]
+            cp = credit[p]
+            app_minutes[app] = app_minutes.get(app, 0) + cp
+            w = snaps[p].window
+            if w:
+                aw = app_windows.get(app)
+                if aw is None:
+                    aw = app_windows[app] = {}
+                aw[w] = aw.get(w, 0) + cp
+            site = sites[p]
+            if site is not None:
+                domain_us[site] = domain_us.get(site, 0) + cp
+                if site != prev_site or prev_broken:
+                    domain_visits[site] = domain_visits.get(site, 0) + 1
+            prev_site, prev_broken = site, brk[p]
+            if heartbeat[p] and not has_input[p]:
+                run += cp
+            elif run:
+                presence_runs.append(run)
+                run = 0
+            if brk[p] and run:
+                presence_runs.append(run)
+                run = 0
+        if run:
+            presence_runs.append(run)
+
+    # -- frames ------------------------------------------------------------------------------
+    floor_us = options.min_minutes * MIN_US
+    frames_out: list[dict[str, Any]] = []
+    omitted_n = 0
+    omitted_us = 0
+    app_frames: dict[str, int] = {}
+    app_longest: dict[str, int] = {}
+    app_interrupts: dict[str, int] = {}
+    for fi, seg in enumerate(segments):
+        app, site = cast(tuple[str, str | None], seg.key)
+        app_frames[app] = app_frames.get(app, 0) + 1
+        if seg.active_us > app_longest.get(app, -1):
+            app_longest[app] = seg.active_us
+        for it in seg.interruptions:
+            iapp = cast(tuple[str, str | None], it.key)[0]
+            app_interrupts[iapp] = app_interrupts.get(iapp, 0) + 1
+        if seg.active_us < floor_us:
+            omitted_n += 1
+            omitted_us += seg.active_us
+            continue
+        frames_out.append(_frame(fi, seg, snaps, credit, srank, sites, vol, clicked, unresolved,
+                                 presence_us, inter_slots[fi], typed, clock,
+                                 page_key if site is not None else None))
+
+    # -- coverage ----------------------------------------------------------------------------
+    all_ts = index.all_ts
+    gaps: list[dict[str, Any]] = []
+    for i in range(len(all_ts) - 1):
+        if all_ts[i + 1] - all_ts[i] > rules.gap_s * US:
+            gaps.append({"start": clock.hms(all_ts[i]), "end": clock.hms(all_ts[i + 1]),
+                         "minutes": _minutes(all_ts[i + 1] - all_ts[i])})
+    covered_us, dual_us = _union_and_overlap(index, credit)
+    total_active = sum(credit)
+    first_us = all_ts[0] if n else None
+    last_us = max(seg.end_us for seg in segments) if segments else None
+    totals = [sum(v[k] for v in vol) for k in range(7)]
+    distances.sort()
+    sizes_all = screen_sizes(capture.streams)
+    stream_rows = []
+    for stream in streams:
+        ts, pos_list = index.by_stream[stream]
+        entry: dict[str, Any] = {"stream": stream, "rows": len(pos_list),
+                                 "active_min": _minutes(sum(credit[p] for p in pos_list))}
+        if stream in sizes_all:
+            entry["width_px"], entry["height_px"] = sizes_all[stream]
+        stream_rows.append(entry)
+    presence_total = sum(presence_us)
+    coverage: dict[str, Any] = {
+        "first_activity": clock.hms(first_us) if first_us is not None else None,
+        "last_activity": clock.hms(last_us) if last_us is not None else None,
+        "active_min": _minutes(total_active),
+        "covered_min": _minutes(covered_us),
+        "span_min": _minutes(last_us - first_us) if first_us is not None and last_us is not None else 0.0,
+        "dual_monitor_min": _minutes(dual_us),
+        "distinct_apps": len(app_minutes),
+        "frames": len(segments),
+        "gaps": gaps,
+        "gap_min": round(sum(g["minutes"] for g in gaps), 2),
+        "presence_only": {
+            "minutes": _minutes(presence_total),
+            "longest_run_min": _minutes(max(presence_runs) if presence_runs else 0),
+        },
+        "input": dict(zip(VOLUME, totals, strict=True)),
+        "clicks": resolution_counts,
+        "attribution": {
+            "events": len(distances),
+            "unattributed": unattributed,
+            "median_ms": (distances[len(distances) // 2] + 500) // 1000 if distances else 0,
+            "p90_ms": (distances[(len(distances) * 9) // 10] + 500) // 1000 if distances else 0,
+            "max_ms": (distances[-1] + 500) // 1000 if distances else 0,
+        },
+        "streams": stream_rows,
+    }
+
+    apps_out = []
+    for app in sorted(app_minutes, key=lambda a: (-app_minutes[a], a)):
+        wins = app_windows.get(app, {})
+        apps_out.append({
+            "app": app,
+            "minutes": _minutes(app_minutes[app]),
+            "frames": app_frames.get(app, 0),
+            "interruptions": app_interrupts.get(app, 0),
+            "longest_frame_min": _minutes(app_longest.get(app, 0)),
+            "top_windows": [{"title": w, "minutes": _minutes(wins[w])}
+                            for w in sorted(wins, key=lambda t: (-wins[t], t))[:TOP_WINDOWS]],
+        })
+    domains_out = [{"domain": d, "minutes": _minutes(domain_us[d]), "visits": domain_visits[d]}
+                   for d in sorted(domain_us, key=lambda d: (-domain_us[d], d))]
+
+    start_us, end_us = day_bounds(capture.day, clock.zone)
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "day": capture.day,
+        "tz": capture.tz,
+        "window": {"start": clock.iso(start_us), "end": clock.iso(end_us)},
+        "coverage": coverage,
+        "apps": apps_out,
+        "domains": domains_out,
+        "frames": frames_out,
+        "omitted": {"min_minutes": round(float(options.min_minutes), 2), "frames": omitted_n,
+                    "minutes": _minutes(omitted_us)},
+        "blind_spots": _blind_spots(capture, coverage, sizes_all, streams, resolution_counts,
+                                    options),
+        "privacy": {"typed_text": "included" if options.include_typed_text else "excluded"},
+        "provenance": {
+            "schema_version": SCHEMA_VERSION,
+            "capture_schema_version": CAPTURE_SCHEMA_VERSION,
+            "generator": GENERATOR,
+            "recorders": sorted(set(capture.recorders)),
+            "sealed": bool(capture.sealed),
+            "segments": [{"file": k, "sha256": capture.segment_hashes[k]}
+                         for k in sorted(capture.segment_hashes)],
+            "options": {"min_minutes": round(float(options.min_minutes), 2),
+                        "include_typed_text": options.include_typed_text,
+                        "layout": options.layout},
+            "rules": {"dwell_s": rules.dwell_s, "gap_s": rules.gap_s,
+                      "flicker_s": rules.flicker_s, "ring_px": RING_PX},
+            "rows": {"snapshots": n, "inputs": len(capture.inputs),
+                     "elements": len(capture.elements), "presence": len(capture.presence),
+                     "streams": len(capture.streams)},
+        },
+    }
+    return doc
+
+
+def _frame(fi: int, seg: Segment, snaps: list[Any], credit: list[int], srank: list[int],
+           sites: list[str | None], vol: list[list[int]],
+           clicked: list[dict[tuple[str, str | None, str], int]], unresolved: list[int],
+           presence_us: list[int], islots: list[int], typed: list[list[str]] | None,
+           clock: _Clock, page_key: Callable[[str], tuple[str, str | None]] | None) -> dict[str, Any]:
+    app, site = cast(tuple[str, str | None], seg.key)
+    rows = seg.rows
+    windows: dict[str, int] = {}
+    pages: dict[tuple[str, str | None], int] = {}
+    page_order: dict[tuple[str, str | None], int] = {}
+    prev_page: tuple[str, str | None] | None = None
+    prev_rank = -2
+    for p in rows:
+        s = snaps[p]
+        if s.window:
+            windows[s.window] = windows.get(s.window, 0) + credit[p]
+        if page_key is not None and s.url:
+            pk = page_key(s.url)
+            r = srank[p]
+            # a visit is a run of adjacent rows of the stream showing one page
+            if pk != prev_page or r != prev_rank + 1:
+                pages[pk] = pages.get(pk, 0) + 1
+                page_order.setdefault(pk, len(page_order))
+            prev_page, prev_rank = pk, r
+        else:
+            prev_page = None
+    v = vol[fi]
+    frame: dict[str, Any] = {
+        "id": f"f-{fi + 1:04d}",
+        "stream": seg.stream,
+        "app": app,
+        "start": clock.hms(seg.start_us),
+        "end": clock.hms(seg.end_us),
+        "active_min": _minutes(seg.active_us),
+        "wall_min": _minutes(seg.end_us - seg.start_us),
+        "rows": len(rows),
+        "input": dict(zip(VOLUME, v, strict=True)),
+        "presence_only_s": _seconds(presence_us[fi]),
+        "evidence": {"snapshots": encode_refs([snaps[p].ref for p in rows])},
+    }
+    if site is not None:
+        frame["site"] = site
+    if windows:
+        frame["windows"] = [{"title": w, "minutes": _minutes(windows[w])}
+                            for w in sorted(windows, key=lambda t: (-windows[t], t))[:TOP_WINDOWS]]
+    if pages:
+        out_pages = []
+        for pk in sorted(pages, key=lambda k: (-pages[k], page_order[k])):
+            item: dict[str, Any] = {"kind": pk[0], "count": pages[pk]}
+            if pk[1] is not None:
+                item["entity"] = pk[1]
+            out_pages.append(item)
+        frame["pages"] = out_pages
+    c = clicked[fi]  # clicks during a folded detour belong to the detour, listed on it
+    if c:
+        frame["clicked"] = [
+            _click_item(k, c[k])
+            for k in sorted(c, key=lambda k: (-c[k], k[0], k[1] or "", k[2]))[:TOP_CLICKS]
+        ]
+    if unresolved[fi]:
+        frame["unresolved_clicks"] = unresolved[fi]
+    if seg.interruptions:
+        inter = []
+        for it, slot in zip(seg.interruptions, islots, strict=True):
+            iapp, isite = cast(tuple[str, str | None], it.key)
+            entry: dict[str, Any] = {
+                "app": iapp,
+                "at": clock.hms(it.start_us),
+                "seconds": _seconds(it.active_us),
+                "input": dict(zip(VOLUME, vol[slot], strict=True)),
+                "evidence": {"snapshots": encode_refs([snaps[p].ref for p in it.rows])},
+            }
+            if isite is not None:
+                entry["site"] = isite
+            ic = clicked[slot]
+            if ic:
+                entry["clicked"] = [_click_item(k, ic[k]) for k in
+                                    sorted(ic, key=lambda k: (-ic[k], k[0], k[1] or "", k[2]))[:TOP_CLICKS]]
+            if typed is not None and typed[slot]:
+                entry["typed_text"] = "".join(typed[slot])
+            inter.append(entry)
+        frame["interruptions"] = inter
+        frame["interruption_s"] = sum(e["seconds"] for e in inter)
+    if typed is not None and typed[fi]:
+        frame["typed_text"] = "".join(typed[fi])
+    return frame
+
+
+def _click_item(k: tuple[str, str | None, str], count: int) -> dict[str, Any]:
+    item: dict[str, Any] = {"target": k[0], "resolution": k[2], "count": count}
+    if k[1]:
+        item["role"] = k[1]
+    return item
+
+
+def _union_and_overlap(index: SnapIndex, credit: list[int]) -> tuple[int, int]:
+    """Wall time covered by at least one stream, and by at least two (dual monitor)."""
+    if len(index.by_stream) < 2:
+        return sum(credit), 0
+    edges: list[tuple[int, int]] = []
+    for _stream, (ts, pos_list) in sorted(index.by_stream.items()):
+        # merge each stream's credited intervals first: they touch end to start
+        cur_s = cur_e = None
+        for t, p in zip(ts, pos_list, strict=True):
+            c = credit[p]
+            if c == 0:
+                continue
+            if cur_e is not None and t <= cur_e:
+                cur_e = max(cur_e, t + c)
+            else:
+                if cur_s is not None and cur_e is not None:
+                    edges.append((cur_s, 1))
+                    edges.append((cur_e, -1))
+                cur_s, cur_e = t, t + c
+        if cur_s is not None and cur_e is not None:
+            edges.append((cur_s, 1))
+            edges.append((cur_e, -1))
+    edges.sort()
+    union = overlap = 0
+    depth = 0
+    last = 0
+    for t, d in edges:
+        if depth >= 1:
+            union += t - last
+        if depth >= 2:
+            overlap += t - last
+        depth += d
+        last = t
+    return union, overlap
+
+
+def _blind_spots(capture: DayCapture, coverage: dict[str, Any], sizes: dict[str, tuple[int, int]],
+                 streams: list[str], clicks: dict[str, int],
+                 options: CompileOptions) -> list[dict[str, Any]]:
+    spots: list[dict[str, Any]] = [
+        {"kind": "uncovered_time_is_unknown",
+         "note": "Capture gaps and time before the first or after the last activity are unknown, not inactivity."},
+        {"kind": "off_screen_work",
+         "note": "Work away from the screen (paper, phone, conversation) appears only as gaps."},
+        {"kind": "presence_not_attention",
+         "note": "Active minutes are screen tenure: heartbeat rows keep input-free stretches credited, "
+                 "including time away from an awake display; compare each frame's input volume.",
+         "minutes": coverage["presence_only"]["minutes"]},
+        {"kind": "intent_not_observed",
+         "note": "The measured tier records apps, pages and input volume, never intent or tasks."},
+    ]
+    if len(streams) > 1:
+        spots.append({"kind": "multi_monitor_double_credit",
+                      "note": "Each monitor stream earns its own dwell: minutes shown on two monitors "
+                              "at once count in both, in frames and in the app ledger.",
+                      "minutes": coverage["dual_monitor_min"]})
+    if capture.snapshots and not capture.elements:
+        spots.append({"kind": "no_element_trees",
+                      "note": "This capture has no element trees (legacy capture): anonymous clicks "
+                              "can be placed only in a screen zone, if at all.",
+                      "count": len(capture.snapshots)})
+    unsized = [s for s in streams if s not in sizes]
+    if unsized:
+        spots.append({"kind": "screen_size_unknown",
+                      "note": "No real screen size for these streams: their anonymous clicks stay "
+                              "unresolved rather than guessed.",
+                      "streams": unsized})
+    if clicks["unresolved"]:
+        spots.append({"kind": "unresolved_clicks",
+                      "note": "Clicks that matched no element, ring or screen zone.",
+                      "count": clicks["unresolved"]})
+    if not options.include_typed_text:
+        spots.append({"kind": "typed_text_excluded",
+                      "note": "Typed content is excluded (privacy rule); only input volume is reported."})
+    if not capture.sealed:
+        spots.append({"kind": "day_not_sealed",
+                      "note": "The day is still open in the log: later capture can change this document."})
+    return spots

@@ -1,0 +1,267 @@
+"""Renderings of a day document: canonical JSON, JSON, YAML, Markdown and the context block.
+
+Every emitter is a pure function of the document (and its flags). ``generated_at`` is the one
+field allowed to differ between two compilations; callers add it, canonical_bytes drops it by
+name. Typed text leaves only when the document was built with it AND the caller passes
+``include_typed_text=True`` here (the privacy rule's two opt-ins).
+
+The context block's format is specified in docs/context-block.md; the MCP server and the QA
+block-only reader parse it, so changes there are format changes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from af_pipeline import tokens
+from af_pipeline.document import strip_typed_text
+
+try:  # the C dumper is several times faster; the pure one gives the same text
+    from yaml import CSafeDumper as _Dumper
+except ImportError:  # pragma: no cover - depends on how pyyaml was built
+    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
+
+FORMATS = ("json", "yaml", "md", "context")
+CONTEXT_MAGIC = "AF-CONTEXT v1"
+DEFAULT_BUDGET = 1500
+
+
+def _measured(doc: dict[str, Any], include_typed_text: bool) -> dict[str, Any]:
+    return doc if include_typed_text else strip_typed_text(doc)
+
+
+def canonical_bytes(doc: dict[str, Any]) -> bytes:
+    """The bytes hashes and certification compare: compact sorted JSON without generated_at.
+
+    Floats in documents are rounded when they are made (2 decimals), and Python's float repr
+    is the shortest round-trip text on every platform, so this form is stable."""
+    body = {k: v for k, v in doc.items() if k != "generated_at"}
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def to_json(doc: dict[str, Any], include_typed_text: bool = False) -> str:
+    return json.dumps(_measured(doc, include_typed_text), sort_keys=True, ensure_ascii=False,
+                      indent=2, allow_nan=False) + "\n"
+
+
+def to_yaml(doc: dict[str, Any], include_typed_text: bool = False) -> str:
+    return yaml.dump(_measured(doc, include_typed_text), Dumper=_Dumper, sort_keys=True,
+                     allow_unicode=True, default_flow_style=False, width=4096)
+
+
+# -- Markdown -------------------------------------------------------------------------------
+
+
+def _md(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _vol(v: dict[str, int]) -> str:
+    parts = [f"{v['keys']} keys", f"{v['clicks']} clicks"]
+    for k in ("text", "scrolls", "copies", "pastes"):
+        if v.get(k):
+            parts.append(f"{v[k]} {k}")
+    return ", ".join(parts)
+
+
+def to_markdown(doc: dict[str, Any], include_typed_text: bool = False) -> str:
+    d = _measured(doc, include_typed_text)
+    cov = d["coverage"]
+    out = [f"# Activity on {d['day']} ({d['tz']})", ""]
+    if "generated_at" in d:
+        out += [f"_Generated {d['generated_at']}_", ""]
+    out += [
+        "## Coverage", "",
+        f"- First activity {cov['first_activity'] or '-'}, last {cov['last_activity'] or '-'}, "
+        f"span {cov['span_min']:.1f} min",
+        f"- Active {cov['active_min']:.1f} min (covered wall time {cov['covered_min']:.1f} min, "
+        f"dual-monitor {cov['dual_monitor_min']:.1f} min)",
+        f"- {cov['distinct_apps']} apps, {cov['frames']} frames, {len(d['domains'])} domains",
+        f"- Presence only (heartbeats without input): {cov['presence_only']['minutes']:.1f} min, "
+        f"longest run {cov['presence_only']['longest_run_min']:.1f} min",
+        f"- Input: {_vol(cov['input'])}",
+    ]
+    if cov["gaps"]:
+        out.append("- Capture gaps over 5 min: " + ", ".join(
+            f"{g['start']}-{g['end']} ({g['minutes']:.1f} min)" for g in cov["gaps"]))
+    out += ["", "## Apps", "", "| app | minutes | frames | longest frame (min) | top window |",
+            "|---|---:|---:|---:|---|"]
+    for a in d["apps"]:
+        top = a["top_windows"][0]["title"] if a["top_windows"] else ""
+        out.append(f"| {_md(a['app'])} | {a['minutes']:.1f} | {a['frames']} | "
+                   f"{a['longest_frame_min']:.1f} | {_md(top)} |")
+    if d["domains"]:
+        out += ["", "## Domains", "", "| domain | minutes | visits |", "|---|---:|---:|"]
+        for dm in d["domains"]:
+            out.append(f"| {_md(dm['domain'])} | {dm['minutes']:.1f} | {dm['visits']} |")
+    out += ["", "## Frames", "", "| id | time | app | site | active min | input | pages, clicks, interruptions |",
+            "|---|---|---|---|---:|---|---|"]
+    for f in d["frames"]:
+        out.append(f"| {f['id']} | {f['start']}-{f['end']} | {_md(f['app'])} | {_md(f.get('site', ''))} | "
+                   f"{f['active_min']:.2f} | {_vol(f['input'])} | {_md(_detail(f, 8))} |")
+        if include_typed_text and f.get("typed_text"):
+            out.append(f"| | | | | | typed | {_md(f['typed_text'])} |")
+    om = d["omitted"]
+    if om["frames"]:
+        out += ["", f"{om['frames']} frames shorter than {om['min_minutes']:.2f} min omitted "
+                    f"({om['minutes']:.1f} min)."]
+    out += ["", "## Blind spots", ""]
+    for b in d["blind_spots"]:
+        extra = f" ({b['minutes']:.1f} min)" if "minutes" in b else (f" ({b['count']})" if "count" in b else "")
+        out.append(f"- **{b['kind']}**{extra}: {b['note']}")
+    p = d["provenance"]
+    out += ["", "## Provenance", "",
+            f"- schema v{p['schema_version']}, {p['generator']}, recorders: {', '.join(p['recorders']) or '-'}",
+            f"- sealed: {'yes' if p['sealed'] else 'no'}, segments: {len(p['segments'])}, "
+            f"options: min_minutes={p['options']['min_minutes']}, layout={p['options']['layout']}, "
+            f"typed text {d['privacy']['typed_text']}"]
+    if "inferred" in d:
+        out += ["", "## Inferred (tier 2, not measured)", ""]
+        for ns in sorted(d["inferred"]):
+            for item in d["inferred"][ns]["items"]:
+                out.append(f"- [{ns}] {_md(item['label'])} ({item['confidence']})")
+    return "\n".join(out) + "\n"
+
+
+def _detail(f: dict[str, Any], max_pages: int) -> str:
+    parts = []
+    for pg in f.get("pages", [])[:max_pages]:
+        ent = f" {_q(pg['entity'])}" if "entity" in pg else ""
+        times = f" x{pg['count']}" if pg["count"] > 1 else ""
+        parts.append(f"{pg['kind']}{ent}{times}")
+    for c in f.get("clicked", [])[:3]:
+        parts.append(f"click {_q(c['target'])} {c['resolution']} x{c['count']}")
+    for it in f.get("interruptions", [])[:3]:
+        parts.append(f"interrupted {it['app']} {it['seconds']}s")
+    return "; ".join(parts)
+
+
+# -- the context block ------------------------------------------------------------------------
+
+
+def _cell(text: object) -> str:
+    """A field value safe for the block's `a | b | c` lines."""
+    return " ".join(str(text).split()).replace("|", "/")
+
+
+def _q(text: str, limit: int = 40) -> str:
+    t = _cell(text)
+    if len(t) > limit:
+        t = t[: limit - 1] + "…"
+    return '"' + t.replace('"', "'") + '"'
+
+
+def _frame_line(f: dict[str, Any], detailed: bool, typed: bool) -> str:
+    v = f["input"]
+    vol = f"k{v['keys']} c{v['clicks']}"
+    if v.get("text"):
+        vol += f" t{v['text']}"
+    cells = [f["id"], f"{f['start'][:5]}-{f['end'][:5]}", _cell(f["app"]), _cell(f.get("site", "-")),
+             f"{f['active_min']:.1f}", vol]
+    if detailed:
+        det = _detail(f, 2)
+        if typed and f.get("typed_text"):
+            det = (det + "; " if det else "") + "typed " + _q(f["typed_text"], 60)
+        if det:
+            cells.append(_cell(det))
+    return " | ".join(cells)
+
+
+def context_block(doc: dict[str, Any], budget_tokens: int = DEFAULT_BUDGET,
+                  include_typed_text: bool = False) -> str:
+    """The compact plaintext block for system prompts, at most ``budget_tokens`` cl100k tokens
+    whenever its mandatory part fits (see docs/context-block.md for format and drop policy)."""
+    typed = include_typed_text and doc.get("privacy", {}).get("typed_text") == "included"
+    cov = doc["coverage"]
+    frames = doc["frames"]
+    head = [
+        CONTEXT_MAGIC,
+        f"day {doc['day']} | tz {doc['tz']} | budget {budget_tokens}",
+        "summary: start {} | end {} | span {:.1f} min | active {:.1f} min | apps {} | domains {} | "
+        "frames {} | dual-monitor {:.1f} min | presence-only {:.1f} min".format(
+            cov["first_activity"] or "-", cov["last_activity"] or "-", cov["span_min"],
+            cov["active_min"], cov["distinct_apps"], len(doc["domains"]), cov["frames"],
+            cov["dual_monitor_min"], cov["presence_only"]["minutes"]),
+        f"apps: app | minutes | frames ({len(doc['apps'])}, all, most time first)",
+    ]
+    head += [f"{_cell(a['app'])} | {a['minutes']:.1f} | {a['frames']}" for a in doc["apps"]]
+    head.append(f"domains: domain | minutes | visits ({len(doc['domains'])}, all visited)")
+    head += [f"{_cell(d['domain'])} | {d['minutes']:.1f} | {d['visits']}" for d in doc["domains"]]
+    count = tokens.count
+    used = count("\n".join(head) + "\n")
+
+    # optional parts in priority order: blind spots, gaps, then frames longest first
+    blind = "blind spots: " + "; ".join(
+        b["kind"] + (f" {b['minutes']:.1f} min" if "minutes" in b else "") for b in doc["blind_spots"])
+    gaps = [f"{g['start'][:5]}-{g['end'][:5]} | {g['minutes']:.1f}" for g in cov["gaps"]]
+    reserve = 40  # the closing "omitted" line
+    room = budget_tokens - used - reserve
+    extra: list[str] = []
+    t = count(blind + "\n")
+    if t <= room:
+        extra.append(blind)
+        room -= t
+    if gaps:
+        gap_head = "gaps: start-end | minutes (capture gaps over 5 min: unknown time, not inactivity)"
+        t = count(gap_head + "\n")
+        if t <= room:
+            room -= t
+            picked: list[int] = []
+            for g in sorted(range(len(gaps)), key=lambda i: (-cov["gaps"][i]["minutes"], i)):
+                tg = count(gaps[g] + "\n")
+                if tg > room:
+                    break  # the longest gaps first; the rest are counted in the summary
+                picked.append(g)
+                room -= tg
+            extra.append(gap_head)
+            extra += [gaps[i] for i in sorted(picked)]
+    order = sorted(range(len(frames)), key=lambda i: (-frames[i]["active_min"], i))
+    frame_head = "frames: id | start-end | app | site | active min | input (k keys, c clicks, t text) | detail"
+    room -= count(frame_head + "\n")
+    chosen: dict[int, str] = {}
+    for i in order:
+        line = _frame_line(frames[i], True, typed)
+        t = count(line + "\n")
+        if t > room:
+            line = _frame_line(frames[i], False, typed)
+            t = count(line + "\n")
+            if t > room:
+                break
+        chosen[i] = line
+        room -= t
+
+    def assemble() -> str:
+        shown = sorted(chosen)
+        hidden = [f for i, f in enumerate(frames) if i not in chosen]
+        om = doc["omitted"]
+        closing = (f"omitted: {len(hidden)} frames, {sum(f['active_min'] for f in hidden):.1f} min not shown "
+                   f"(block budget); {om['frames']} frames, {om['minutes']:.1f} min below the "
+                   f"{om['min_minutes']:.2f} min floor")
+        lines = head + extra + ([frame_head] + [chosen[i] for i in shown] if shown else []) + [closing]
+        return "\n".join(lines) + "\n"
+
+    text = assemble()
+    # per-line counts can differ slightly from the joined text's: trim until the truth fits
+    rank = {i: r for r, i in enumerate(order)}
+    while chosen and count(text) > budget_tokens:
+        del chosen[max(chosen, key=rank.__getitem__)]
+        text = assemble()
+    return text
+
+
+def render(doc: dict[str, Any], fmt: str, **kw: Any) -> str:
+    """fmt in json | yaml | md | context; kw: include_typed_text, budget_tokens (context)."""
+    typed = bool(kw.get("include_typed_text", False))
+    if fmt == "json":
+        return to_json(doc, typed)
+    if fmt == "yaml":
+        return to_yaml(doc, typed)
+    if fmt == "md":
+        return to_markdown(doc, typed)
+    if fmt == "context":
+        return context_block(doc, int(kw.get("budget_tokens", DEFAULT_BUDGET)), typed)
+    raise ValueError(f"unknown format {fmt!r} (use one of {', '.join(FORMATS)})")

@@ -1,0 +1,176 @@
+"""Frame segmentation (paper 4.2): dwell, session gap and flicker merge, per monitor stream.
+
+Pure and integer-only: times are UTC microseconds, so sums are exact and no float rounding can
+make two runs differ. A stream's rows are ordered by (time, ref) before anything else.
+
+Rules, per stream:
+- dwell: a row earns min(gap to the next row, 90 s);
+- session gap: a gap over 300 s earns nothing and closes the frame (the stream's last row also
+  earns nothing: there is no next row to measure against);
+- flicker merge: A -> B -> A collapses into one A frame when B spans at most 20 s of wall time
+  and neither A nor B was closed by a session break. B becomes an interruption of the merged
+  frame with its own credited time, which is not added to A's.
+
+Conservation: the credit of every row lands exactly once, in a frame or in an interruption.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+from capture.model import Snapshot
+
+US = 1_000_000
+
+
+@dataclass(frozen=True)
+class Rules:
+    dwell_s: int = 90
+    gap_s: int = 300
+    flicker_s: int = 20
+
+
+PAPER_RULES = Rules()
+
+
+class Interruption:
+    """A short detour folded into a frame: its rows and the time they earned."""
+
+    __slots__ = ("key", "rows", "start_us", "end_us", "active_us")
+
+    def __init__(self, key: Hashable, rows: list[int], start_us: int, end_us: int, active_us: int):
+        self.key = key
+        self.rows = rows
+        self.start_us = start_us
+        self.end_us = end_us
+        self.active_us = active_us
+
+
+class Segment:
+    """A frame while it is built: rows are positions in the caller's row arrays."""
+
+    __slots__ = ("stream", "key", "rows", "start_us", "end_us", "active_us", "broken", "interruptions")
+
+    def __init__(self, stream: str, key: Hashable, first: int, start_us: int):
+        self.stream = stream
+        self.key = key
+        self.rows: list[int] = [first]
+        self.start_us = start_us
+        self.end_us = start_us
+        self.active_us = 0
+        self.broken = False  # closed by a session gap (or the end of the stream)
+        self.interruptions: list[Interruption] = []
+
+    @property
+    def wall_us(self) -> int:
+        return self.end_us - self.start_us
+
+
+def credits(ts: Sequence[int], rules: Rules = PAPER_RULES) -> tuple[list[int], list[bool]]:
+    """Per row: the dwell it earns (us) and whether a session break follows it."""
+    dwell = rules.dwell_s * US
+    gap = rules.gap_s * US
+    n = len(ts)
+    credit = [0] * n
+    brk = [True] * n
+    for i in range(n - 1):
+        delta = ts[i + 1] - ts[i]
+        if delta <= gap:
+            credit[i] = delta if delta < dwell else dwell
+            brk[i] = False
+    return credit, brk
+
+
+def segment_stream(
+    stream: str,
+    rows: Sequence[int],
+    ts: Sequence[int],
+    keys: Sequence[Hashable],
+    rules: Rules = PAPER_RULES,
+) -> list[Segment]:
+    """Frames of one stream. ``rows`` are row positions, ``ts``/``keys`` indexed by position in
+    ``rows`` (already sorted by time, ref). Returns merged frames in time order."""
+    stream_ts = list(ts)
+    credit, brk = credits(stream_ts, rules)
+    return flicker_merge(build_segments(stream, rows, stream_ts, keys, credit, brk), rules)
+
+
+def build_segments(
+    stream: str,
+    rows: Sequence[int],
+    stream_ts: Sequence[int],
+    keys: Sequence[Hashable],
+    credit: Sequence[int],
+    brk: Sequence[bool],
+) -> list[Segment]:
+    """The first pass of Algorithm 1: a new segment on each key change or after a break."""
+    raw: list[Segment] = []
+    cur: Segment | None = None
+    for i, row in enumerate(rows):
+        k = keys[i]
+        if cur is None or k != cur.key:
+            cur = Segment(stream, k, row, stream_ts[i])
+            raw.append(cur)
+        else:
+            cur.rows.append(row)
+        cur.active_us += credit[i]
+        cur.end_us = stream_ts[i] + credit[i]
+        if brk[i]:
+            cur.broken = True
+            cur = None
+    return raw
+
+
+def flicker_merge(raw: list[Segment], rules: Rules = PAPER_RULES) -> list[Segment]:
+    """Fold A -> B -> A' into A (B an interruption), left to right, so chains fold too."""
+    limit = rules.flicker_s * US
+    out: list[Segment] = []
+    for seg in raw:
+        if len(out) >= 2:
+            b = out[-1]
+            a = out[-2]
+            if (
+                a.key == seg.key
+                and not a.broken
+                and not b.broken
+                and b.wall_us <= limit
+            ):
+                out.pop()
+                a.interruptions.append(Interruption(b.key, b.rows, b.start_us, b.end_us, b.active_us))
+                # a detour's own detours stay visible on the frame that absorbs it
+                a.interruptions.extend(b.interruptions)
+                a.rows.extend(seg.rows)
+                a.interruptions.extend(seg.interruptions)
+                a.active_us += seg.active_us
+                a.end_us = seg.end_us
+                a.broken = seg.broken
+                continue
+        out.append(seg)
+    return out
+
+
+def segment(
+    snapshots: Sequence[Snapshot],
+    key_of: Callable[[Snapshot], Hashable] = lambda s: (s.app, None),
+    rules: Rules = PAPER_RULES,
+) -> list[Segment]:
+    """Frames of a set of snapshots, every stream segmented on its own, ordered by
+    (start, stream, first ref). Row positions refer to ``snapshots`` as given."""
+    by_stream: dict[str, list[int]] = {}
+    for i, s in enumerate(snapshots):
+        by_stream.setdefault(s.stream, []).append(i)
+    frames: list[Segment] = []
+    for stream in sorted(by_stream):
+        idx = sorted(by_stream[stream], key=lambda i: (snapshots[i].ts_us, snapshots[i].ref))
+        frames.extend(
+            segment_stream(
+                stream,
+                idx,
+                [snapshots[i].ts_us for i in idx],
+                [key_of(snapshots[i]) for i in idx],
+                rules,
+            )
+        )
+    frames.sort(key=lambda f: (f.start_us, f.stream, snapshots[f.rows[0]].ref))
+    return frames

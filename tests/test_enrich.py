@@ -1,0 +1,175 @@
+"""Enrichment (paper 4.3): re-attribution, click resolution, keyboard layout map."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from af_pipeline import layouts
+from af_pipeline.compile import CompileOptions, compile_day
+from af_pipeline.enrich import enrich
+from capture.errors import UserError
+from capture.model import DayCapture, Element, InputEvent, Snapshot, StreamInfo
+from capture.timeutil import parse_ts
+
+T0 = parse_ts("2026-03-16T08:00:00Z")
+US = 1_000_000
+
+
+def snap(i, sec, app, stream="m1", fid=None):
+    return Snapshot(ref=f"t:frames:{i}", ts_us=T0 + int(sec * US), stream=stream, app=app,
+                    window=f"{app} w", source_frame_id=fid or str(i))
+
+
+def ev(i, sec, kind, stream="m1", **kw):
+    return InputEvent(ref=f"t:ui:{i}", ts_us=T0 + int(sec * US), kind=kind, stream=stream, **kw)
+
+
+def box(i, fid, text, left, top, width, height, role="button", depth=3):
+    return Element(ref=f"t:el:{i}", ts_us=T0, snapshot_frame_id=fid, source="accessibility",
+                   role=role, text=text, left=left, top=top, width=width, height=height, depth=depth)
+
+
+def day(snaps, inputs, elements=(), streams=()):
+    return DayCapture(day="2026-03-16", tz="Europe/Paris", snapshots=list(snaps), inputs=list(inputs),
+                      elements=list(elements), streams=list(streams))
+
+
+def test_nearest_snapshot_of_the_events_own_stream_is_authoritative():
+    cap = day(
+        [snap(1, 0, "Editor", "m1"), snap(2, 9, "Mail", "m2"), snap(3, 30, "Editor", "m1")],
+        # the recorder believed Slack was focused; m2's Mail row is nearer in time but on another monitor
+        [ev(1, 10, "key", "m1", app="Slack", text="x")],
+    )
+    (e,) = enrich(cap)
+    assert (e.snapshot_ref, e.app, e.stream, e.distance_ms) == ("t:frames:1", "Editor", "m1", 10_000)
+    assert e.resolution == "none"
+
+
+def test_event_without_stream_uses_all_streams_and_ties_go_earlier():
+    cap = day([snap(1, 0, "A", "m1"), snap(2, 10, "B", "m2")], [ev(1, 5, "scroll", None)])
+    (e,) = enrich(cap)
+    assert (e.snapshot_ref, e.distance_ms) == ("t:frames:1", 5000)
+
+
+def test_no_snapshot_means_no_attribution():
+    (e,) = enrich(day([], [ev(1, 5, "click", x=1, y=1)]))
+    assert (e.snapshot_ref, e.app, e.resolution) == (None, None, "unresolved")
+
+
+SCREEN = [StreamInfo(ref="t:s:1", ts_us=T0, stream="m1", width_px=2000, height_px=1000)]
+
+
+def test_exact_containment_prefers_the_smallest_box():
+    els = [box(1, "1", "Toolbar", 0.0, 0.0, 0.5, 0.2, role="group", depth=1),
+           box(2, "1", "Save", 0.1, 0.05, 0.05, 0.05)]
+    cap = day([snap(1, 0, "Editor")], [ev(1, 1, "click", x=250, y=70)], els, SCREEN)
+    (e,) = enrich(cap)
+    assert (e.resolution, e.target_name, e.target_role) == ("exact", "Save", "button")
+
+
+def test_tolerance_ring_is_per_axis_in_real_pixels():
+    # button spans y 100..150 px on a 2000x1000 screen; a click 35 px below it is inside the
+    # 40 px ring vertically (it would not be if the ring were scaled by the width on both axes)
+    els = [box(1, "1", "Send", 0.5, 0.10, 0.05, 0.05)]
+    below = day([snap(1, 0, "Mail")], [ev(1, 1, "click", x=1050, y=185)], els, SCREEN)
+    (e,) = enrich(below)
+    assert (e.resolution, e.target_name) == ("tolerance", "Send")
+    farther = day([snap(1, 0, "Mail")], [ev(1, 1, "click", x=1050, y=195)], els, SCREEN)
+    (e,) = enrich(farther)
+    assert (e.resolution, e.target_name) == ("zone", "top-center")
+
+
+def test_unknown_screen_size_leaves_anonymous_clicks_unresolved():
+    els = [box(1, "1", "Send", 0.0, 0.0, 1.0, 1.0)]
+    (e,) = enrich(day([snap(1, 0, "Mail")], [ev(1, 1, "click", x=5, y=5)], els))
+    assert (e.resolution, e.target_name) == ("unresolved", None)
+
+
+def test_recorded_element_name_wins_and_off_screen_click_is_unresolved():
+    cap = day([snap(1, 0, "Mail")],
+              [ev(1, 1, "click", x=5, y=5, element_name="  Archive\n", element_role="button"),
+               ev(2, 2, "click", x=5000, y=5)], streams=SCREEN)
+    a, b = enrich(cap)
+    assert (a.resolution, a.target_name) == ("recorded", "Archive")
+    assert b.resolution == "unresolved"
+
+
+def test_resolved_labels_reach_the_document():
+    els = [box(1, "1", "Save", 0.1, 0.05, 0.05, 0.05)]
+    cap = day([snap(1, 0, "Editor"), snap(2, 30, "Editor")],
+              [ev(1, 1, "click", x=250, y=70), ev(2, 2, "click", x=250, y=70), ev(3, 3, "click", x=1999, y=999)],
+              els, SCREEN)
+    doc = compile_day(cap)
+    (f,) = doc["frames"]
+    assert f["clicked"] == [{"target": "Save", "role": "button", "resolution": "exact", "count": 2},
+                            {"target": "bottom-right", "resolution": "zone", "count": 1}]
+    assert doc["coverage"]["clicks"]["exact"] == 2
+    assert f["input"]["clicks"] == 3
+
+
+def test_input_volume_follows_attribution_not_time_overlap():
+    # two monitors at the same time: each event counts on its own stream's frame only
+    cap = day([snap(1, 0, "Editor", "m1"), snap(2, 0, "Mail", "m2"), snap(3, 60, "Editor", "m1"),
+               snap(4, 60, "Mail", "m2")],
+              [ev(1, 10, "key", "m1"), ev(2, 11, "key", "m1"), ev(3, 12, "clipboard", "m2", clipboard_op="copy"),
+               ev(4, 13, "clipboard", "m2", clipboard_op="paste"), ev(5, 14, "move", "m2")])
+    doc = compile_day(cap)
+    vols = {f["app"]: f["input"] for f in doc["frames"]}
+    assert vols["Editor"]["keys"] == 2 and vols["Editor"]["copies"] == 0
+    assert (vols["Mail"]["keys"], vols["Mail"]["copies"], vols["Mail"]["pastes"]) == (0, 1, 1)
+
+
+def test_azerty_covers_the_whole_keyboard():
+    tbl = layouts.table("azerty")
+    assert layouts.translate("q", "key", tbl) == "a"
+    assert layouts.translate("a", "key", tbl) == "q"
+    assert layouts.translate("1", "key", tbl) == "&"  # number row, unshifted
+    assert layouts.translate("!", "key", tbl) == "1"  # number row, shifted
+    assert layouts.translate(";", "key", tbl) == "m"
+    assert layouts.translate("Return", "key", tbl) == "Return"  # named keys are not text
+    assert layouts.translate("wqzq", "text", tbl) == "zawa"
+    assert layouts.translate("hello", "text", layouts.table("identity")) == "hello"
+    assert {"identity", "azerty"} <= set(layouts.available())
+    cap = day([snap(1, 0, "Editor")], [ev(1, 1, "text", text="qzerty")])
+    assert enrich(cap, "azerty")[0].key_text == "awerty"
+
+
+def test_bad_layouts_are_user_errors(tmp_path):
+    with pytest.raises(UserError, match="unknown keyboard layout"):
+        layouts.table("dvorak-ish")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"map": {"ab": "c"}}', encoding="utf-8")
+    with pytest.raises(UserError, match="one character"):
+        layouts.table(str(bad))
+
+
+opt_text = st.none() | st.text(max_size=8)
+opt_int = st.none() | st.integers(-10_000, 10_000)
+events = st.builds(
+    InputEvent, ref=st.text(min_size=1, max_size=6), ts_us=st.integers(T0 - 10**9, T0 + 10**9),
+    kind=st.sampled_from(["click", "key", "text", "scroll", "clipboard", "move", "app_switch", "bogus"]),
+    stream=st.none() | st.sampled_from(["m1", "m2", "m9"]), x=opt_int, y=opt_int, text=opt_text,
+    element_name=opt_text, clipboard_op=st.none() | st.sampled_from(["copy", "paste", "cut", "odd"]),
+)
+fl = st.none() | st.floats(allow_nan=True, allow_infinity=True, width=32)
+elements = st.builds(Element, ref=st.text(min_size=1, max_size=5), ts_us=st.just(T0),
+                     snapshot_frame_id=st.sampled_from(["1", "2"]), source=st.just("accessibility"),
+                     text=opt_text, left=fl, top=fl, width=fl, height=fl, depth=st.none() | st.integers(-3, 9))
+sizes = st.lists(st.builds(StreamInfo, ref=st.just("s"), ts_us=st.just(T0), stream=st.sampled_from(["m1", "m2"]),
+                           width_px=st.none() | st.integers(-5, 4000), height_px=st.none() | st.integers(-5, 4000)),
+                 max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(events, max_size=25), st.lists(elements, max_size=10), sizes)
+def test_enrichment_never_raises(inputs, els, streams):
+    snaps = [snap(1, 0, "A", "m1", "1"), snap(2, 20, "B", "m2", "2")]
+    cap = day(snaps, inputs, els, streams)
+    out = enrich(cap, "azerty")
+    assert len(out) == len(inputs)
+    for e in out:
+        assert e.resolution in ("recorded", "exact", "tolerance", "zone", "unresolved", "none")
+        assert (e.resolution == "none") == (e.event.kind != "click")
+    compile_day(cap, CompileOptions(layout="azerty", include_typed_text=True))
