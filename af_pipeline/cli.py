@@ -18,6 +18,8 @@ from capture.errors import AfError
 COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "log",
+    "importer",
+    "stats",
 )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import sys
 import time
@@ -193,15 +194,14 @@ def iter_rows(cur: sqlite3.Cursor, size: int = 5000) -> Iterator[tuple[Any, ...]
 # Text hygiene
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def plain(value: str) -> str:
-    """A plain str (the log stores exact str), with lone surrogates replaced."""
+    """A plain str (the log stores exact str), with lone surrogates replaced by U+FFFD."""
     if type(value) is not str:
         value = str.__str__(value)
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        value = value.encode("utf-8", "replace").decode("utf-8")
-    return value
+    return _SURROGATE.sub("\ufffd", value) if _has_surrogates(value) else value
 
 
 class Texts:
