@@ -271,7 +271,7 @@ def _check(ref: PageRef) -> None:
     assert isinstance(ref.domain, str) and isinstance(ref.template, str)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_total_on_any_text(text: str) -> None:
     _check(type_url(text))
@@ -279,7 +279,7 @@ def test_total_on_any_text(text: str) -> None:
     assert site is None or isinstance(site, str)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(urlish)
 def test_total_on_url_like_strings(url: str) -> None:
     ref = type_url(url)

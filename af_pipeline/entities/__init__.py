@@ -175,6 +175,7 @@ _PRODUCT = frozenset({"product", "products", "item", "items", "listing", "listin
 _JOBS = frozenset({"careers", "jobs", "job", "career", "vacancies", "positions", "openings"})
 _ISSUE = frozenset({"issues", "issue", "tickets", "ticket", "bugs", "bug", "browse"})
 _ORDERS = frozenset({"orders", "order", "invoices", "invoice", "receipts"})
+_CREATE = frozenset({"new", "create", "add", "compose", "edit"})
 _DATE = re.compile(r"^(19|20)\d\d$")
 
 
@@ -230,6 +231,8 @@ def _heuristic(u: Url) -> PageRef | None:
     i = after(_PRODUCT)
     if i is not None and i + 1 < n:
         return ref("product", i + 1, "product")
+    if n >= 2 and low[-1] in _CREATE:  # /claims/new: a form creating a claim; /claims/12/edit
+        return ref("edit" if low[-1] == "edit" else "create", entity=u.segs[-2])
     if n and low[0] in _ORDERS:
         return ref("orders", 1, "order") if n > 1 else ref("orders")
     if first in _DOCS_SUB or "readthedocs" in site or (n and low[0] in _DOCS):
