@@ -126,3 +126,219 @@ def test_cli_status_seal_verify(home, capsys):
     assert cli.main(["log", "verify", "--home", str(home.root)]) == 1
     assert "sealed/2026-03-15/inputs.parquet" in capsys.readouterr().out
     assert cli.main(["log", "seal", "2026-03-16", "--home", str(home.root)]) == 2
+
+
+# ---------------------------------------------------------------------- local days and DST
+
+
+def test_rows_land_on_the_local_day_across_dst_changes(home):
+    log = EventLog(home)  # Europe/Paris: clocks go forward on 2026-03-29 and back on 2026-10-25
+    b = CaptureBatch("test:dst", "synth")
+    stamps = {
+        "2026-03-28T22:59:59Z": "2026-03-28",  # 23:59:59 CET
+        "2026-03-28T23:00:00Z": "2026-03-29",  # 00:00 CET
+        "2026-03-29T21:59:59Z": "2026-03-29",  # 23:59:59 CEST: a 23-hour day
+        "2026-03-29T22:00:00Z": "2026-03-30",
+        "2026-10-24T22:00:00Z": "2026-10-25",  # 00:00 CEST
+        "2026-10-25T22:59:59Z": "2026-10-25",  # 23:59:59 CET: a 25-hour day
+        "2026-10-25T23:00:00Z": "2026-10-26",
+    }
+    for i, text in enumerate(stamps):
+        b.snapshots.append(Snapshot(f"dst:{i}", parse_ts(text), "m", "App"))
+    log.append(b, now_us=parse_ts("2026-01-01T00:00:00Z"))
+    got = {s.ref: d.day for d in log.days() for s in log.read_day(d.day).snapshots}
+    assert got == {f"dst:{i}": day for i, day in enumerate(stamps.values())}
+
+
+def test_machine_zone_does_not_move_days(home, monkeypatch):
+    monkeypatch.setenv("TZ", "Pacific/Auckland")
+    log = EventLog(home)
+    log.append(CaptureBatch("t", "synth", snapshots=[Snapshot("a", parse_ts("2026-03-15T23:30:00Z"), "m", "A")]),
+               now_us=parse_ts("2026-03-15T23:31:00Z"))
+    assert [d.day for d in log.days()] == ["2026-03-16"] and log.tz == "Europe/Paris"
+
+
+def test_seal_waits_for_day_end_plus_grace(home):
+    log = EventLog(home)  # grace: 6 hours by default
+    log.append(batch(), now_us=parse_ts("2026-03-15T12:00:00Z"))
+    end = day_bounds("2026-03-15", "Europe/Paris")[1]
+    assert log.seal_due(end + 6 * HOUR - 1) == []
+    assert log.seal_due(end + 6 * HOUR + 1) == ["2026-03-15"]
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def test_read_range_spans_days_and_is_half_open(home):
+    log = EventLog(home)
+    for day in ("2026-03-15", "2026-03-16"):
+        log.append(batch(day), now_us=parse_ts("2026-03-14T00:00:00Z"))
+    log.seal("2026-03-15")
+    start = day_bounds("2026-03-15", "Europe/Paris")[0] + 8 * HOUR + 10 * MIN
+    end = day_bounds("2026-03-16", "Europe/Paris")[0] + 8 * HOUR + 5 * MIN
+    cap = log.read_range(start, end)
+    assert cap.day == "2026-03-15"
+    assert len(cap.snapshots) == 10 + 5 and all(start <= s.ts_us < end for s in cap.snapshots)
+    assert [s.ts_us for s in cap.snapshots] == sorted(s.ts_us for s in cap.snapshots)
+    assert not cap.sealed  # one of the two days is still open
+    assert set(cap.segment_hashes) >= {"sealed/2026-03-15/snapshots.parquet"}
+
+
+def test_sorted_with_total_keys(home):
+    log = EventLog(home)
+    ts = parse_ts("2026-03-15T10:00:00Z")
+    b = CaptureBatch("t", "synth")
+    for ref, stream in [("c", "monitor_2"), ("b", None), ("a", "monitor_2"), ("d", "monitor_1")]:
+        b.snapshots.append(Snapshot(ref, ts, stream or "monitor_0", "A"))
+        b.inputs.append(InputEvent("i" + ref, ts, "key", stream=stream))  # no stream sorts first
+    log.append(b, now_us=ts)
+    expect = ["b", "d", "a", "c"]  # (ts, stream or "", ref)
+    assert [s.ref for s in log.read_day("2026-03-15").snapshots] == expect
+    log.seal("2026-03-15")
+    cap = log.read_day("2026-03-15")
+    assert [s.ref for s in cap.snapshots] == expect and [i.ref for i in cap.inputs] == ["i" + r for r in expect]
+
+
+def test_reading_a_tampered_sealed_day_fails_loudly(home):
+    from capture.errors import CheckFailed
+
+    log = EventLog(home)
+    log.append(batch(), now_us=after("2026-03-15"))
+    path = log.segment_paths("2026-03-15")["snapshots"]
+    path.write_bytes(path.read_bytes() + b"\0")
+    with pytest.raises(CheckFailed, match="snapshots.parquet"):
+        log.read_day("2026-03-15")
+
+
+# ---------------------------------------------------------------------- crash leftovers and locking
+
+
+def test_torn_tail_is_ignored_by_readers_and_cut_by_the_next_writer(home):
+    log = EventLog(home)
+    log.append(batch(), now_us=parse_ts("2026-03-15T12:00:00Z"))
+    seg = home.log_dir / "open" / "2026-03-15" / "inputs.jsonl"
+    good = seg.read_bytes()
+    seg.write_bytes(good + b'{"ref":"test:a:ui:half","ts_us":17735')  # a write killed half-way
+    assert len(log.read_day("2026-03-15").inputs) == 20
+    assert log.days()[0].counts["inputs"] == 20
+    assert log.verify().ok
+    r = log.append(batch(n=21), now_us=parse_ts("2026-03-15T12:00:00Z"))
+    assert any("inputs.jsonl" in note and "incomplete" in note for note in r.recovered)
+    assert r.landed["inputs"] == 1 and r.skipped == 20 * 3 + 2
+    assert seg.read_bytes().startswith(good) and seg.read_bytes().endswith(b"\n")
+    assert len(log.read_day("2026-03-15").inputs) == 21
+
+
+def test_torn_manifest_tail_is_a_note_then_repaired(home):
+    log = EventLog(home)
+    log.append(batch(), now_us=after("2026-03-15"))
+    with open(log.manifest_path, "ab") as fh:
+        fh.write(b'{"seq":1,"day":"2026-03-1')
+    report = log.verify()
+    assert report.ok and report.notes and report.entries == 1
+    r = log.append(CaptureBatch("x", "synth"), now_us=after("2026-03-15"))
+    assert any("manifest.jsonl" in n for n in r.recovered)
+    assert log.manifest_path.read_bytes().endswith(b"\n") and log.verify().ok
+
+
+def test_seal_interrupted_before_its_manifest_entry_is_undone_and_redone(home):
+    import shutil
+
+    log = EventLog(home)
+    log.append(batch(), now_us=parse_ts("2026-03-15T12:00:00Z"))
+    open_dir = home.log_dir / "open" / "2026-03-15"
+    saved = home.log_dir.parent / "saved-open"
+    shutil.copytree(open_dir, saved)
+    rows = log.read_day("2026-03-15")
+    log.seal("2026-03-15")
+    # Rebuild what a kill leaves between "sealed folder moved into place" and "manifest entry
+    # written": the open segment still there, no manifest entry, plus a stale staging folder.
+    log.manifest_path.write_bytes(b"")
+    shutil.copytree(saved, open_dir)
+    shutil.copytree(home.log_dir / "sealed" / "2026-03-15", home.log_dir / "sealed" / ".2026-03-15.staging")
+    report = log.verify()
+    assert report.ok and len(report.notes) == 2, report
+    assert not log.read_day("2026-03-15").sealed
+    r = log.append(CaptureBatch("x", "synth"), now_us=after("2026-03-15"))
+    assert r.days_sealed == ["2026-03-15"] and len(r.recovered) == 2
+    again = log.read_day("2026-03-15")
+    assert again.sealed and again.snapshots == rows.snapshots and again.elements == rows.elements
+    assert log.verify().ok and log.verify().notes == []
+
+
+def test_a_second_writer_gets_a_clear_error(home):
+    import fcntl
+
+    log = EventLog(home)
+    log.append(batch(), now_us=parse_ts("2026-03-15T12:00:00Z"))
+    with open(home.log_dir / ".lock", "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(UserError, match="being written by"):
+            EventLog(home).append(batch(), now_us=parse_ts("2026-03-15T12:00:00Z"))
+        assert len(EventLog(home).read_day("2026-03-15").snapshots) == 20  # reading needs no lock
+    assert EventLog(home).append(batch(), now_us=parse_ts("2026-03-15T12:00:00Z")).skipped > 0
+
+
+# ---------------------------------------------------------------------- verify says exactly what and where
+
+
+def _sealed_log(home, days=("2026-03-15", "2026-03-16", "2026-03-17")):
+    log = EventLog(home)
+    for day in days:
+        log.append(batch(day), now_us=after(day))
+    assert log.verify().ok
+    return log
+
+
+def _only_problem(log) -> str:
+    report = log.verify()
+    assert not report.ok and len(report.problems) >= 1
+    return "\n".join(report.problems)
+
+
+def test_verify_names_a_missing_file(home):
+    log = _sealed_log(home)
+    log.segment_paths("2026-03-16")["presence"].unlink()
+    msg = _only_problem(log)
+    assert "entry 1, day 2026-03-16" in msg and "sealed/2026-03-16/presence.parquet is missing" in msg
+
+
+def test_verify_names_an_extra_file(home):
+    log = _sealed_log(home)
+    (home.log_dir / "sealed" / "2026-03-17" / "notes.txt").write_text("hi")
+    assert "unexpected file sealed/2026-03-17/notes.txt" in _only_problem(log)
+
+
+def test_verify_names_an_edited_entry_and_the_broken_link_after_it(home):
+    log = _sealed_log(home)
+    lines = log.manifest_path.read_text().splitlines()
+    entry = json.loads(lines[0])
+    entry["files"]["snapshots.parquet"]["rows"] = 19
+    lines[0] = json.dumps(entry, sort_keys=True, separators=(",", ":"))
+    log.manifest_path.write_text("\n".join(lines) + "\n")
+    msg = _only_problem(log)
+    assert "manifest.jsonl line 1 (entry 0, day 2026-03-15): the entry was edited" in msg
+    # Re-hashing the edited entry to hide the edit breaks the next link instead.
+    from capture.log import entry_hash
+
+    entry["hash"] = entry_hash(entry)
+    lines[0] = json.dumps(entry, sort_keys=True, separators=(",", ":"))
+    log.manifest_path.write_text("\n".join(lines) + "\n")
+    msg = _only_problem(log)
+    assert "line 2 (entry 1, day 2026-03-16): broken chain link" in msg and "edited" not in msg
+
+
+def test_verify_names_a_removed_entry(home):
+    log = _sealed_log(home)
+    lines = log.manifest_path.read_text().splitlines()
+    log.manifest_path.write_text("\n".join([lines[0], lines[2]]) + "\n")
+    msg = _only_problem(log)
+    assert "seq is 2, expected 1" in msg and "broken chain link" in msg
+    assert "sealed/2026-03-16 is not in the manifest" in msg
+
+
+def test_verify_names_a_garbled_line(home):
+    log = _sealed_log(home)
+    data = log.manifest_path.read_bytes().replace(b'"day":"2026-03-16"', b'"day":"2026-03-16', 1)
+    log.manifest_path.write_bytes(data)
+    assert "manifest.jsonl line 2 is not a valid JSON entry" in _only_problem(log)
