@@ -92,34 +92,45 @@ ORDER BY kind, name
 # ("2026-03-15T18:25:55.123456+00:00", "2026-03-15 18:25:55", "...Z"): whole seconds come from
 # strftime('%s') on the text without its fraction (strftime would round the fraction to
 # milliseconds), the microseconds from the fraction's digits. Anything else becomes NULL and is
-# counted as unreadable.
+# counted as unreadable. screenpipe writes one row per visible window per capture cycle (rows of
+# one time and monitor); the cycle's foreground is its focused row, the lowest id if it marks
+# several. Values are otherwise taken as they are (an unnamed monitor is monitor_1, as screenpipe
+# names its first one). The rows land in a TEMP table (the connection's own temporary storage,
+# never the database file) indexed by time, so each day's query reads only its own rows.
 SCREENPIPE_ROWS_SQL = """
-CREATE TEMP VIEW capture_rows AS
+CREATE TEMP TABLE screenpipe_rows AS
 WITH raw AS (
-    SELECT CAST(timestamp AS TEXT) AS t, device_name, app_name, browser_url
+    SELECT id, CAST(timestamp AS TEXT) AS t, device_name, app_name, browser_url
     FROM main.frames
     WHERE COALESCE(focused, 1) = 1
 ),
 split AS (
-    SELECT t, device_name, app_name, browser_url,
+    SELECT id, t, device_name, app_name, browser_url,
            CASE WHEN SUBSTR(t, 20, 1) = '.' THEN SUBSTR(t, 21) ELSE '' END AS frac_tail,
            CASE WHEN SUBSTR(t, 20, 1) = '.' THEN LTRIM(SUBSTR(t, 21), '0123456789')
                 ELSE SUBSTR(t, 20) END AS zone_part
     FROM raw
 ),
 parsed AS (
-    SELECT device_name, app_name, browser_url,
+    SELECT id, device_name, app_name, browser_url,
            CAST(strftime('%s', SUBSTR(t, 1, 19) || TRIM(zone_part)) AS INTEGER) AS secs,
            SUBSTR(SUBSTR(frac_tail, 1, LENGTH(frac_tail) - LENGTH(zone_part)) || '000000', 1, 6) AS micros
     FROM split
     WHERE LENGTH(t) >= 19
 )
-SELECT secs * 1000000 + CAST(micros AS INTEGER) AS ts_us,
-       NULLIF(TRIM(device_name), '') AS stream,
-       NULLIF(TRIM(app_name), '') AS app,
-       NULLIF(TRIM(browser_url), '') AS url
+SELECT id, secs * 1000000 + CAST(micros AS INTEGER) AS ts_us,
+       COALESCE(NULLIF(TRIM(device_name), ''), 'monitor_1') AS stream,
+       app_name AS app, browser_url AS url
 FROM parsed
-WHERE secs IS NOT NULL
+WHERE secs IS NOT NULL;
+
+CREATE TEMP TABLE capture_rows AS
+SELECT ts_us, stream, app, url
+FROM (SELECT ts_us, stream, app, url,
+             ROW_NUMBER() OVER (PARTITION BY ts_us, stream ORDER BY id) AS nth
+      FROM screenpipe_rows)
+WHERE nth = 1;
+CREATE INDEX temp.capture_rows_ts ON capture_rows (ts_us);
 """
 
 
@@ -298,21 +309,26 @@ class ScreenpipeOracle:
                 "not a screenpipe database"
             )
         sql = SCREENPIPE_ROWS_SQL
-        if "focused" not in cols:
+        self.has_focused = "focused" in cols
+        if not self.has_focused:
             sql = sql.replace("WHERE COALESCE(focused, 1) = 1", "")
         # A TEMP view lives in the connection's own temp schema: the database file is not written.
-        self.con.execute(sql)
+        self.con.executescript(sql)
 
     def close(self) -> None:
         self.con.close()
 
-    def unreadable_rows(self) -> int:
-        """Foreground rows whose timestamp the adapter could not read (excluded from every day)."""
-        total = self.con.execute(
-            "SELECT COUNT(*) FROM main.frames WHERE COALESCE(focused, 1) = 1"
-        ).fetchone()
-        read = self.con.execute("SELECT COUNT(*) FROM capture_rows").fetchone()
-        return int(total[0] if total else 0) - int(read[0] if read else 0)
+    def counts(self) -> dict[str, int]:
+        """Foreground rows read, unreadable (bad timestamp, excluded) and folded into their cycle."""
+        def one(sql: str) -> int:
+            row = self.con.execute(sql).fetchone()
+            return int(row[0]) if row else 0
+
+        focused = "WHERE COALESCE(focused, 1) = 1" if self.has_focused else ""
+        total = one(f"SELECT COUNT(*) FROM main.frames {focused}")
+        readable = one("SELECT COUNT(*) FROM screenpipe_rows")
+        kept = one("SELECT COUNT(*) FROM capture_rows")
+        return {"foreground_rows": total, "unreadable": total - readable, "same_cycle": readable - kept, "rows": kept}
 
     def days(self, tz: str) -> list[str]:
         """Local days that have at least one readable foreground row."""
