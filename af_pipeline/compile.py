@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, cast
+
+import numpy as np
 
 from af_pipeline import GENERATOR, layouts
 from af_pipeline.document import SCHEMA_VERSION, encode_refs
-from af_pipeline.enrich import RING_PX, SnapIndex, click_target, element_boxes, screen_sizes
+from af_pipeline.enrich import RING_PX, ElementIndex, SnapIndex, click_target, screen_sizes
 from af_pipeline.sessionize import PAPER_RULES, Rules, Segment, build_segments, credits, flicker_merge
 from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture
 from capture.timeutil import US, day_bounds, to_datetime, zone
@@ -24,7 +27,18 @@ TOP_WINDOWS = 3
 TOP_CLICKS = 5
 # input volume fields, in the order documents list them
 VOLUME = ("keys", "text", "chars", "clicks", "scrolls", "copies", "pastes")
-_K_KEYS, _K_TEXT, _K_CHARS, _K_CLICKS, _K_SCROLLS, _K_COPIES, _K_PASTES = range(7)
+_K_KEYS, _K_TEXT, _K_CHARS, _K_CLICKS, _K_SCROLLS, _K_COPIES, _K_PASTES, _K_OTHER = range(8)
+_COLS = 8
+_K_CLIPBOARD = 100  # resolved to copies / pastes / other by the clipboard operation
+
+
+class _Codes(dict[str, int]):
+    def __missing__(self, key: str) -> int:
+        return -1  # pointer motion and kinds we do not know: neither volume nor interaction
+
+
+_KIND_CODE = _Codes(key=_K_KEYS, text=_K_TEXT, click=_K_CLICKS, scroll=_K_SCROLLS, clipboard=_K_CLIPBOARD,
+                    app_switch=_K_OTHER, window_focus=_K_OTHER, move=-1)
 
 
 @dataclass(frozen=True)
@@ -45,10 +59,22 @@ def _seconds(us: int) -> int:
 class _Clock:
     """Local wall-clock text in the user's zone, DST-aware."""
 
-    def __init__(self, tz: str):
+    def __init__(self, tz: str, day: str):
         self.zone = zone(tz)
+        # within one day the UTC offset is usually constant: then HH:MM:SS is arithmetic
+        start, end = day_bounds(day, self.zone)
+        off_a = to_datetime(start, self.zone).utcoffset()
+        off_b = to_datetime(end, self.zone).utcoffset()
+        self.offset_s: int | None = None
+        self.lo = self.hi = 0
+        if off_a is not None and off_a == off_b:
+            self.offset_s = int(off_a.total_seconds())
+            self.lo, self.hi = start, end
 
     def hms(self, ts_us: int) -> str:
+        if self.offset_s is not None and self.lo <= ts_us < self.hi:
+            s = (ts_us // US + self.offset_s) % 86_400
+            return f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
         return to_datetime(ts_us, self.zone).strftime("%H:%M:%S")
 
     def iso(self, ts_us: int) -> str:
@@ -70,7 +96,7 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     """The schema v1 document of one day, without ``generated_at``."""
     if options.min_minutes < 0:
         raise ValueError(f"min_minutes must be >= 0, not {options.min_minutes}")
-    clock = _Clock(capture.tz)
+    clock = _Clock(capture.tz, capture.day)
     tbl = layouts.table(options.layout)
     index = SnapIndex(capture.snapshots)
     snaps = index.snaps
@@ -132,60 +158,63 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     n_slots = nxt
 
     # -- enrichment-backed input accounting -------------------------------------------------
-    vol = [[0] * 7 for _ in range(n_slots)]
-    has_input = [False] * n
-    events = sorted(capture.inputs, key=lambda e: (e.ts_us, e.stream or "", e.ref))
-    nearest = index.nearest
-    distances: list[int] = []
-    unattributed = 0
-    anon_clicks: list[tuple[Any, int]] = []
+    # Vectorised: one binary search per event (enrich.SnapIndex.attribute), then counts per
+    # (owner slot, volume column) with one bincount. Pointer motion is neither volume nor
+    # interaction; app switches and focus changes are interaction (column 7) but not volume.
+    inputs = capture.inputs
+    n_in = len(inputs)
+    kinds = list(map(attrgetter("kind"), inputs))
+    code_a = np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n_in)
+    for i in np.flatnonzero(code_a == _K_CLIPBOARD).tolist():
+        op = inputs[i].clipboard_op
+        code_a[i] = _K_PASTES if op == "paste" else (_K_COPIES if op in ("copy", "cut") else _K_OTHER)
+    pos_a, dist_a = index.attribute(list(map(attrgetter("ts_us"), inputs)),
+                                    list(map(attrgetter("stream"), inputs)))
+    unattributed = int(np.count_nonzero(pos_a < 0))
+    counted = (pos_a >= 0) & (code_a >= 0)
+    owner_a = np.asarray(owner, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+    pos_c = pos_a[counted]
+    slot_c = owner_a[pos_c]
+    vol_np = np.bincount(slot_c * _COLS + code_a[counted], minlength=n_slots * _COLS).reshape(n_slots, _COLS)
+    has_np = np.zeros(n, dtype=bool)
+    has_np[pos_c] = True
+    has_input = has_np.tolist()
+    distances = np.sort(dist_a[counted]).tolist()
+    pos_list_a = pos_a.tolist()
+    for i in np.flatnonzero(counted & (code_a == _K_TEXT)).tolist():
+        t = inputs[i].text
+        if t:
+            vol_np[owner[pos_list_a[i]], _K_CHARS] += len(t)
+    vol = vol_np[:, :7].tolist()
+
     clicked: list[dict[tuple[str, str | None, str], int]] = [{} for _ in range(n_slots)]
     unresolved = [0] * n_slots
     resolution_counts = dict.fromkeys(("recorded", "exact", "tolerance", "zone", "unresolved"), 0)
-    typed: list[list[str]] | None = [[] for _ in range(n_slots)] if options.include_typed_text else None
-    for e in events:
-        pos, dist = nearest(e.stream, e.ts_us)
-        if pos < 0:
-            unattributed += 1
-            continue
-        distances.append(dist)
-        slot = owner[pos]
-        kind = e.kind
-        if kind == "move":
-            continue  # pointer motion is not interaction volume
-        has_input[pos] = True
-        v = vol[slot]
-        if kind == "key":
-            v[_K_KEYS] += 1
-            if typed is not None and e.text:
-                typed[slot].append(_key_char(layouts.translate(e.text, kind, tbl) or ""))
-        elif kind == "text":
-            v[_K_TEXT] += 1
-            if e.text:
-                v[_K_CHARS] += len(e.text)
-                if typed is not None:
-                    typed[slot].append(layouts.translate(e.text, kind, tbl) or "")
-        elif kind == "click":
-            v[_K_CLICKS] += 1
-            if e.element_name and e.element_name.strip():
-                label = " ".join(e.element_name.split())
-                k = (label, e.element_role, "recorded")
-                clicked[slot][k] = clicked[slot].get(k, 0) + 1
-                resolution_counts["recorded"] += 1
-            else:
-                anon_clicks.append((e, pos))
-        elif kind == "scroll":
-            v[_K_SCROLLS] += 1
-        elif kind == "clipboard":
-            op = e.clipboard_op
-            if op == "paste":
-                v[_K_PASTES] += 1
-            elif op in ("copy", "cut"):
-                v[_K_COPIES] += 1
+    anon_clicks: list[tuple[Any, int]] = []
+    for i in np.flatnonzero(counted & (code_a == _K_CLICKS)).tolist():
+        p = pos_list_a[i]
+        e = inputs[i]
+        if e.element_name and e.element_name.strip():
+            k = (" ".join(e.element_name.split()), e.element_role, "recorded")
+            d = clicked[owner[p]]
+            d[k] = d.get(k, 0) + 1
+            resolution_counts["recorded"] += 1
+        else:
+            anon_clicks.append((e, p))
+
+    typed: list[list[str]] | None = None
+    if options.include_typed_text:
+        typed = [[] for _ in range(n_slots)]
+        keyed = [i for i in np.flatnonzero(counted & ((code_a == _K_KEYS) | (code_a == _K_TEXT))).tolist()
+                 if inputs[i].text]
+        keyed.sort(key=lambda i: (inputs[i].ts_us, inputs[i].stream or "", inputs[i].ref))
+        for i in keyed:
+            e = inputs[i]
+            mapped = layouts.translate(e.text, e.kind, tbl) or ""
+            typed[owner[pos_list_a[i]]].append(_key_char(mapped) if e.kind == "key" else mapped)
     if anon_clicks:
         sizes = screen_sizes(capture.streams)
-        wanted = {fid for _e, p in anon_clicks if (fid := snaps[p].source_frame_id) is not None}
-        boxes = element_boxes(capture.elements, wanted) if wanted else {}
+        boxes = ElementIndex(capture.elements)
         for ev, p in anon_clicks:
             res, target, trole = click_target(ev, snaps[p], sizes, boxes)
             resolution_counts[res] += 1

@@ -104,7 +104,15 @@ def encode_refs(refs: list[str]) -> list[dict[str, str]]:
     {"ref": ...}. Exact: decode_refs gives back the same set."""
     groups: dict[str, list[int]] = {}
     whole: list[str] = []
+    last: str | None = None
+    cut = 0
     for ref in refs:
+        # fast path: most refs of a frame share the previous ref's prefix
+        if last is not None and ref.startswith(last):
+            tail = ref[cut:]
+            if tail.isdigit() and tail.isascii() and (tail[0] != "0" or len(tail) == 1):
+                groups[last].append(int(tail))
+                continue
         head = ref.rstrip(_DIGITS)
         tail = ref[len(head):]
         if not tail or (len(tail) > 1 and tail[0] == "0"):
@@ -115,6 +123,7 @@ def encode_refs(refs: list[str]) -> list[dict[str, str]]:
             groups[head] = [int(tail)]
         else:
             g.append(int(tail))
+        last, cut = head, len(head)
     out: list[dict[str, str]] = []
     for head in sorted(groups):
         ids = sorted(set(groups[head]))

@@ -12,17 +12,11 @@ block-only reader parse it, so changes there are format changes.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
-
-import yaml
 
 from af_pipeline import tokens
 from af_pipeline.document import strip_typed_text
-
-try:  # the C dumper is several times faster; the pure one gives the same text
-    from yaml import CSafeDumper as _Dumper
-except ImportError:  # pragma: no cover - depends on how pyyaml was built
-    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
 
 FORMATS = ("json", "yaml", "md", "context")
 CONTEXT_MAGIC = "AF-CONTEXT v1"
@@ -33,24 +27,105 @@ def _measured(doc: dict[str, Any], include_typed_text: bool) -> dict[str, Any]:
     return doc if include_typed_text else strip_typed_text(doc)
 
 
+def _json_text(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+
+
 def canonical_bytes(doc: dict[str, Any]) -> bytes:
-    """The bytes hashes and certification compare: compact sorted JSON without generated_at.
+    """The bytes hashes and certification compare: the JSON form without generated_at.
 
     Floats in documents are rounded when they are made (2 decimals), and Python's float repr
     is the shortest round-trip text on every platform, so this form is stable."""
-    body = {k: v for k, v in doc.items() if k != "generated_at"}
-    text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    return _json_text({k: v for k, v in doc.items() if k != "generated_at"}).encode("utf-8")
 
 
 def to_json(doc: dict[str, Any], include_typed_text: bool = False) -> str:
-    return json.dumps(_measured(doc, include_typed_text), sort_keys=True, ensure_ascii=False,
-                      indent=2, allow_nan=False) + "\n"
+    """Canonical JSON: sorted keys, compact separators, UTF-8 text, trailing newline (pipe it
+    through `jq .` to read it). Equal to canonical_bytes when there is no generated_at."""
+    return _json_text(_measured(doc, include_typed_text))
 
 
 def to_yaml(doc: dict[str, Any], include_typed_text: bool = False) -> str:
-    return yaml.dump(_measured(doc, include_typed_text), Dumper=_Dumper, sort_keys=True,
-                     allow_unicode=True, default_flow_style=False, width=4096)
+    """Block-style YAML with sorted keys. safe_load(to_yaml(doc)) == doc.
+
+    Written here rather than through pyyaml's dumper: even its C dumper spends most of a day
+    compile's time building representer nodes in Python. Strings that could be read back as
+    anything else are double-quoted with explicit escapes."""
+    out: list[str] = []
+    memo: dict[str, str] = {}
+    _yaml_map(_measured(doc, include_typed_text), "", out, memo)
+    return "\n".join(out) + "\n"
+
+
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9 _./()@+-]*")
+_YAML_WORDS = frozenset(("y", "n", "yes", "no", "on", "off", "true", "false", "null"))
+# YAML double-quoted scalars may hold only printable characters, and \x85, \u2028, \u2029 would
+# read back as line breaks: escape them all (json.dumps has escaped the C0 controls already)
+_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
+
+
+def _yaml_str(s: str, memo: dict[str, str]) -> str:
+    r = memo.get(s)
+    if r is None:
+        if _PLAIN.fullmatch(s) and s[-1] != " " and s.lower() not in _YAML_WORDS:
+            r = s
+        else:
+            r = json.dumps(s, ensure_ascii=False)
+            if _UNPRINTABLE.search(r):
+                r = _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", r)
+        memo[s] = r
+    return r
+
+
+def _yaml_scalar(v: Any, memo: dict[str, str]) -> str:
+    if isinstance(v, str):
+        return _yaml_str(v, memo)
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        r = repr(v)
+        # YAML 1.1 reads a float only with a dot and a signed exponent
+        return r if "." in r and "e" not in r else f"{v:.6f}"
+    if isinstance(v, dict):
+        return "{}"
+    if isinstance(v, list):
+        return "[]"
+    raise TypeError(f"cannot write {type(v).__name__} as YAML")
+
+
+def _yaml_map(d: dict[str, Any], pad: str, out: list[str], memo: dict[str, str], first: str | None = None) -> None:
+    inner = pad + "  "
+    for k in sorted(d):
+        v = d[k]
+        lead = first if first is not None else pad
+        first = None
+        key = _yaml_str(k, memo)
+        if isinstance(v, dict) and v:
+            out.append(f"{lead}{key}:")
+            _yaml_map(v, inner, out, memo)
+        elif isinstance(v, list) and v:
+            out.append(f"{lead}{key}:")
+            _yaml_seq(v, pad, out, memo)
+        else:
+            out.append(f"{lead}{key}: {_yaml_scalar(v, memo)}")
+
+
+def _yaml_seq(items: list[Any], pad: str, out: list[str], memo: dict[str, str]) -> None:
+    inner = pad + "  "
+    for v in items:
+        if isinstance(v, dict) and v:
+            _yaml_map(v, inner, out, memo, first=pad + "- ")
+        elif isinstance(v, list) and v:
+            out.append(f"{pad}-")
+            _yaml_seq(v, inner, out, memo)
+        else:
+            out.append(f"{pad}- {_yaml_scalar(v, memo)}")
 
 
 # -- Markdown -------------------------------------------------------------------------------

@@ -18,9 +18,13 @@ uses the same functions on plain arrays to avoid creating objects it does not ne
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
+from operator import attrgetter, le
+
+import numpy as np
 
 from af_pipeline import layouts
 from capture.model import DayCapture, Element, InputEvent, Snapshot, StreamInfo
@@ -47,10 +51,10 @@ class EnrichedInput:
 class SnapIndex:
     """Snapshots ordered by (time, stream, ref), with per-stream time arrays for bisection."""
 
-    __slots__ = ("snaps", "all_ts", "by_stream")
+    __slots__ = ("snaps", "all_ts", "by_stream", "_np")
 
     def __init__(self, snapshots: Iterable[Snapshot]):
-        self.snaps: list[Snapshot] = sorted(snapshots, key=lambda s: (s.ts_us, s.stream, s.ref))
+        self.snaps: list[Snapshot] = sorted(snapshots, key=attrgetter("ts_us", "stream", "ref"))
         self.all_ts: list[int] = [s.ts_us for s in self.snaps]
         groups: dict[str, tuple[list[int], list[int]]] = {}
         for pos, s in enumerate(self.snaps):
@@ -60,6 +64,7 @@ class SnapIndex:
             g[0].append(s.ts_us)
             g[1].append(pos)
         self.by_stream = groups
+        self._np: dict[str | None, tuple[np.ndarray, np.ndarray | None]] | None = None
 
     def nearest(self, stream: str | None, ts: int) -> tuple[int, int]:
         """(position, |distance| us) of the nearest snapshot, -1 when there is none.
@@ -83,6 +88,46 @@ class SnapIndex:
         pos = positions[j] if positions is not None else j
         return pos, abs(ts - times[j])
 
+    def attribute(self, ts: Sequence[int], streams: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
+        """nearest() for many events at once (same answers, vectorised binary search):
+        positions (-1: no snapshot at all) and distances in us."""
+        n = len(ts)
+        pos = np.full(n, -1, dtype=np.int64)
+        dist = np.zeros(n, dtype=np.int64)
+        if not self.snaps or n == 0:
+            return pos, dist
+        if self._np is None:
+            arrays: dict[str | None, tuple[np.ndarray, np.ndarray | None]] = {
+                None: (np.asarray(self.all_ts, dtype=np.int64), None)}
+            for name, (times, positions) in self.by_stream.items():
+                arrays[name] = (np.asarray(times, dtype=np.int64), np.asarray(positions, dtype=np.int64))
+            self._np = arrays
+        ets = np.asarray(ts, dtype=np.int64)
+        if len(self.by_stream) == 1:
+            # one stream: "its stream" and "all streams" are the same array
+            groups: list[tuple[str | None, np.ndarray]] = [(None, np.arange(n))]
+        else:
+            names = sorted(self.by_stream)
+            code = {name: i for i, name in enumerate(names)}
+            codes = np.fromiter((code.get(s, -1) if s is not None else -1 for s in streams),
+                                dtype=np.int64, count=n)
+            groups = [(None, np.flatnonzero(codes == -1))]
+            groups += [(name, np.flatnonzero(codes == i)) for i, name in enumerate(names)]
+        for group, members in groups:
+            if members.size == 0:
+                continue
+            t_arr, p_arr = self._np[group]
+            m = t_arr.size
+            t = ets[members]
+            i = np.searchsorted(t_arr, t, side="left")
+            left = np.clip(i - 1, 0, m - 1)
+            right = np.clip(i, 0, m - 1)
+            use_left = (i == m) | ((i > 0) & ((t - t_arr[left]) <= (t_arr[right] - t)))
+            j = np.where(use_left, left, right)
+            pos[members] = p_arr[j] if p_arr is not None else j
+            dist[members] = np.abs(t - t_arr[j])
+        return pos, dist
+
 
 def screen_sizes(streams: Sequence[StreamInfo]) -> dict[str, tuple[int, int]]:
     """Real pixel size per stream: the earliest row that states a usable size."""
@@ -100,22 +145,56 @@ def screen_sizes(streams: Sequence[StreamInfo]) -> dict[str, tuple[int, int]]:
 _Box = tuple[float, float, float, float, float, int, str, str, str | None]
 
 
-def element_boxes(elements: Iterable[Element], wanted: set[str] | None = None) -> dict[str, list[_Box]]:
-    """Labelled boxes per snapshot frame id; a nameless box is no answer to "what was clicked"."""
-    out: dict[str, list[_Box]] = {}
-    for e in elements:
-        fid = e.snapshot_frame_id
-        if wanted is not None and fid not in wanted:
-            continue
-        label = (e.text or "").strip()
-        if not label or e.left is None or e.top is None or e.width is None or e.height is None:
-            continue
-        if e.width < 0 or e.height < 0:
-            continue
-        box = (e.left, e.top, e.left + e.width, e.top + e.height, e.width * e.height,
-               -(e.depth or 0), e.ref, " ".join(label.split()), e.role)
-        out.setdefault(fid, []).append(box)
-    return out
+def _box(e: Element) -> _Box | None:
+    label = (e.text or "").strip()
+    if not label or e.left is None or e.top is None or e.width is None or e.height is None:
+        return None
+    if not (e.width >= 0 and e.height >= 0):
+        return None
+    return (e.left, e.top, e.left + e.width, e.top + e.height, e.width * e.height,
+            -(e.depth or 0), e.ref, " ".join(label.split()), e.role)
+
+
+class ElementIndex:
+    """Labelled element boxes of one snapshot, looked up on demand.
+
+    Elements carry their snapshot's time (capture schema v1), and the log returns them sorted by
+    it: a binary search finds a snapshot's elements without touching the rest of the day. Rows
+    that are not in time order are grouped by snapshot id once instead, so the answer never
+    depends on the order."""
+
+    __slots__ = ("elements", "ts", "ordered", "grouped", "cache")
+
+    def __init__(self, elements: Sequence[Element]):
+        self.elements = elements
+        self.ts: list[int] = list(map(attrgetter("ts_us"), elements))
+        self.ordered = all(map(le, self.ts, islice(self.ts, 1, None)))
+        self.grouped: dict[str, list[Element]] | None = None
+        self.cache: dict[str, list[_Box]] = {}
+
+    def boxes(self, frame_id: str | None, ts_us: int) -> list[_Box]:
+        if frame_id is None:
+            return []
+        got = self.cache.get(frame_id)
+        if got is not None:
+            return got
+        if self.ordered:
+            lo = bisect_left(self.ts, ts_us)
+            hi = bisect_right(self.ts, ts_us, lo)
+            found = [e for e in self.elements[lo:hi] if e.snapshot_frame_id == frame_id]
+        else:
+            if self.grouped is None:
+                self.grouped = {}
+                for e in self.elements:
+                    self.grouped.setdefault(e.snapshot_frame_id, []).append(e)
+            found = self.grouped.get(frame_id, [])
+        out = [b for b in map(_box, found) if b is not None]
+        self.cache[frame_id] = out
+        return out
+
+
+def _smallest(b: _Box) -> tuple[float, int, str]:
+    return (b[4], b[5], b[6])
 
 
 _ZONES = (("top-left", "top-center", "top-right"),
@@ -136,23 +215,21 @@ def resolve_click(
     nx, ny = x / w, y / h
     if not (0.0 <= nx <= 1.0 and 0.0 <= ny <= 1.0):
         return "unresolved", None, None  # off this screen: the stream is wrong or the size is
-    best: _Box | None = None
-    for b in boxes:
-        if b[0] <= nx <= b[2] and b[1] <= ny <= b[3]:
-            if best is None or (b[4], b[5], b[6]) < (best[4], best[5], best[6]):
-                best = b
-    if best is not None:
-        return "exact", best[7], best[8]
-    best_key: tuple[float, float, str] | None = None
-    for b in boxes:
-        dx = max(b[0] - nx, 0.0, nx - b[2]) * w
-        dy = max(b[1] - ny, 0.0, ny - b[3]) * h
-        if dx <= RING_PX and dy <= RING_PX:
-            key = (dx * dx + dy * dy, b[4], b[6])
-            if best_key is None or key < best_key:
-                best_key, best = key, b
-    if best is not None:
-        return "tolerance", best[7], best[8]
+    if boxes:
+        inside = [b for b in boxes if b[0] <= nx <= b[2] and b[1] <= ny <= b[3]]
+        if inside:
+            best = min(inside, key=_smallest)
+            return "exact", best[7], best[8]
+        rx, ry = RING_PX / w, RING_PX / h  # the ring, per axis, in this screen's units
+        near = [b for b in boxes if b[0] - rx <= nx <= b[2] + rx and b[1] - ry <= ny <= b[3] + ry]
+        if near:
+            def gap(b: _Box) -> tuple[float, float, str]:
+                dx = (b[0] - nx if nx < b[0] else (nx - b[2] if nx > b[2] else 0.0)) * w
+                dy = (b[1] - ny if ny < b[1] else (ny - b[3] if ny > b[3] else 0.0)) * h
+                return (dx * dx + dy * dy, b[4], b[6])
+
+            best = min(near, key=gap)
+            return "tolerance", best[7], best[8]
     row = 0 if ny < 1 / 3 else (1 if ny < 2 / 3 else 2)
     col = 0 if nx < 1 / 3 else (1 if nx < 2 / 3 else 2)
     return "zone", _ZONES[row][col], None
@@ -165,14 +242,9 @@ def enrich(capture: DayCapture, layout: str = "identity") -> list[EnrichedInput]
     tbl = layouts.table(layout)
     sizes = screen_sizes(capture.streams)
     events = sorted(capture.inputs, key=lambda e: (e.ts_us, e.stream or "", e.ref))
-    attributed = [index.nearest(e.stream, e.ts_us) for e in events]
-    wanted = {
-        fid
-        for e, (pos, _d) in zip(events, attributed, strict=True)
-        if e.kind == "click" and not e.element_name and pos >= 0
-        and (fid := index.snaps[pos].source_frame_id) is not None
-    }
-    boxes = element_boxes(capture.elements, wanted) if wanted else {}
+    pos_a, dist_a = index.attribute([e.ts_us for e in events], [e.stream for e in events])
+    attributed = list(zip(pos_a.tolist(), dist_a.tolist(), strict=True))
+    boxes = ElementIndex(capture.elements)
     out: list[EnrichedInput] = []
     for e, (pos, dist) in zip(events, attributed, strict=True):
         snap = index.snaps[pos] if pos >= 0 else None
@@ -200,7 +272,7 @@ def click_target(
     e: InputEvent,
     snap: Snapshot | None,
     sizes: dict[str, tuple[int, int]],
-    boxes: dict[str, list[_Box]],
+    boxes: ElementIndex,
 ) -> tuple[str, str | None, str | None]:
     """(resolution, label, role) of one event; "none" for anything that is not a click."""
     if e.kind != "click":
@@ -209,5 +281,4 @@ def click_target(
         return "recorded", " ".join(e.element_name.split()), e.element_role
     if snap is None:
         return "unresolved", None, None
-    fid = snap.source_frame_id
-    return resolve_click(e.x, e.y, sizes.get(snap.stream), boxes.get(fid, ()) if fid is not None else ())
+    return resolve_click(e.x, e.y, sizes.get(snap.stream), boxes.boxes(snap.source_frame_id, snap.ts_us))
