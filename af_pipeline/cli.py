@@ -16,10 +16,12 @@ from capture.errors import AfError
 
 # Modules registering sub-commands, in the order --help lists them.
 COMMAND_MODULES: tuple[str, ...] = (
+    "synth",
     "demo",
     "log",
     "importer",
     "stats",
+    "routines",
 )
 
 

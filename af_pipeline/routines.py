@@ -57,16 +57,11 @@ class Corpus:
     vocab: list[str]  # id -> symbol
     target_of: np.ndarray  # symbol id -> named-target id, or -1
     days: list[str]  # distinct days, in order
+    day_of: np.ndarray  # per position: index into days, -1 at separators
 
     @property
     def n_steps(self) -> int:
         return int(np.count_nonzero(self.seq >= 0))
-
-
-def _target_key(a: Action) -> str | None:
-    if not a.named or a.target is None:
-        return None
-    return f"{a.op if a.op in ('app', 'nav') else 'el'}:{a.target}"
 
 
 def encode(days: Sequence[Sequence[Action]], vocab: Sequence[str] | None = None) -> Corpus:
@@ -80,37 +75,39 @@ def encode(days: Sequence[Sequence[Action]], vocab: Sequence[str] | None = None)
         known = set(vocab_list)
         vocab_list.extend(sorted({a.symbol for a in flat if a.symbol not in known}))
     index = {s: i for i, s in enumerate(vocab_list)}
+    day_list = sorted({a.day for a in flat})
+    day_index = {d: i for i, d in enumerate(day_list)}
     seq: list[int] = []
+    day_of: list[int] = []
     aligned: list[Action | None] = []
     target_names: dict[int, str] = {}
     prev: tuple[str, int] | None = None
     for a in flat:
         key = (a.day, a.session)
-        if prev is not None and key != prev:
-            seq.append(_SEP)
-            aligned.append(None)
-        prev = key
+        if key != prev:
+            if prev is not None:
+                seq.append(_SEP)
+                day_of.append(-1)
+                aligned.append(None)
+            prev = key
         sid = index[a.symbol]
         seq.append(sid)
+        day_of.append(day_index[a.day])
         aligned.append(a)
-        tk = _target_key(a)
-        if tk is not None:
-            target_names.setdefault(sid, tk)
+        if a.named and a.target is not None and sid not in target_names:
+            target_names[sid] = f"{a.op if a.op in ('app', 'nav') else 'el'}:{a.target}"
     tnames = sorted(set(target_names.values()))
     tindex = {t: i for i, t in enumerate(tnames)}
     target_of = np.full(len(vocab_list), -1, dtype=np.int64)
     for sid, t in target_names.items():
         target_of[sid] = tindex[t]
-    day_list: list[str] = []
-    for a in flat:
-        if not day_list or day_list[-1] != a.day:
-            day_list.append(a.day)
     return Corpus(
         actions=aligned,
         seq=np.asarray(seq, dtype=np.int64),
         vocab=vocab_list,
         target_of=target_of,
-        days=sorted(set(day_list)),
+        days=day_list,
+        day_of=np.asarray(day_of, dtype=np.int64),
     )
 
 
@@ -337,19 +334,54 @@ class Step:
         }
 
 
-@dataclass(frozen=True)
 class Routine:
-    id: str
-    symbols: tuple[str, ...]
-    count: int  # non-overlapping occurrences
-    raw_count: int  # all start positions, overlapping ones included
-    targets: tuple[str, ...]
-    steps: tuple[Step, ...]
-    occurrences: tuple[Occurrence, ...]  # the non-overlapping ones, in time order
+    """A maximal routine. Counts, symbols and targets are computed when mining; the per-step
+    details and the occurrence evidence are built on first use (a table of thousands of
+    routines is mostly read for its top rows)."""
+
+    __slots__ = ("id", "symbols", "count", "raw_count", "targets", "_corpus", "_positions", "_cache")
+
+    def __init__(self, corpus: Corpus, c: Candidate):
+        k = c.k
+        first = int(c.positions[0])
+        self.symbols: tuple[str, ...] = tuple(corpus.vocab[int(s)] for s in corpus.seq[first : first + k])
+        self.id: str = routine_id(self.symbols)
+        self.count: int = c.count  # non-overlapping occurrences
+        self.raw_count: int = len(c.positions)  # every start position, overlapping ones included
+        acts = [corpus.actions[first + i] for i in range(k)]
+        self.targets: tuple[str, ...] = tuple(
+            sorted({t for a in acts if a is not None and (t := _action_target(a)) is not None})
+        )
+        self._corpus = corpus
+        self._positions = c.positions
+        self._cache: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"Routine({self.id}, k={self.k}, count={self.count}, {self.symbols!r})"
 
     @property
     def k(self) -> int:
         return len(self.symbols)
+
+    @property
+    def positions(self) -> np.ndarray:
+        """Every start position in the encoded stream (overlapping ones included)."""
+        return self._positions
+
+    @property
+    def occurrences(self) -> tuple[Occurrence, ...]:
+        """The non-overlapping occurrences, in time order, with their evidence."""
+        if "occ" not in self._cache:
+            self._cache["occ"] = tuple(
+                _occurrence(self._corpus, p, self.k) for p in _non_overlapping(self._positions, self.k)
+            )
+        return self._cache["occ"]  # type: ignore[no-any-return]
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        if "steps" not in self._cache:
+            self._cache["steps"] = _steps(self._corpus, self._positions, self.k)
+        return self._cache["steps"]  # type: ignore[no-any-return]
 
     @property
     def days(self) -> tuple[str, ...]:
@@ -385,30 +417,24 @@ def _most_common(values: list[str | None]) -> tuple[str | None, float]:
     return best[0], round(best[1] / len(values), 4)
 
 
-def _routine(corpus: Corpus, c: Candidate) -> Routine:
-    k = c.k
-    first = int(c.positions[0])
-    symbols = tuple(corpus.vocab[int(s)] for s in corpus.seq[first : first + k])
-    chosen = _non_overlapping(c.positions, k)
-    occs: list[Occurrence] = []
-    for p in chosen:
-        acts = [corpus.actions[p + i] for i in range(k)]
-        steps_here = [a for a in acts if a is not None]
-        occs.append(
-            Occurrence(
-                day=steps_here[0].day,
-                stream=steps_here[0].stream,
-                session=steps_here[0].session,
-                start_us=steps_here[0].ts_us,
-                end_us=steps_here[-1].end_us,
-                index=p,
-                refs=tuple(r for a in steps_here for r in a.refs),
-            )
-        )
+def _occurrence(corpus: Corpus, p: int, k: int) -> Occurrence:
+    acts = [a for a in corpus.actions[p : p + k] if a is not None]
+    return Occurrence(
+        day=acts[0].day,
+        stream=acts[0].stream,
+        session=acts[0].session,
+        start_us=acts[0].ts_us,
+        end_us=acts[-1].end_us,
+        index=p,
+        refs=tuple(r for a in acts for r in a.refs),
+    )
+
+
+def _steps(corpus: Corpus, positions: np.ndarray, k: int) -> tuple[Step, ...]:
     steps: list[Step] = []
+    starts = positions.tolist()
     for i in range(k):
-        acts_i = [corpus.actions[p + i] for p in c.positions.tolist()]
-        real = [a for a in acts_i if a is not None]
+        real = [a for p in starts if (a := corpus.actions[p + i]) is not None]
         a0 = real[0]
         app, agree = _most_common([a.app for a in real])
         tmpl, _ = _most_common([a.url_template for a in real])
@@ -424,22 +450,13 @@ def _routine(corpus: Corpus, c: Candidate) -> Routine:
                 app_agreement=agree,
             )
         )
-    targets = sorted({t for a in steps if (t := _step_target(a)) is not None})
-    return Routine(
-        id=routine_id(symbols),
-        symbols=symbols,
-        count=len(chosen),
-        raw_count=len(c.positions),
-        targets=tuple(targets),
-        steps=tuple(steps),
-        occurrences=tuple(occs),
-    )
+    return tuple(steps)
 
 
-def _step_target(s: Step) -> str | None:
-    if not s.named or s.target is None:
+def _action_target(a: Action) -> str | None:
+    if not a.named or a.target is None:
         return None
-    return s.target if s.op not in ("app", "nav") else f"{s.op}:{s.target}"
+    return a.target if a.op not in ("app", "nav") else f"{a.op}:{a.target}"
 
 
 @dataclass
@@ -496,7 +513,7 @@ def mine(
         corpus, min_k=min_k, max_k=max_k, min_count=min_count, min_targets=min_targets
     )
     kept = maximal(levels, len(corpus.seq))
-    routines = sorted((_routine(corpus, c) for c in kept), key=_rank_key)
+    routines = sorted((Routine(corpus, c) for c in kept), key=_rank_key)
     return MiningResult(
         corpus=corpus,
         routines=routines,
@@ -558,16 +575,12 @@ class Recurrence:
 
 
 def _per_day(corpus: Corpus, masks: Sequence[np.ndarray]) -> list[tuple[str, int, list[int]]]:
-    totals: dict[str, list[int]] = {}
-    for i, a in enumerate(corpus.actions):
-        if a is None:
-            continue
-        row = totals.setdefault(a.day, [0] + [0] * len(masks))
-        row[0] += 1
-        for j, m in enumerate(masks):
-            if m[i]:
-                row[j + 1] += 1
-    return [(d, v[0], v[1:]) for d, v in sorted(totals.items())]
+    """Per day: (day, steps, [steps inside each mask])."""
+    valid = corpus.day_of >= 0
+    nd = len(corpus.days)
+    steps = np.bincount(corpus.day_of[valid], minlength=nd)
+    inside = [np.bincount(corpus.day_of[valid & m], minlength=nd) for m in masks]
+    return [(d, int(steps[i]), [int(c[i]) for c in inside]) for i, d in enumerate(corpus.days)]
 
 
 def recurrence(result: MiningResult) -> Recurrence:
