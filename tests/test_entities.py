@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -279,7 +281,7 @@ def test_total_on_any_text(text: str) -> None:
     assert site is None or isinstance(site, str)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(urlish)
 def test_total_on_url_like_strings(url: str) -> None:
     ref = type_url(url)
@@ -328,3 +330,46 @@ def test_coverage_rounds_half_up_and_handles_empty() -> None:
 def test_coverage_is_order_independent() -> None:
     urls = [u for u, *_ in TABLE]
     assert coverage(urls) == coverage(list(reversed(urls)))
+
+
+# Every registered parser, driven with its own vocabulary: the words its branches test for.
+def _vocabulary() -> list[str]:
+    import re
+    from pathlib import Path
+
+    import af_pipeline.entities.hosts as hosts_module
+
+    source = Path(hosts_module.__file__).read_text(encoding="utf-8")
+    words = sorted(set(re.findall(r'"([A-Za-z0-9_.:@\-]{1,24})"', source)))
+    return words + ["123", "0", "u", "d", "-", "@me", "PAY-12", "C0456DEFG", "D0789HIJK", "%", "%C3%A9", "a b", ""]
+
+
+def _parser_hosts() -> list[str]:
+    from af_pipeline.entities import hosts as h
+
+    out = list(h.BY_HOST) + list(h.BY_SITE) + [f"acme.{s}" for s in h.BY_SITE]
+    out += [f"www.{lab}.co.uk" for lab in h.BY_LABEL] + [f"{sub}.{lab}.com" for lab in h.BY_LABEL
+                                                          for sub in ("docs", "mail", "drive", "calendar", "meet",
+                                                                      "maps", "console", "gemini", "signin")]
+    out += [f"{p}.acme.io" for p in h.BY_PREFIX]
+    return sorted(out)
+
+
+_VOCAB = _vocabulary()
+_word = st.one_of(st.sampled_from(_VOCAB), st.text(max_size=6))
+parser_urls = st.builds(
+    lambda host, segs, qk, qv, frag: f"https://{host}/{'/'.join(segs)}?{qk}={qv}#{frag}",
+    st.sampled_from(_parser_hosts()),
+    st.lists(_word, max_size=7),
+    _word,
+    _word,
+    st.lists(_word, max_size=3).map("/".join),
+)
+
+
+@settings(max_examples=int(os.environ.get("AF_FUZZ_EXAMPLES", "800")), deadline=None)
+@given(parser_urls)
+def test_every_host_parser_is_total(url: str) -> None:
+    ref = type_url(url)
+    _check(ref)
+    assert ref.domain == (site_of(url) or "")
