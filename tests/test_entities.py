@@ -126,6 +126,20 @@ TABLE: list[tuple[str, str, str | None, str]] = [
     # events
     ("https://calendly.com/jane/30min", "event", "jane/30min", "calendly.com"),
     ("https://www.meetup.com/python-paris/events/300000000/", "event", "300000000", "meetup.com"),
+    # research, jobs, raw files, redirects
+    ("https://arxiv.org/abs/2608.05784v2", "paper", "2608.05784v2", "arxiv.org"),
+    ("https://dl.acm.org/doi/10.1145/123.456", "paper", "10.1145/123.456", "acm.org"),
+    ("https://www.indeed.com/viewjob?jk=abc123", "job", "abc123", "indeed.com"),
+    ("https://boards.greenhouse.io/acme/jobs/4012", "job", "4012", "greenhouse.io"),
+    ("https://raw.githubusercontent.com/acme/widgets/main/README.md", "file", "acme/widgets:README.md",
+     "raw.githubusercontent.com"),
+    ("https://pkg.go.dev/github.com/acme/tool", "package", "github.com/acme/tool", "go.dev"),
+    ("https://acme.notion.site/Public-Page-0123456789abcdef0123456789abcdef", "doc", "Public Page", "acme.notion.site"),
+    ("https://www.google.com/url?q=https://example.com/x", "redirect", None, "google.com"),
+    ("https://example.com/out?q=https%3A%2F%2Fother.org", "page", None, "example.com"),  # a link, not a search
+    ("https://www.airbnb.com/rooms/123", "page", None, "airbnb.com"),  # "rooms" is not a meeting
+    ("https://shop.example.com/collections/shoes", "category", "shoes", "example.com"),
+    ("https://expenses.acme-corp.com/claims/new", "create", "claims", "acme-corp.com"),
     # generic search parameter layer
     ("https://shop.example.com/catalog?query=red+shoes", "search", "red shoes", "example.com"),
     ("https://example.org/?s=dagster", "search", "dagster", "example.org"),

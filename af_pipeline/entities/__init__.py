@@ -126,6 +126,7 @@ _STRONG_KEYS = ("q", "query", "search", "search_query", "keywords", "keyword", "
 # Keys that are a search only on a search-looking path (``?s=20`` is often a share token).
 _WEAK_KEYS = ("s", "k", "text", "p", "t")
 _SEARCHY_PATH = re.compile(r"(search|find|results|suche|recherche|buscar|zoeken|query|lookup)", re.I)
+_LINKISH = re.compile(r"^(https?:|www\.|/)", re.I)
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)
 
 
@@ -142,6 +143,8 @@ def _search_param(u: Url) -> PageRef | None:
             continue
         if not _HAS_WORD.search(value) and not searchy:
             continue  # ?q=123 on a random page is usually an id, not a search
+        if _LINKISH.match(value):
+            continue  # ?q=https://... is a redirect or a share link, not a search
         return PageRef("search", value, u.site or "", shape(u) + f"?{key}={{query}}", "search_param")
     return None
 
@@ -158,8 +161,7 @@ _DASHBOARD_SUB = frozenset({"dashboard", "dash", "console", "admin", "portal", "
                             "metabase", "monitor", "monitoring", "status"})
 _MAIL = frozenset({"mail", "webmail", "inbox", "mailbox", "owa", "roundcube"})
 _CALENDAR = frozenset({"calendar", "calendars", "agenda", "schedule", "cal"})
-_MEETING = frozenset({"meet", "meeting", "meetings", "webinar", "webinars", "conference", "videocall", "call",
-                      "room", "rooms"})
+_MEETING = frozenset({"meet", "meeting", "meetings", "webinar", "webinars", "videocall"})
 _SETTINGS = frozenset({"settings", "preferences", "prefs", "account", "my-account", "myaccount", "profile-settings",
                        "billing", "security", "notifications-settings"})
 _DOCS = frozenset({"docs", "doc", "documentation", "reference", "manual", "guide", "guides", "api", "apidocs",
@@ -175,6 +177,9 @@ _PRODUCT = frozenset({"product", "products", "item", "items", "listing", "listin
 _JOBS = frozenset({"careers", "jobs", "job", "career", "vacancies", "positions", "openings"})
 _ISSUE = frozenset({"issues", "issue", "tickets", "ticket", "bugs", "bug", "browse"})
 _ORDERS = frozenset({"orders", "order", "invoices", "invoice", "receipts"})
+_CATEGORY = frozenset({"collections", "collection", "category", "categories", "c", "department", "tag", "tags",
+                       "topics", "topic"})
+_COURSE = frozenset({"course", "courses", "learn", "lesson", "lessons"})
 _CREATE = frozenset({"new", "create", "add", "compose", "edit"})
 _DATE = re.compile(r"^(19|20)\d\d$")
 
@@ -228,6 +233,12 @@ def _heuristic(u: Url) -> PageRef | None:
         return ref("search", i + 1 if i + 1 < n else None, "query")
     if n and low[0] in _CHECKOUT:
         return ref("checkout")
+    i = after(_CATEGORY, 2)
+    if i is not None and i + 1 < n:
+        return ref("category", i + 1, "category")
+    i = after(_COURSE, 2)
+    if i is not None and i + 1 < n:
+        return ref("course", i + 1, "course")
     i = after(_PRODUCT)
     if i is not None and i + 1 < n:
         return ref("product", i + 1, "product")

@@ -52,7 +52,16 @@ def prefix(*labels: str) -> Callable[[Parser], Parser]:
 
 
 def lookup(u: Url) -> Parser | None:
-    fn = BY_HOST.get(u.host) or (BY_SITE.get(u.site) if u.site else None) or BY_LABEL.get(u.label)
+    fn = BY_HOST.get(u.host)
+    if fn is None:
+        # The host and each parent domain: pkg.go.dev before go.dev, and acme.notion.site (its own
+        # registrable site, notion.site being a public suffix) still reaches the notion.site parser.
+        rest = u.host
+        while fn is None and "." in rest:
+            fn = BY_SITE.get(rest)
+            rest = rest.split(".", 1)[1]
+    if fn is None:
+        fn = BY_LABEL.get(u.label)
     if fn is None and u.sub:
         fn = BY_PREFIX.get(u.sub[0])
     return fn
@@ -72,6 +81,8 @@ def words(slug: str) -> str | None:
 @host("linkedin.com")
 def linkedin(u: Url) -> Hit | None:
     s0, s1 = u.lseg(0), u.seg(1)
+    if not u.segs:
+        return "feed", None, tpl(u, "/")
     if s0 == "in" and s1:
         return "profile", e(s1), tpl(u, "/in/{profile}")
     if s0 in ("company", "school", "showcase") and s1:
@@ -266,6 +277,8 @@ def _gdocs(u: Url) -> Hit | None:
     kind = _DOC_KINDS.get(segs[0].lower())
     if kind is None:
         return None
+    if len(segs) >= 4 and segs[1] == "d" and segs[2] == "e":  # published forms: /forms/d/e/<id>/viewform
+        return kind, e(segs[3]), tpl(u, f"/{segs[0].lower()}/d/e/{{id}}")
     if len(segs) >= 3 and segs[1] in ("d", "e"):
         return kind, e(segs[2]), tpl(u, f"/{segs[0].lower()}/{segs[1]}/{{id}}")
     return "doc_list", e(kind), tpl(u, f"/{segs[0].lower()}/")
@@ -306,14 +319,15 @@ def _gmail(u: Url) -> Hit | None:
 
 
 def _gcal(u: Url) -> Hit | None:
-    segs = [s.lower() for s in _strip_user_index(u.segs)]
+    raw = _strip_user_index(u.segs)
+    segs = [s.lower() for s in raw]
     eid = u.q("eid")
     if eid:
         return "event", eid, tpl(u, "/calendar/event", "eid={id}")
     if "eventedit" in segs or "event" in segs:
         key = "eventedit" if "eventedit" in segs else "event"
         idx = segs.index(key)
-        ident = u.segs[idx + 1] if idx + 1 < len(u.segs) else None
+        ident = raw[idx + 1] if idx + 1 < len(raw) else None
         return "event", e(ident), tpl(u, f"/calendar/r/{key}" + ("/{id}" if ident else ""))
     view = next((s for s in segs if s in ("day", "week", "month", "year", "agenda", "customday", "schedule")), None)
     return "calendar", view, tpl(u, "/calendar/r" + (f"/{view}" if view else ""))
@@ -382,8 +396,8 @@ def google(u: Url) -> Hit | None:
             return _gmaps(u, u.segs[1:], "/maps")
         if s0 in ("search", "webhp", "") and (u.q("q") or not u.segs):
             return "search", u.q("q"), tpl(u, "/search", "q={query}")
-        if s0 == "url":
-            return None  # redirect: the target is typed when the browser lands there
+        if s0 == "url":  # a redirect: the target is typed when the browser lands there
+            return "redirect", None, tpl(u, "/url", "q={target}")
     return None
 
 
@@ -529,6 +543,8 @@ def discord(u: Url) -> Hit | None:
         return "community", e(guild), tpl(u, "/channels/{server}")
     if u.lseg(0) in ("login", "register"):
         return "sign_in", None, tpl(u, "/" + u.lseg(0))
+    if u.lseg(0) == "app":
+        return "message", None, tpl(u, "/app")
     return None
 
 
@@ -598,13 +614,13 @@ def twitter(u: Url) -> Hit | None:
         return "sign_in", None, tpl(u, "/" + s0)
     if s0 in ("explore",):
         return "feed", None, tpl(u, "/explore")
+    if s0 == "i" and u.lseg(1) == "lists" and u.seg(2):
+        return "feed", e(u.seg(2)), tpl(u, "/i/lists/{list}")
     if s0 in _X_RESERVED:
         return None
     user = u.seg(0)
     if u.lseg(1) == "status" and u.seg(2):
         return "post", e(f"@{user}/{u.seg(2)}"), tpl(u, "/{user}/status/{post}")
-    if u.lseg(1) == "lists" or s0 == "i" and u.lseg(1) == "lists":
-        return "feed", e(u.seg(2)), tpl(u, "/i/lists/{list}")
     return "profile", e("@" + user), tpl(u, "/{user}" + ("/" + u.lseg(1) if len(u.segs) > 1 else ""))
 
 
@@ -839,6 +855,8 @@ def atlassian(u: Url) -> Hit | None:
         return "wiki", e(u.seg(off + 1)), tpl(u, "/display/{space}")
     if "search" in wiki:
         return "search", u.q("text", "q", "jql"), tpl(u, "/wiki/search", "text={query}")
+    if low[:1] == ["wiki"]:
+        return "wiki", None, tpl(u, "/wiki/" + "/".join(wiki[:1]))
     if low[:1] == ["jira"] and low[1:2] == ["your-work"] or low[:1] == ["jira"] and len(low) == 1:
         return "dashboard", None, tpl(u, "/jira/your-work")
     if low[:1] == ["login"] or u.sub[:1] == ("id",):
@@ -1249,7 +1267,7 @@ def news(u: Url) -> Hit | None:
       "docker.com", "mvnrepository.com", "hex.pm")
 def packages(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
-    if u.site == "pkg.go.dev" and u.segs and low[0] != "search":
+    if u.host == "pkg.go.dev" and u.segs and low[0] != "search":
         return "package", e("/".join(u.segs)), tpl(u, "/{module}")
     for marker in ("package", "packages", "project", "crates", "gems", "r", "_", "artifact"):
         if low[:1] == [marker] and len(u.segs) > 1:
@@ -1294,4 +1312,67 @@ def events(u: Url) -> Hit | None:
         return "community", e(u.seg(0)), tpl(u, "/{group}")
     if "find" in low or "search" in low or "discover" in low:
         return "search", u.q("keywords", "q", "query"), tpl(u, "/find", "keywords={query}")
+    return None
+
+
+@host("githubusercontent.com")
+def github_raw(u: Url) -> Hit | None:
+    if u.host == "raw.githubusercontent.com" and len(u.segs) >= 4:
+        return "file", e(f"{u.seg(0)}/{u.seg(1)}:{'/'.join(u.segs[3:])}"), tpl(u, "/{owner}/{repo}/{ref}/{path}")
+    return None
+
+
+# --------------------------------------------------------------------------- research papers
+
+_ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?(\.pdf)?$")
+
+
+@host("arxiv.org", "doi.org", "semanticscholar.org", "openreview.net", "aclanthology.org", "acm.org", "ieee.org")
+def papers(u: Url) -> Hit | None:
+    low = [s.lower() for s in u.segs]
+    if u.site == "arxiv.org":
+        if low[:1] in (["abs"], ["pdf"], ["html"]) and len(u.segs) > 1:
+            ident = "/".join(u.segs[1:])
+            return "paper", e(re.sub(r"\.pdf$", "", ident)), tpl(u, f"/{low[0]}/{{paper}}")
+        if low[:1] == ["list"]:
+            return "feed", e("/".join(u.segs[1:])), tpl(u, "/list/{category}/{period}")
+        return None
+    if u.site == "doi.org" and u.segs:
+        return "paper", e("/".join(u.segs)), tpl(u, "/{doi}")
+    if u.site == "openreview.net" and u.q("id"):
+        return "paper", u.q("id"), tpl(u, "/" + (low[0] if low else ""), "id={paper}")
+    if "doi" in low:
+        i = low.index("doi")
+        rest = [s for s in u.segs[i + 1:] if s.lower() not in ("abs", "pdf", "full", "epdf")]
+        if rest:
+            return "paper", e("/".join(rest[:2])), tpl(u, "/doi/{doi}")
+    if u.site == "semanticscholar.org" and low[:1] == ["paper"]:
+        return "paper", e(u.seg(-1)), tpl(u, "/paper/{paper}")
+    if u.site == "aclanthology.org" and u.segs:
+        return "paper", e(re.sub(r"\.pdf$", "", u.seg(0))), tpl(u, "/{paper}")
+    if "document" in low and low.index("document") + 1 < len(u.segs):
+        return "paper", e(u.segs[low.index("document") + 1]), tpl(u, "/document/{paper}")
+    return None
+
+
+# --------------------------------------------------------------------------- job boards
+
+@host("indeed.com", "glassdoor.com", "wellfound.com", "greenhouse.io", "lever.co", "welcometothejungle.com",
+      "workable.com", "ashbyhq.com", "otta.com", "monster.com", "ziprecruiter.com")
+def job_boards(u: Url) -> Hit | None:
+    low = [s.lower() for s in u.segs]
+    job_id = u.q("jk", "gh_jid", "jobid", "jl")
+    if job_id:
+        return "job", job_id, tpl(u, "/" + "/".join(low[:1]), "jk={job}")
+    if "jobs" in low and low.index("jobs") + 1 < len(u.segs):
+        i = low.index("jobs")
+        return "job", e(u.segs[i + 1]), tpl(u, "/" + "/".join(["{company}"] * (i > 0)) + "/jobs/{job}" if i else "/jobs/{job}")
+    if u.site in ("lever.co", "ashbyhq.com") and len(u.segs) >= 2:
+        return "job", e(u.seg(1)), tpl(u, "/{company}/{job}")
+    if u.site in ("greenhouse.io", "lever.co", "ashbyhq.com", "workable.com") and u.segs:
+        return "company", e(u.seg(0)), tpl(u, "/{company}")
+    if u.q("q", "keywords", "query", "sc.keyword"):
+        return "job_search", u.q("q", "keywords", "query", "sc.keyword"), tpl(u, "/jobs", "q={query}")
+    if low[:1] in (["jobs"], ["job"], ["job-listing"], ["viewjob"]):
+        return "job_search", None, tpl(u, "/" + low[0])
     return None
