@@ -191,6 +191,8 @@ def test_table_is_broad() -> None:
         ("https://bücher.de/", "bücher.de"),
         ("https://xn--bcher-kva.de/", "bücher.de"),
         ("https://WWW.Example.COM./path", "example.com"),
+        ("https://ｅｘａｍｐｌｅ.com/x", "example.com"),  # full-width letters, as IDNA maps them
+        ("https://пример.рф/", "пример.рф"),
         ("https://user:pw@sub.example.co.jp:8443/", "example.co.jp"),
         ("github.com/acme/widgets", "github.com"),
         ("https://co.uk/", "co.uk"),

@@ -213,7 +213,8 @@ def parse(raw: str) -> Url:
     query = _split_query(parts.query)
     fragment = _unq(parts.fragment[:MAX_QUERY])
 
-    host = unicodedata.normalize("NFC", hostname.rstrip("."))
+    # Browsers map hosts through IDNA (NFKC, case folded): full-width "ｅｘａｍｐｌｅ.com" is example.com.
+    host = hostname.rstrip(".") if hostname.isascii() else unicodedata.normalize("NFKC", hostname).lower().rstrip(".")
     ip = _ip(host)
     if ip is not None:
         site = _with_port(str(ip), port, ip.version == 6)
