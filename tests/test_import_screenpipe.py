@@ -121,6 +121,21 @@ def test_current_era_maps_frames_inputs_elements(current_db: Path) -> None:
     assert ("monitor_2", None, None) in sizes
 
 
+def test_current_era_keeps_every_capture_of_the_same_second(tmp_path: Path) -> None:
+    """Second-resolution timestamps: two capture events in one second are two snapshots."""
+    frames = [
+        dict(id=1, timestamp="2026-06-01 07:33:34", app_name="Chrome", window_name="SO", focused=1,
+             device_name="monitor_1", capture_trigger="typing"),
+        dict(id=2, timestamp="2026-06-01 07:33:34", app_name="Chrome", window_name="SO", focused=1,
+             device_name="monitor_1", capture_trigger="click"),
+        dict(id=3, timestamp="2026-06-01 07:33:34", app_name="Chrome", window_name="SO", focused=1,
+             device_name="monitor_1", capture_trigger="click"),  # identical to 2: a duplicate
+    ]
+    b = read_screenpipe(make_db(tmp_path / "db.sqlite", CURRENT_DDL, frames))
+    assert [(s.source_frame_id, s.trigger) for s in b.snapshots] == [("1", "typing"), ("2", "click")]
+    assert b.notes == {"frames: duplicate rows skipped (identical apart from the id)": 1}
+
+
 def test_screen_override_and_per_day_streams(current_db: Path) -> None:
     b = read_screenpipe(current_db, screens={"monitor_2": (2560, 1440)}, tz="Asia/Tokyo")
     m2 = [s for s in b.streams if s.stream == "monitor_2"]
@@ -305,7 +320,7 @@ def test_bad_rows_are_quarantined_or_repaired_with_reasons(tmp_path: Path) -> No
     assert b.notes["frames.window_name: invalid UTF-8 replaced with U+FFFD"] == 1
     assert b.notes["frames.window_name: truncated to 1024 characters"] == 1
     assert b.notes["frames: clock went backwards (rows kept; the log sorts them)"] == 1
-    assert b.notes["frames: duplicate rows skipped (same time, monitor, app, window and URL)"] == 1
+    assert b.notes["frames: duplicate rows skipped (identical apart from the id)"] == 1
     ev = {e.ref.rsplit(":", 1)[1]: e for e in b.inputs}
     assert set(ev) == {"1", "4", "5", "6", "7"}  # 2 is a duplicate of 1; 4 and 5 are two clicks
     assert ev["6"].clipboard_op is None

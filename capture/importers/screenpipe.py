@@ -44,15 +44,17 @@ from capture.importers.common import (
     Progress,
     ProgressFn,
     Texts,
+    decode_text,
     iter_rows,
     open_sqlite_readonly,
     source_fingerprint,
     stream_infos,
     table_columns,
+    ts_us,
 )
 from capture.model import INPUT_KINDS, Element, InputEvent, Snapshot
 from capture.screenpipe_schema import BUTTONS, CLIPBOARD_OPS
-from capture.timeutil import BadTimestamp, parse_ts
+from capture.timeutil import BadTimestamp
 
 DEFAULT_STREAM = "monitor_1"
 # capture_trigger values that mean "nothing happened, the recorder captured anyway".
@@ -61,8 +63,8 @@ HEARTBEAT_TRIGGERS = frozenset({"idle", "heartbeat", "timer", "periodic", "inter
 ACCESSIBILITY_MAX_GAP_US = 30 * 1_000_000
 MAX_TREE_NODES = 20_000  # per accessibility_tree_json; deeper/larger trees are cut and counted
 MAX_TREE_DEPTH = 256
-SIZE_CANDIDATES = 400  # click events examined to derive a monitor's screen size
-DUPLICATE_FRAMES = "frames: duplicate rows skipped (same time, monitor, app, window and URL)"
+SIZE_CANDIDATES = 200  # click events examined per monitor to derive its screen size
+DUPLICATE_FRAMES = "frames: duplicate rows skipped (identical apart from the id)"
 WHAT = "a screenpipe database (usually ~/.screenpipe/db.sqlite)"
 
 
@@ -82,6 +84,17 @@ def read_screenpipe(
     path = Path(path)
     con = open_sqlite_readonly(path, WHAT)
     try:
+        # Fast pass with SQLite's own strict decoder; if some text is not UTF-8, read again with
+        # the repairing decoder (slower) so the bad bytes are replaced and counted, not fatal.
+        con.text_factory = str
+        try:
+            return _Reader(con, path, tz, screens or {}, source_id, progress).run()
+        except sqlite3.OperationalError as exc:
+            if "decode" not in str(exc).lower():
+                raise
+        if progress:
+            progress(f"screenpipe {path.name}: text that is not UTF-8 found; reading again with repair")
+        con.text_factory = decode_text
         return _Reader(con, path, tz, screens or {}, source_id, progress).run()
     except sqlite3.DatabaseError as exc:
         raise UserError(f"{path} could not be read to the end ({exc}); the database may be corrupt") from None
@@ -231,10 +244,15 @@ class _Reader:
         clock.finish()
 
     def _cycle(self, rows: list[tuple[Any, ...]], clock: ClockWatch, seen: set[tuple[Any, ...]]) -> None:
-        """Rows sharing one timestamp: one capture cycle per monitor."""
+        """Rows sharing one timestamp.
+
+        Legacy capture wrote one row per visible window per cycle: per monitor, the focused row is
+        the snapshot. Current capture writes one row per capture event (two events in the same
+        second share a second-resolution timestamp): every row is a snapshot.
+        """
         raw_ts = rows[0][1]
         try:
-            ts = parse_ts(raw_ts)
+            ts = ts_us(raw_ts)
         except BadTimestamp as exc:
             for r in rows:
                 self.dropped[r[0]] = "quarantined"
@@ -245,8 +263,9 @@ class _Reader:
         for r in rows:
             by_stream.setdefault(self.stream_of[r[0]], []).append(r)
         for stream, cycle in by_stream.items():
-            if len(cycle) == 1 and not self.legacy:
-                self._snapshot(cycle[0], ts, stream, seen)
+            if not self.legacy:
+                for r in cycle:
+                    self._snapshot(r, ts, stream, seen)
                 continue
             focused = [r for r in cycle if _truthy(r[4])]
             if not focused:
@@ -285,7 +304,7 @@ class _Reader:
             return
         window = self.text(r[3], MAX_WINDOW, "frames.window_name")
         url = self.text(r[5], MAX_URL, "frames.browser_url")
-        key = (ts, stream, app, window, url)
+        key = (ts, stream, app, window, url, r[4], r[7])
         if key in seen:
             self.dropped[fid] = "duplicate"
             self.batch.note(DUPLICATE_FRAMES)
@@ -354,32 +373,49 @@ class _Reader:
                   "left_bound", "top_bound", "width_bound", "height_bound"]
         total = self._total("elements")
         cur = self.con.execute(self._select("elements", wanted))
-        sid = self.batch.source_id
+        prefix = f"{self.batch.source_id}:elements:"
         orphans: dict[tuple[Any, str], int] = {}
-        out = self.batch.elements
+        append = self.batch.elements.append
         text = self.text
+        kept = self.kept
+        labels: dict[tuple[str, Any], str | None] = {}  # (field, raw) -> cleaned, interned role/source
+        recent: dict[Any, str] = {}  # element id -> ref within the current frame: parents share one string
+        last_fid: Any = None
         n = 0
         for (eid, fid, source, role, etext, parent, depth, left, top, width, height) in iter_rows(cur):
             n += 1
-            if n % 16384 == 0:
+            if not n & 0x3FFF:
                 self.progress.tick("elements", n, total)
-            owner = self.kept.get(fid)
+            owner = kept.get(fid)
             if owner is None:
                 why = self.dropped.get(fid, "missing")
                 orphans[(fid, why)] = orphans.get((fid, why), 0) + 1
                 continue
-            src = text(source, 32, "elements.source")
-            r = text(role, 128, "elements.role")
-            out.append(Element(
-                ref=f"{sid}:elements:{eid}",
-                ts_us=owner[0],
-                snapshot_frame_id=owner[1],
-                source=sys.intern(src.lower()) if src else "unknown",
-                role=sys.intern(r) if r else None,
-                text=text(etext, MAX_ELEMENT_TEXT, "elements.text"),
-                parent_ref=None if parent is None else f"{sid}:elements:{parent}",
-                depth=_int(depth),
-                left=_unit(left), top=_unit(top), width=_unit(width), height=_unit(height),
+            if fid != last_fid:
+                recent = {}
+                last_fid = fid
+            src = labels.get(("s", source), "")
+            if src == "":
+                cleaned = text(source, 32, "elements.source")
+                src = labels[("s", source)] = sys.intern(cleaned.lower()) if cleaned else "unknown"
+            r = labels.get(("r", role), "")
+            if r == "":
+                cleaned = text(role, 128, "elements.role")
+                r = labels[("r", role)] = sys.intern(cleaned) if cleaned else None
+            if etext is not None and (type(etext) is not str or len(etext) > MAX_ELEMENT_TEXT or "\x00" in etext):
+                etext = text(etext, MAX_ELEMENT_TEXT, "elements.text")
+            elif etext == "":
+                etext = None
+            ref = prefix + str(eid)
+            recent[eid] = ref
+            parent_ref = None if parent is None else (recent.get(parent) or prefix + str(parent))
+            append(Element(
+                ref, owner[0], owner[1], src or "unknown", r, etext, parent_ref,
+                depth if type(depth) is int else _int(depth),
+                left if type(left) is float and -0.5 <= left <= 1.5 else _unit(left),
+                top if type(top) is float and -0.5 <= top <= 1.5 else _unit(top),
+                width if type(width) is float and -0.5 <= width <= 1.5 else _unit(width),
+                height if type(height) is float and -0.5 <= height <= 1.5 else _unit(height),
             ))
         self._report_orphans(orphans)
 
@@ -402,7 +438,7 @@ class _Reader:
         sid = self.batch.source_id
         for aid, raw_ts, app, content in iter_rows(self.con.execute(self._select("accessibility", wanted))):
             try:
-                ts = parse_ts(raw_ts)
+                ts = ts_us(raw_ts)
             except BadTimestamp as exc:
                 self.batch.quarantine(self.file, f"accessibility id={aid}", "unreadable timestamp", str(exc))
                 continue
@@ -431,7 +467,7 @@ class _Reader:
         clock = ClockWatch(self.batch, "ui_events")
         seen: set[tuple[Any, ...]] = set()
         candidates: dict[int, list[tuple[str | None, str, float, float]]] = {}
-        n_candidates = 0
+        n_candidates: dict[str, int] = {}
         n = 0
         for row in iter_rows(cur):
             n += 1
@@ -441,7 +477,7 @@ class _Reader:
              role, name, auto_id, bounds, frame_id) = row
             where = f"ui_events id={eid}"
             try:
-                ts = parse_ts(raw_ts)
+                ts = ts_us(raw_ts)
             except BadTimestamp as exc:
                 self.batch.quarantine(self.file, where, "unreadable timestamp", str(exc))
                 continue
@@ -504,11 +540,11 @@ class _Reader:
                 source_frame_id=None if fid is None else str(fid),
             )
             self.batch.inputs.append(ev)
-            if px_bounds and fid is not None and elem_name and n_candidates < SIZE_CANDIDATES:
+            if px_bounds and stream is not None and elem_name and n_candidates.get(stream, 0) < SIZE_CANDIDATES:
                 w_px, h_px = px_bounds[1]
-                if w_px > 0 and h_px > 0:
+                if w_px > 0 and h_px > 0 and fid is not None:
                     candidates.setdefault(fid, []).append((elem_role, elem_name, w_px, h_px))
-                    n_candidates += 1
+                    n_candidates[stream] = n_candidates.get(stream, 0) + 1
         clock.finish()
         return candidates
 
@@ -516,7 +552,7 @@ class _Reader:
         self, candidates: dict[int, list[tuple[str | None, str, float, float]]]
     ) -> dict[str, tuple[int, int]]:
         """Screen size per stream from elements known both in pixels and normalised."""
-        estimates: dict[str, list[tuple[float, float]]] = {}
+        estimates: dict[str, list[tuple[float, float, float, float]]] = {}
         for fid, nodes in self._normalised_nodes(sorted(candidates)):
             stream = self.stream_of.get(fid)
             if stream is None:
@@ -526,9 +562,9 @@ class _Reader:
                 if match is None:
                     continue
                 wn, hn = match
-                # Tiny elements make the ratio noisy; a tenth of a percent of the screen is too small.
+                # Tiny elements make the ratio noisy; a hundredth of the screen is too small.
                 if wn >= 0.01 and hn >= 0.01:
-                    estimates.setdefault(stream, []).append((w_px / wn, h_px / hn))
+                    estimates.setdefault(stream, []).append((w_px, wn, h_px, hn))
         sizes: dict[str, tuple[int, int]] = {}
         for stream, pairs in sorted(estimates.items()):
             size = _consensus(pairs)
@@ -578,14 +614,22 @@ def _index_node(index: dict[tuple[str | None, str], tuple[float, float]], role: 
     index.setdefault((None, name), (wn, hn))
 
 
-def _consensus(pairs: list[tuple[float, float]]) -> tuple[int, int] | None:
-    """The median size when most estimates agree within 3 %, else None (never a guess)."""
-    ws = sorted(p[0] for p in pairs)
-    hs = sorted(p[1] for p in pairs)
-    w, h = ws[len(ws) // 2], hs[len(hs) // 2]
+def _consensus(pairs: list[tuple[float, float, float, float]]) -> tuple[int, int] | None:
+    """Screen size from (width px, width normalised, height px, height normalised) of matched elements.
+
+    The size is the ratio of sums (large elements weigh more, so pixel rounding averages out); it
+    is only returned when most single-element estimates agree with it, never as a guess.
+    """
+    w = sum(p[0] for p in pairs) / sum(p[1] for p in pairs)
+    h = sum(p[2] for p in pairs) / sum(p[3] for p in pairs)
     if not (200 <= w <= 20000 and 200 <= h <= 20000):
         return None
-    agree = sum(1 for pw, ph in pairs if abs(pw - w) <= 0.03 * w and abs(ph - h) <= 0.03 * h)
+
+    def close(px: float, norm: float, size: float) -> bool:
+        # within 3 %, or within what rounding the pixel value to 1 px can explain
+        return abs(px / norm - size) <= max(0.03 * size, 1.0 / norm)
+
+    agree = sum(1 for pw, nw, ph, nh in pairs if close(pw, nw, w) and close(ph, nh, h))
     if agree * 5 < len(pairs) * 3:  # fewer than 60 % agree
         return None
     return int(round(w)), int(round(h))
