@@ -123,3 +123,23 @@ def test_public_suffix_list_is_offline_and_deterministic():
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                            check=True).stdout for _ in range(2)}
     assert runs == {"bbc.co.uk|foo.github.io|example.com.au|bücher.de|sharepoint.com\n"}
+
+
+def test_typing_is_identical_across_hash_seeds_and_zones():
+    """Pure function of the URL: another process, hash seed or time zone gives the same references."""
+    code = textwrap.dedent(
+        """
+        from af_pipeline.entities import coverage, type_url
+        from tests.test_entities import TABLE
+        urls = [row[0] for row in TABLE]
+        for url in urls:
+            print(repr(type_url(url)))
+        print(coverage(urls).to_dict())
+        """
+    )
+    outputs = set()
+    for seed, tz in (("1", "UTC"), ("4242", "Pacific/Chatham")):
+        env = dict(os.environ, PYTHONHASHSEED=seed, TZ=tz)
+        outputs.add(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                                   check=True, cwd=os.path.dirname(os.path.dirname(__file__))).stdout)
+    assert len(outputs) == 1 and "pull_request" in outputs.pop()
