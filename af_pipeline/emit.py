@@ -211,7 +211,8 @@ def _detail(f: dict[str, Any], max_pages: int) -> str:
     for c in f.get("clicked", [])[:3]:
         parts.append(f"click {_q(c['target'])} {c['resolution']} x{c['count']}")
     for it in f.get("interruptions", [])[:3]:
-        parts.append(f"interrupted {it['app']} {it['seconds']}s")
+        where = f" ({it['site']})" if "site" in it else ""
+        parts.append(f"interrupted {_q(it['app'])}{where} {it['seconds']}s")
     return "; ".join(parts)
 
 
@@ -282,16 +283,15 @@ def context_block(doc: dict[str, Any], budget_tokens: int = DEFAULT_BUDGET,
         room -= t
     if gaps:
         gap_head = "gaps: start-end | minutes (capture gaps over 5 min: unknown time, not inactivity)"
-        t = count(gap_head + "\n")
-        if t <= room:
-            room -= t
-            picked: list[int] = []
-            for g in sorted(range(len(gaps)), key=lambda i: (-cov["gaps"][i]["minutes"], i)):
-                tg = count(gaps[g] + "\n")
-                if tg > room:
-                    break  # the longest gaps first; the rest are counted in the summary
-                picked.append(g)
-                room -= tg
+        head_t = count(gap_head + "\n")
+        picked: list[int] = []
+        for g in sorted(range(len(gaps)), key=lambda i: (-cov["gaps"][i]["minutes"], i)):
+            tg = count(gaps[g] + "\n") + (0 if picked else head_t)
+            if tg > room:
+                break  # the longest gaps first
+            picked.append(g)
+            room -= tg
+        if picked:
             extra.append(gap_head)
             extra += [gaps[i] for i in sorted(picked)]
     order = sorted(range(len(frames)), key=lambda i: (-frames[i]["active_min"], i))

@@ -1,0 +1,191 @@
+"""The schema v1 document: validation, tier 2, floor, exact evidence, visits, ledger, privacy."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from af_pipeline import emit
+from af_pipeline.compile import CompileOptions, compile_day
+from af_pipeline.document import (
+    InvalidDocument,
+    add_inferred,
+    decode_refs,
+    encode_refs,
+    strip_inferred,
+    validate,
+)
+from capture.model import DayCapture, Snapshot
+from capture.timeutil import parse_ts
+
+sys.path.insert(0, str(Path(__file__).parent / "golden"))
+from day_fixture import golden_day  # noqa: E402
+
+T0 = parse_ts("2026-03-16T08:00:00Z")
+US = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return compile_day(golden_day())
+
+
+def test_compiled_document_validates_and_covers_the_day(doc):
+    validate(doc)
+    cov = doc["coverage"]
+    assert cov["first_activity"] == "08:58:00" and cov["distinct_apps"] == 5
+    assert [g["start"] for g in cov["gaps"]] == ["09:04:00"]
+    assert cov["dual_monitor_min"] > 0
+    assert cov["presence_only"]["minutes"] == 2.0  # four 30 s heartbeat rows without input
+    kinds = {b["kind"] for b in doc["blind_spots"]}
+    assert {"multi_monitor_double_credit", "presence_not_attention", "off_screen_work",
+            "screen_size_unknown", "typed_text_excluded"} <= kinds
+    prov = doc["provenance"]
+    assert prov["segments"] == [{"file": "sealed/2026-03-16/snapshots.parquet", "sha256": "ab" * 32}]
+    assert prov["options"] == {"min_minutes": 0.0, "include_typed_text": False, "layout": "identity"}
+
+
+def test_ledger_accounts_for_every_credited_minute(doc):
+    total = sum(a["minutes"] for a in doc["apps"])
+    assert abs(total - doc["coverage"]["active_min"]) < 0.01 * len(doc["apps"])
+    slack = next(a for a in doc["apps"] if a["app"] == "Slack")
+    assert (slack["frames"], slack["interruptions"], slack["minutes"]) == (0, 1, 0.2)
+    assert [a["app"] for a in doc["apps"]][:2] == ["Google Chrome", "Code"]
+
+
+def test_page_counts_are_visits(doc):
+    chrome = next(f for f in doc["frames"] if f["app"] == "Google Chrome")
+    # six pull-request snapshots in two runs (the search detour splits them): two visits
+    assert chrome["pages"] == [{"kind": "pull_request", "entity": "acme/widgets#42", "count": 2}]
+    assert {d["domain"]: d["visits"] for d in doc["domains"]} == {"github.com": 2, "google.com": 1}
+    one_run = [Snapshot(ref=f"t:f:{i}", ts_us=T0 + i * 10 * US, stream="m", app="Firefox",
+                        url="https://github.com/acme/widgets/pull/42") for i in range(5)]
+    (f,) = compile_day(DayCapture(day="2026-03-16", tz="UTC", snapshots=one_run))["frames"]
+    assert f["pages"][0]["count"] == 1
+
+
+def test_resolved_clicks_and_reattributed_input(doc):
+    code = next(f for f in doc["frames"] if f["app"] == "Code")
+    assert {(c["target"], c["resolution"]) for c in code["clicked"]} == {
+        ("Run", "recorded"), ("Save", "exact"), ("Save", "tolerance"), ("bottom-right", "zone")}
+    assert code["input"]["keys"] == 7  # the recorder said Slack; the snapshot says Code
+    (detour,) = code["interruptions"]
+    assert detour["app"] == "Slack" and detour["input"]["text"] == 1 and detour["seconds"] == 12
+    assert doc["coverage"]["clicks"] == {"recorded": 1, "exact": 1, "tolerance": 1, "zone": 1, "unresolved": 1}
+
+
+def test_evidence_names_exactly_each_frames_rows(doc):
+    cap = golden_day()
+    seen: list[str] = []
+    for f in doc["frames"]:
+        seen += decode_refs(f["evidence"]["snapshots"])
+        for it in f.get("interruptions", []):
+            seen += decode_refs(it["evidence"]["snapshots"])
+    assert sorted(seen) == sorted(s.ref for s in cap.snapshots)  # every row once, nothing else
+    mail = next(f for f in doc["frames"] if f["app"] == "Mail")
+    # Mail's rows are interleaved with monitor 1's ids: no range may swallow those
+    assert decode_refs(mail["evidence"]["snapshots"]) == sorted(
+        s.ref for s in cap.snapshots if s.stream == "monitor_2")
+
+
+@given(st.lists(st.one_of(
+    st.integers(0, 60).map(lambda i: f"src:frames:{i}"),
+    st.integers(0, 9).map(lambda i: f"other:{i}"),
+    st.text(max_size=6),
+), max_size=40))
+def test_evidence_encoding_is_exact(refs):
+    assert decode_refs(encode_refs(refs)) == sorted(set(refs))
+
+
+def test_floor_omits_reports_and_keeps_ids():
+    full = compile_day(golden_day())
+    floored = compile_day(golden_day(), CompileOptions(min_minutes=2.0))
+    validate(floored)
+    kept = {f["id"]: f for f in floored["frames"]}
+    assert kept and all(f["active_min"] >= 2.0 for f in kept.values())
+    assert all(full_f == kept[full_f["id"]] for full_f in full["frames"] if full_f["id"] in kept)
+    dropped = [f for f in full["frames"] if f["id"] not in kept]
+    assert floored["omitted"]["frames"] == len(dropped) > 0
+    assert floored["omitted"]["minutes"] == pytest.approx(sum(f["active_min"] for f in dropped), abs=0.02)
+    assert floored["apps"] == full["apps"]  # the ledger never loses time to the floor
+    with pytest.raises(ValueError):
+        compile_day(golden_day(), CompileOptions(min_minutes=-1))
+
+
+def _item(**kw):
+    item = {"label": "code review", "confidence": "medium", "evidence": {"frames": ["f-0001"]}}
+    item.update(kw)
+    return item
+
+
+def test_inferred_blocks_must_be_namespaced_tagged_and_evidenced(doc):
+    with_tier2 = add_inferred(doc, "org.example.tasks", "tasker 1.0", [_item()])
+    validate(with_tier2)
+    assert strip_inferred(with_tier2) == doc
+    validate(strip_inferred(with_tier2))
+    bad = [
+        ("tasks", [_item()]),  # not namespaced
+        ("org.example", [_item(confidence="certain")]),
+        ("org.example", [_item(evidence={})]),
+        ("org.example", [{"label": "x", "confidence": "high"}]),
+        ("org.example", [_item(evidence={"frames": ["f-9999"]})]),  # cites a frame that is not there
+    ]
+    for ns, items in bad:
+        with pytest.raises(InvalidDocument):
+            add_inferred(doc, ns, "tasker", items)
+
+
+def test_schema_rejects_unknown_top_level_fields(doc):
+    broken = copy.deepcopy(doc)
+    broken["intent"] = "prospecting"  # interpretation outside the inferred block
+    with pytest.raises(InvalidDocument, match="intent"):
+        validate(broken)
+
+
+def test_typed_text_needs_both_opt_ins():
+    secret = "hello world"
+    plain = compile_day(golden_day())
+    assert secret not in emit.canonical_bytes(plain).decode()
+    for fmt in emit.FORMATS:  # emit opt-in alone cannot reveal what the build left out
+        assert secret not in emit.render(plain, fmt, include_typed_text=True)
+    opted = compile_day(golden_day(), CompileOptions(include_typed_text=True))
+    validate(opted)
+    for fmt in emit.FORMATS:  # build opt-in alone: nothing leaves without the emit opt-in
+        assert secret not in emit.render(opted, fmt)
+    assert secret in emit.render(opted, "json", include_typed_text=True)
+    assert secret in emit.render(opted, "context", include_typed_text=True)
+    code = next(f for f in opted["frames"] if f["app"] == "Code")
+    assert code["typed_text"].startswith("fix qa[Return]hello world")
+    assert code["interruptions"][0]["typed_text"] == "lgtm"
+
+
+def test_layout_map_applies_to_typed_text():
+    opted = compile_day(golden_day(), CompileOptions(include_typed_text=True, layout="azerty"))
+    code = next(f for f in opted["frames"] if f["app"] == "Code")
+    assert code["typed_text"].startswith("fix aq[Return]hello zorld")  # q <-> a, w -> z
+    assert opted["provenance"]["options"]["layout"] == "azerty"
+
+
+apps = st.sampled_from(["Code", "Slack", "Google Chrome", "Mail"])
+urls = st.none() | st.sampled_from(["https://github.com/a/b", "https://www.bbc.co.uk/news", "not a url",
+                                    "https://mail.google.com/mail/u/0/#inbox"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 500), apps, urls, st.sampled_from(["m1", "m2"]), st.booleans()),
+                min_size=0, max_size=40), st.sampled_from([0.0, 0.5, 3.0]))
+def test_every_compiled_document_validates(spec, floor):
+    rows, t = [], T0
+    for i, (dt, app, url, stream, hb) in enumerate(spec):
+        t += dt * US
+        rows.append(Snapshot(ref=f"p:frames:{i}", ts_us=t, stream=stream, app=app, url=url, heartbeat=hb))
+    d = compile_day(DayCapture(day="2026-03-16", tz="America/New_York", snapshots=rows),
+                    CompileOptions(min_minutes=floor))
+    validate(d)
+    json.dumps(d, allow_nan=False)

@@ -1,0 +1,176 @@
+"""Emitters: canonical JSON, YAML round trip, the context block's budget and answers, determinism."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from af_pipeline import emit, tokens
+from af_pipeline.compile import CompileOptions, compile_day
+from capture.model import DayCapture, InputEvent, Snapshot
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent / "golden"))
+from day_fixture import golden_day  # noqa: E402
+
+T0 = 1_773_648_000_000_000  # 2026-03-16T08:00:00Z
+US = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return compile_day(golden_day())
+
+
+def test_canonical_bytes_leave_out_generated_at_only(doc):
+    stamped = dict(doc, generated_at="2026-03-17T10:00:00Z")
+    assert emit.canonical_bytes(stamped) == emit.canonical_bytes(doc)
+    assert emit.canonical_bytes(doc) == emit.to_json(doc).encode("utf-8")
+    text = emit.to_json(stamped)
+    assert '"generated_at":"2026-03-17T10:00:00Z"' in text and text.endswith("}\n")
+    assert json.loads(text) == stamped
+    changed = dict(doc, day="2026-03-17")
+    assert emit.canonical_bytes(changed) != emit.canonical_bytes(doc)
+
+
+def test_yaml_reads_back_as_the_document(doc):
+    stamped = dict(doc, generated_at="2026-03-17T10:00:00Z")
+    assert yaml.safe_load(emit.to_yaml(stamped)) == stamped
+
+
+odd_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12) | st.sampled_from(
+    ["yes", "No", "null", "~", "1.5", "10:00", "- x", "a: b", "#c", "x #y", "'q'", '"', "\x85", "\u2028", " t",
+     "t ", "@x", "%x", "!x", "&a", "*a", "?", "{}", "[]", "0x1F", "1e3", ".inf", "2026-03-16", "=", "<<", "\ufeff"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(odd_text, odd_text), min_size=1, max_size=6))
+def test_yaml_round_trips_any_app_and_window_text(pairs):
+    rows = [Snapshot(ref=f"y:frames:{i}", ts_us=T0 + i * 20 * US, stream="m1", app=a, window=w)
+            for i, (a, w) in enumerate(pairs)]
+    d = compile_day(DayCapture(day="2026-03-16", tz="UTC", snapshots=rows))
+    assert yaml.safe_load(emit.to_yaml(d)) == d
+    emit.to_markdown(d)
+
+
+def test_markdown_has_the_ledger_and_every_frame(doc):
+    md = emit.to_markdown(doc)
+    assert md.startswith("# Activity on 2026-03-16 (Europe/Paris)\n")
+    for a in doc["apps"]:
+        assert f"| {a['app']} | {a['minutes']:.1f} |" in md
+    for f in doc["frames"]:
+        assert f"| {f['id']} |" in md
+
+
+def parse_block(text: str) -> dict:
+    """A block-only reader written from docs/context-block.md alone."""
+    lines = text.splitlines()
+    assert lines[0] == "AF-CONTEXT v1"
+    out: dict = {"apps": [], "domains": []}
+    section = None
+    for line in lines[1:]:
+        if line.startswith("summary: "):
+            fields = dict(part.strip().split(" ", 1) for part in line[len("summary: "):].split(" | "))
+            out["start"], out["app_count"] = fields["start"], int(fields["apps"])
+        elif line.startswith(("apps:", "domains:", "gaps:", "frames:", "blind spots:", "omitted:")):
+            section = line.split(":", 1)[0]
+        elif section == "apps":
+            name, minutes, _frames = line.split(" | ")
+            out["apps"].append((name, float(minutes)))
+        elif section == "domains":
+            out["domains"].append(line.split(" | ")[0])
+    return out
+
+
+def busy_day(apps: int = 30, domains: int = 60, rows: int = 2800) -> DayCapture:
+    snaps, inputs = [], []
+    for i in range(rows):
+        app = f"App {i % apps}" if i % 3 else "Firefox"
+        url = f"https://site{(i // 3) % domains}.example.com/page/{i % 7}" if app == "Firefox" else None
+        snaps.append(Snapshot(ref=f"busy:frames:{i}", ts_us=T0 + i * 12 * US, stream=f"monitor_{1 + i % 2}",
+                              app=app, window=f"{app} window {i % 5}", url=url, heartbeat=i % 11 == 0))
+        for k in range(3):
+            inputs.append(InputEvent(ref=f"busy:ui:{i}:{k}", ts_us=T0 + i * 12 * US + k * US,
+                                     kind=("key", "click", "scroll")[k], stream=f"monitor_{1 + i % 2}", x=10, y=10))
+    return DayCapture(day="2026-03-16", tz="Europe/Paris", snapshots=snaps, inputs=inputs)
+
+
+def test_block_keeps_ledger_domains_and_start_within_budget():
+    cap = busy_day()
+    d = compile_day(cap)
+    for budget in (400, 1500, 4000):
+        block = emit.context_block(d, budget)
+        parsed = parse_block(block)
+        assert [a for a, _ in parsed["apps"]] == [a["app"] for a in d["apps"]]  # every app, ranked
+        assert parsed["domains"] == [x["domain"] for x in d["domains"]]  # every visited domain
+        assert parsed["app_count"] == len(d["apps"]) and parsed["start"] == d["coverage"]["first_activity"]
+        assert tokens.count(block) <= budget or budget == 400  # the mandatory part alone may not fit 400
+        top = max(d["apps"], key=lambda a: a["minutes"])
+        assert parsed["apps"][0] == (top["app"], round(top["minutes"], 1))
+    small, large = emit.context_block(d, 1500), emit.context_block(d, 4000)
+    assert small.count("\nf-") < large.count("\nf-")  # frames are what the budget trades away
+    assert "frames" in small.splitlines()[-1] and "not shown" in small.splitlines()[-1]
+
+
+def test_block_is_a_hundred_times_smaller_than_raw_rows():
+    cap = busy_day()
+    raw = json.dumps({"snapshots": [vars_of(s) for s in cap.snapshots],
+                      "inputs": [vars_of(e) for e in cap.inputs]}, ensure_ascii=False)
+    block = emit.context_block(compile_day(cap))
+    assert tokens.count(raw) >= 100 * tokens.count(block)
+
+
+def vars_of(row) -> dict:
+    return {k: getattr(row, k) for k in row.__slots__}
+
+
+def test_budget_drops_frames_longest_kept(doc):
+    tight = emit.context_block(doc, budget_tokens=tokens.count(emit.context_block(doc, 10_000)) - 30)
+    shown = [line.split(" | ")[0] for line in tight.splitlines() if line.startswith("f-")]
+    longest = sorted(doc["frames"], key=lambda f: -f["active_min"])[: len(shown)]
+    assert sorted(shown) == sorted(f["id"] for f in longest) and len(shown) < len(doc["frames"])
+
+
+SCRIPT = r"""
+import hashlib, json, sys
+sys.path.insert(0, {root!r}); sys.path.insert(0, {golden!r})
+from day_fixture import golden_day
+from af_pipeline.compile import CompileOptions, compile_day
+from af_pipeline import emit
+out = {{}}
+for floor in (0.0, 1.0):
+    d = compile_day(golden_day(), CompileOptions(min_minutes=floor))
+    out[str(floor)] = [hashlib.sha256(emit.canonical_bytes(d)).hexdigest()] + [
+        hashlib.sha256(emit.render(d, f).encode()).hexdigest() for f in emit.FORMATS]
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_same_bytes_in_other_processes_zones_and_hash_seeds():
+    script = SCRIPT.format(root=str(ROOT), golden=str(Path(__file__).parent / "golden"))
+    outputs = set()
+    for tz, seed in (("America/New_York", "1"), ("Asia/Kolkata", "4242")):
+        env = dict(os.environ, TZ=tz, PYTHONHASHSEED=seed, LC_ALL="C")
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+        outputs.add(proc.stdout)
+    assert len(outputs) == 1
+    here = {}
+    for floor in (0.0, 1.0):
+        d = compile_day(golden_day(), CompileOptions(min_minutes=floor))
+        here[str(floor)] = [hashlib.sha256(emit.canonical_bytes(d)).hexdigest()] + [
+            hashlib.sha256(emit.render(d, f).encode()).hexdigest() for f in emit.FORMATS]
+    assert json.loads(outputs.pop()) == here
+
+
+def test_render_rejects_unknown_formats(doc):
+    with pytest.raises(ValueError, match="unknown format"):
+        emit.render(doc, "xml")
