@@ -166,6 +166,10 @@ def test_legacy_era_keeps_the_focused_row_of_each_cycle(tmp_path: Path) -> None:
         # cycle 3: two monitors at the same instant
         dict(id=6, timestamp="2025-11-02 09:00:10", app_name="Slack", focused=1, device_name="monitor_1"),
         dict(id=7, timestamp="2025-11-02 09:00:10", app_name="Xcode", focused=1, device_name="monitor_2"),
+        # focus not recorded: one window is kept, several are ambiguous
+        dict(id=8, timestamp="2025-11-02 09:00:15", app_name="Notes", focused=None),
+        dict(id=9, timestamp="2025-11-02 09:00:20", app_name="Notes", focused=None),
+        dict(id=10, timestamp="2025-11-02 09:00:20", app_name="Mail", focused=None),
     ]
     ui = [dict(id=1, timestamp="2025-11-02 09:00:01", event_type="key", key_code=38, modifiers=0, text_content="j",
                app_name="Slack")]
@@ -176,10 +180,11 @@ def test_legacy_era_keeps_the_focused_row_of_each_cycle(tmp_path: Path) -> None:
     db = make_db(tmp_path / "old.sqlite", LEGACY_DDL, frames, ui, accessibility=acc)
     b = read_screenpipe(db)
     assert [(s.source_frame_id, s.app, s.stream) for s in b.snapshots] == [
-        ("2", "Slack", "monitor_1"), ("6", "Slack", "monitor_1"), ("7", "Xcode", "monitor_2")]
+        ("2", "Slack", "monitor_1"), ("6", "Slack", "monitor_1"), ("7", "Xcode", "monitor_2"),
+        ("8", "Notes", "monitor_1")]
     assert all(s.trigger is None and not s.heartbeat for s in b.snapshots)
     no_focus = sorted(q.row for q in b.quarantined if q.reason == "capture cycle without a focused window")
-    assert no_focus == ["frames id=4", "frames id=5"]
+    assert no_focus == ["frames id=10", "frames id=4", "frames id=5", "frames id=9"]
     assert b.notes["frames: background windows of a capture cycle (not the foreground; not imported)"] == 2
     [key] = b.inputs
     assert key.kind == "key" and key.text == "j" and key.stream is None and key.element_bounds is None

@@ -268,6 +268,10 @@ class _Reader:
                     self._snapshot(r, ts, stream, seen)
                 continue
             focused = [r for r in cycle if _truthy(r[4])]
+            if not focused and len(cycle) == 1 and cycle[0][4] is None:
+                # focus not recorded and a single window: it is what the monitor showed
+                self.batch.note("frames: single-window cycles without focus information (kept)")
+                focused = cycle
             if not focused:
                 for r in cycle:
                     self.dropped[r[0]] = "quarantined"
@@ -277,7 +281,7 @@ class _Reader:
                     )
                 continue
             for r in cycle:
-                if not _truthy(r[4]):
+                if not any(r is f for f in focused):
                     self.dropped[r[0]] = "background"
                     self.batch.note("frames: background windows of a capture cycle (not the foreground; not imported)")
             self._snapshot(focused[0], ts, stream, seen)
