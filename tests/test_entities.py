@@ -153,7 +153,10 @@ TABLE: list[tuple[str, str, str | None, str]] = [
     ("https://example.com/meeting/xyz-123", "meeting", "xyz-123", "example.com"),
     ("https://blog.example.com/2026/03/15/shipping-frames", "article", "shipping-frames", "example.com"),
     ("https://example.readthedocs.io/en/latest/usage.html", "documentation", "usage", "example.readthedocs.io"),
+    ("https://docs.example.com/auth/overview", "documentation", "overview", "example.com"),  # docs about auth
+    ("https://www.bbc.co.uk/weather/2643743", "weather", "2643743", "bbc.co.uk"),
     # fallback
+    ("https://api.example.com/v1/users/3", "page", None, "example.com"),
     ("https://example.com/", "page", None, "example.com"),
     ("https://foo.github.io/project/", "page", None, "foo.github.io"),
     # host-less schemes

@@ -124,7 +124,7 @@ def _host_layer(u: Url) -> PageRef | None:
 _STRONG_KEYS = ("q", "query", "search", "search_query", "keywords", "keyword", "searchterm", "search_term",
                 "searchtext", "search_text", "term", "terms", "wd", "kw", "qs", "_nkw", "find")
 # Keys that are a search only on a search-looking path (``?s=20`` is often a share token).
-_WEAK_KEYS = ("s", "k", "text", "p", "t")
+_WEAK_KEYS = ("s", "k", "text")
 _SEARCHY_PATH = re.compile(r"(search|find|results|suche|recherche|buscar|zoeken|query|lookup)", re.I)
 _LINKISH = re.compile(r"^(https?:|www\.|/)", re.I)
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)
@@ -164,10 +164,10 @@ _CALENDAR = frozenset({"calendar", "calendars", "agenda", "schedule", "cal"})
 _MEETING = frozenset({"meet", "meeting", "meetings", "webinar", "webinars", "videocall"})
 _SETTINGS = frozenset({"settings", "preferences", "prefs", "account", "my-account", "myaccount", "profile-settings",
                        "billing", "security", "notifications-settings"})
-_DOCS = frozenset({"docs", "doc", "documentation", "reference", "manual", "guide", "guides", "api", "apidocs",
-                   "handbook", "tutorial", "tutorials", "learn", "wiki", "kb", "knowledge-base"})
-_DOCS_SUB = frozenset({"docs", "doc", "developer", "developers", "dev", "devdocs", "api", "wiki", "learn",
-                       "manual", "reference", "readthedocs"})
+_DOCS = frozenset({"docs", "doc", "documentation", "reference", "manual", "guide", "guides", "apidocs",
+                   "handbook", "tutorial", "tutorials", "wiki", "knowledge-base"})
+_DOCS_SUB = frozenset({"docs", "doc", "developer", "developers", "devdocs", "wiki", "learn", "manual", "reference",
+                       "readthedocs"})
 _HELP = frozenset({"help", "support", "faq", "faqs", "helpcenter", "hc", "kb"})
 _ARTICLE = frozenset({"blog", "blogs", "news", "article", "articles", "post", "posts", "story", "stories",
                       "p", "entry", "press", "insights", "magazine", "changelog"})
@@ -207,9 +207,13 @@ def _heuristic(u: Url) -> PageRef | None:
                 return i
         return None
 
-    # Authentication first: a login page under /dashboard is still a login page.
-    if any(s in _SIGN_IN for s in low) or first in _SIGN_IN_SUB:
+    docs = first in _DOCS_SUB or "readthedocs" in site or (n > 0 and low[0] in _DOCS)
+    # Authentication first (a login page under /dashboard is still a login page), except inside
+    # documentation, where /docs/auth/... explains signing in rather than being the sign-in page.
+    if not docs and (any(s in _SIGN_IN for s in low[:2] + low[-1:]) or first in _SIGN_IN_SUB):
         return ref("sign_in")
+    if docs:
+        return ref("documentation", -1 if n else None, "page")
     if first in ("mail", "webmail", "email") or (n and low[0] in _MAIL):
         return ref("inbox")
     if first in ("calendar", "cal") or (n and low[0] in _CALENDAR):
@@ -246,8 +250,6 @@ def _heuristic(u: Url) -> PageRef | None:
         return ref("edit" if low[-1] == "edit" else "create", entity=u.segs[-2])
     if n and low[0] in _ORDERS:
         return ref("orders", 1, "order") if n > 1 else ref("orders")
-    if first in _DOCS_SUB or "readthedocs" in site or (n and low[0] in _DOCS):
-        return ref("documentation", -1 if n else None, "page")
     if first in ("help", "support") or (n and low[0] in _HELP):
         return ref("help", -1 if n > 1 else None, "page")
     if n and low[0] in _JOBS:

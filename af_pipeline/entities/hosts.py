@@ -194,7 +194,7 @@ def _repo_page(u: Url, repo: str, rest: tuple[str, ...], base: str, mr_sep: str)
         return "file", e(f"{repo}:{'/'.join(rest[2:])}"), tpl(u, f"{base}/{r0}/{{ref}}/{{path}}")
     if r0 == "tree":
         return "repo", e(repo), tpl(u, f"{base}/tree/{{ref}}" + ("/{path}" if len(rest) > 2 else ""))
-    if r0 in ("commit", "commits") and r1 and r0 == "commit":
+    if r0 == "commit" and r1:
         return "commit", e(f"{repo}@{r1[:12]}"), tpl(u, f"{base}/commit/{{sha}}")
     if r0 == "commits":
         return "commit_list", e(repo), tpl(u, f"{base}/commits" + ("/{ref}" if r1 else ""))
@@ -378,7 +378,7 @@ def google(u: Url) -> Hit | None:
         return "sign_in", None, tpl(u, "/" + u.lseg(0))
     if sub == "myaccount":
         return "settings", e(u.seg(0)), tpl(u, "/" + u.lseg(0))
-    if sub == "console.cloud" or (len(u.sub) >= 2 and u.sub[:2] == ("console", "cloud")):
+    if u.sub[:2] == ("console", "cloud"):
         return "dashboard", e(u.seg(0)), tpl(u, "/" + u.lseg(0), "project={project}")
     if sub == "keep":
         return "note", e(u.fragment.split("/")[-1]) if "/" in u.fragment else None, tpl(u, "/")
@@ -1251,6 +1251,8 @@ def news(u: Url) -> Hit | None:
             return "article", e(u.seg(2)), tpl(u, f"/{low[0]}/articles/{{article}}")
         if low[0] in ("news", "sport") and re.search(r"\d{5,}$", low[-1]):
             return "article", e(u.seg(-1)), tpl(u, f"/{low[0]}/{{article}}")
+        if low[0] == "weather":
+            return "weather", e(u.seg(1)) if len(u.segs) > 1 else None, tpl(u, "/weather/{place}")
     if u.lseg(0) == "search" or u.q("q", "query"):
         return "search", u.q("q", "query", "text"), tpl(u, "/search", "q={query}")
     last = u.seg(-1)
