@@ -20,8 +20,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "log",
     "importer",
+    "build",
     "stats",
     "routines",
+    "agent",
+    "day",
 )
 
 
