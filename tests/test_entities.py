@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from af_pipeline.entities import MAX_ENTITY, PageRef, coverage, site_of, type_url
@@ -307,6 +307,17 @@ def test_total_on_url_like_strings(url: str) -> None:
     _check(ref)
     assert ref.domain == (site_of(url) or "")
     assert type_url(url) == ref  # a pure function: the same answer every time
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=40)
+       .map(lambda t: "https://" + t))
+@example("https://www.google.com/search?q=a\ud800b")
+@example("https://a\udc80.com/x")
+def test_every_field_is_writable_as_utf8(url: str) -> None:
+    ref = type_url(url)
+    for value in (ref.kind, ref.entity or "", ref.domain, ref.template, site_of(url) or ""):
+        value.encode("utf-8")  # lone surrogates would make documents unwritable
 
 
 def test_total_on_non_strings() -> None:

@@ -32,9 +32,10 @@ _OPAQUE_SCHEMES = frozenset(
      "vivaldi", "moz-extension", "resource", "devtools", "filesystem", "urn", "magnet"}
 )
 _WEB_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp"})
-_HOST_OK = re.compile(r"^[^\s/\\?#@:%<>\[\]\"'`{}|^,;=!$&()*+~]+$")
+_HOST_OK = re.compile(r"^[^\s/\\?#@:%<>\[\]\"'`{}|^,;=!$&()*+~\ud800-\udfff]+$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 _SPACES = re.compile(r"\s+")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # cannot be written as UTF-8: shown as U+FFFD
 _WWW_N = re.compile(r"^www\d$")
 _LOCAL_NAMES = frozenset({"localhost", "host.docker.internal", "localhost.localdomain"})
 
@@ -103,6 +104,8 @@ def clean(value: str | None, limit: int = MAX_ENTITY) -> str | None:
     text = _SPACES.sub(" ", _CONTROL.sub(" ", value)).strip()
     if not text:
         return None
+    if not text.isascii():
+        text = _SURROGATE.sub("\ufffd", text)
     text = unicodedata.normalize("NFC", text)
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
