@@ -78,6 +78,8 @@ def test_stats_unknown_day_and_missing_home_are_usage_errors(home, tmp_path, cap
     assert cli.main(["stats", "--home", str(home.root), "--day", "2026-04-01"]) == 2
     err = capsys.readouterr().err
     assert "2026-04-01 is not in the log" in err and "2026-03-15 .. 2026-03-16" in err
+    assert cli.main(["stats", "--home", str(home.root), "--day", "15/03/2026"]) == 2
+    assert "'15/03/2026' is not a day (expected YYYY-MM-DD)" in capsys.readouterr().err
     assert cli.main(["stats", "--home", str(tmp_path / "nowhere")]) == 2
     assert "not an activity-frames data folder" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:  # argparse refuses --day with --all

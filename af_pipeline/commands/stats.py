@@ -10,6 +10,7 @@ from typing import Any
 from af_pipeline import cli
 from capture.errors import UserError
 from capture.home import resolve_home
+from capture.timeutil import parse_day
 
 _DESCRIPTION = """\
 Entity coverage report (paper section 6.4). Every URL seen in the capture log is typed by the
@@ -70,6 +71,10 @@ def _from_log(args: argparse.Namespace) -> tuple[list[str | None], dict[str, Any
     log = EventLog(home)
     days = [d.day for d in log.days()]
     if args.day:
+        try:
+            parse_day(args.day)
+        except ValueError as exc:
+            raise UserError(f"--day: {exc}") from None
         if args.day not in days:
             known = f"it holds {days[0]} .. {days[-1]}" if days else "it is empty"
             raise UserError(f"day {args.day} is not in the log at {home.root} ({known})")
