@@ -128,11 +128,17 @@ def test_current_era_keeps_every_capture_of_the_same_second(tmp_path: Path) -> N
              device_name="monitor_1", capture_trigger="typing"),
         dict(id=2, timestamp="2026-06-01 07:33:34", app_name="Chrome", window_name="SO", focused=1,
              device_name="monitor_1", capture_trigger="click"),
+        # identical to 2, but a one-second clock cannot tell a repeat from a second click capture
         dict(id=3, timestamp="2026-06-01 07:33:34", app_name="Chrome", window_name="SO", focused=1,
-             device_name="monitor_1", capture_trigger="click"),  # identical to 2: a duplicate
+             device_name="monitor_1", capture_trigger="click"),
+        dict(id=4, timestamp="2026-06-01 07:33:35.25", app_name="Chrome", window_name="SO", focused=1,
+             device_name="monitor_1", capture_trigger="click"),
+        dict(id=5, timestamp="2026-06-01 07:33:35.25", app_name="Chrome", window_name="SO", focused=1,
+             device_name="monitor_1", capture_trigger="click"),  # a sub-second repeat: a duplicate
     ]
     b = read_screenpipe(make_db(tmp_path / "db.sqlite", CURRENT_DDL, frames))
-    assert [(s.source_frame_id, s.trigger) for s in b.snapshots] == [("1", "typing"), ("2", "click")]
+    assert [(s.source_frame_id, s.trigger) for s in b.snapshots] == [
+        ("1", "typing"), ("2", "click"), ("3", "click"), ("4", "click")]
     assert b.notes == {"frames: duplicate rows skipped (identical apart from the id)": 1}
 
 
@@ -293,8 +299,8 @@ def test_bad_rows_are_quarantined_or_repaired_with_reasons(tmp_path: Path) -> No
         dict(id=4, timestamp="2026-03-15T18:00:02Z", app_name="Mail", window_name="W" * 50_000, focused=1),
         dict(id=5, timestamp="2026-03-15T18:00:03Z", app_name="X" * 5000, focused=1),
         dict(id=6, timestamp="2026-03-15T17:00:00Z", app_name="Mail", focused=1),  # clock went back an hour
-        dict(id=7, timestamp="2026-03-15T18:00:05Z", app_name="Mail", window_name="dup", focused=1),
-        dict(id=8, timestamp="2026-03-15T18:00:05Z", app_name="Mail", window_name="dup", focused=1),
+        dict(id=7, timestamp="2026-03-15T18:00:05.5Z", app_name="Mail", window_name="dup", focused=1),
+        dict(id=8, timestamp="2026-03-15T18:00:05.5Z", app_name="Mail", window_name="dup", focused=1),
         dict(id=9, timestamp="1970-01-01 00:00:00", app_name="Mail", focused=1),
         dict(id=10, timestamp="2026-03-15T18:00:07Z", app_name="Mail", focused=1,
              accessibility_tree_json="{not json"),
