@@ -11,7 +11,7 @@ One action is one thing the user did to one target:
 - ``nav:<template>``          the page moved to another URL template (typed by
   af_pipeline.entities, so ``/issues/123`` and ``/issues/456`` are the same template).
 
-Mouse moves and scrolls are not actions. Sessions are cut at gaps over 90 s, and an action
+Mouse moves, scrolls and keyboard shortcuts (control or command held) are not actions. Sessions are cut at gaps over 90 s, and an action
 identical to the one before it is collapsed into it (its ``repeat`` count goes up). Every action
 keeps its evidence: the day, the stream and the refs of the input rows it came from.
 
@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 SESSION_GAP_US = 90 * 1_000_000  # paper 7.1: sessions are cut at inter-action gaps over 90 s
+# Modifier bits of key events (screenpipe's mask: 1 shift, 2 control, 4 alt/option, 8 command).
+SHORTCUT_MODIFIERS = 2 | 8
 MAX_NAME_CHARS = 80
 # A spreadsheet cell reference such as A2 or $B$17: the row is data (which record), the column is
 # the target (which field), so cells are named by column: A{row}.
@@ -112,7 +114,7 @@ class _Builder:
     last_ts: int | None = None
     # The field keyboard input goes to, per (stream, app): the last clicked or pasted element.
     focus: dict[tuple[str, str], tuple[str, str | None]] = field(default_factory=dict)
-    last_template: dict[str, str] = field(default_factory=dict)
+    last_context: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # (app, template)
     _templates: dict[str, str | None] = field(default_factory=dict)
 
     def template(self, url: str | None) -> str | None:
@@ -198,7 +200,7 @@ def actions_for_day(
         if b.last_ts is not None and ts - b.last_ts > session_gap_us:
             b.session += 1
             b.focus.clear()
-            b.last_template.clear()
+            b.last_context.clear()
         b.last_ts = ts
         stream = e.stream or ev.stream or "?"
         # The nearest snapshot is authoritative; a source without snapshots (an RPM log) only
@@ -224,13 +226,14 @@ def actions_for_day(
         def add(op: str, target: str | None, trole: str | None, is_named: bool, at: _Where = where) -> None:
             b.push(at.action(op, target, trole, is_named))
 
-        # A change of URL template on a stream is a navigation, emitted before the action that
-        # happened on the new page (the first template seen in a session is not a navigation).
-        if tmpl is not None:
-            before = b.last_template.get(stream)
-            b.last_template[stream] = tmpl
-            if before is not None and before != tmpl:
-                add("nav", tmpl, None, True)
+        # A change of URL template inside the same app on a stream is a navigation, emitted
+        # before the action that happened on the new page. Arriving in a browser from another
+        # app is an app switch, not a navigation, and the first page of a session is neither.
+        context = (app or "", tmpl)
+        before = b.last_context.get(stream)
+        b.last_context[stream] = context
+        if tmpl is not None and before is not None and before[0] == context[0] and before[1] not in (None, tmpl):
+            add("nav", tmpl, None, True)
 
         focus_key = (stream, app or "")
         if kind == "click":
@@ -241,6 +244,10 @@ def actions_for_day(
                 b.focus.pop(focus_key, None)
                 # An unresolved (or zone-only) click is still an action, just not a named target.
                 add("click", None, None, False)
+        elif kind == "key" and (ev.modifiers or 0) & SHORTCUT_MODIFIERS:
+            # A shortcut (ctrl/cmd held) is not typing; what it does to the clipboard arrives as
+            # its own clipboard event, and its keys say nothing that could be replayed safely.
+            continue
         elif kind in ("key", "text"):
             if name is not None:
                 field_name, field_role = name, role

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from bisect import bisect_right
 from pathlib import Path
 
 import pytest
@@ -11,19 +13,23 @@ from af_pipeline import routines as R
 from af_pipeline.actions import Action, actions_for_day
 from af_pipeline.enrich import enrich
 from capture.model import DayCapture
-from capture.timeutil import local_day
+from capture.timeutil import day_bounds, days_between, local_day
 
 RPM = Path(__file__).resolve().parents[2] / "shared" / "data" / "rpm" / "StudentRecord.csv"
 
 
 def day_actions(batch, tz: str = "UTC") -> list[list[Action]]:  # type: ignore[no-untyped-def]
     """A capture batch split into local days, enriched, reduced to actions."""
-    days: dict[str, DayCapture] = {}
+    stamps = [r.ts_us for r in batch.inputs] + [r.ts_us for r in batch.snapshots]
+    names = days_between(local_day(min(stamps), tz), local_day(max(stamps), tz))
+    starts = [day_bounds(d, tz)[0] for d in names]
+    days = {d: DayCapture(day=d, tz=tz) for d in names}
     for kind in ("snapshots", "inputs", "elements", "streams"):
         for row in getattr(batch, kind):
-            day = local_day(row.ts_us, tz)
-            getattr(days.setdefault(day, DayCapture(day=day, tz=tz)), kind).append(row)
-    return [actions_for_day(d, enrich(days[d])) for d in sorted(days)]
+            day = names[max(bisect_right(starts, row.ts_us) - 1, 0)]
+            getattr(days[day], kind).append(row)
+    out = [actions_for_day(d, enrich(days[d])) for d in names]
+    return [a for a in out if a]
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +77,58 @@ def test_rpm_routine_compiles_to_a_browser_replayable_plan(rpm_days):
     assert replay.preflight(plan, {"email": "x@y.z"}, execute=False, allow_destructive=False) is None
     cost = plans.plan_cost(plan)
     assert cost.plan_tokens > cost.script_tokens > 0
+
+
+# ------------------------------------------------------------------------------ the synth sample
+
+
+def _sample_dir(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    synth = pytest.importorskip("capture.synth")
+    try:
+        return Path(synth.bundled_sample())
+    except Exception:  # no bundled sample in this checkout: generate the same small corpus
+        out = tmp_path_factory.mktemp("synth")
+        synth.generate(days=5, seed=7, out_dir=out)
+        return out
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):  # type: ignore[no-untyped-def]
+    from capture.importers.screenpipe import read_screenpipe
+
+    folder = _sample_dir(tmp_path_factory)
+    truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
+    batch = read_screenpipe(folder / "screenpipe.sqlite")
+    return truth, day_actions(batch, truth["tz"])
+
+
+def _event_id(ref: str) -> int | None:
+    head, _, tail = ref.rpartition(":")
+    return int(tail) if head.endswith(":ui_events") and tail.isdigit() else None
+
+
+def covered(planted: list[dict], routine: R.Routine, share: float = 0.6) -> int:
+    """Planted occurrences with at least ``share`` of their events inside one mined occurrence."""
+    mined = [{_event_id(r) for r in o.refs} for o in routine.occurrences]
+    hits = 0
+    for occ in planted:
+        ids = set(occ["event_ids"])
+        if any(len(ids & m) >= share * len(ids) for m in mined):
+            hits += 1
+    return hits
+
+
+def test_planted_routines_of_the_sample_corpus_are_found(sample):
+    truth, days = sample
+    res = R.mine_days(days)
+    assert res.routines
+    for name, spec in sorted(truth["routines"].items()):
+        planted = spec["occurrences"]
+        if len(planted) < 3:
+            continue
+        best = max(res.routines, key=lambda r, p=planted: covered(p, r))
+        assert covered(planted, best) >= 3, f"planted routine {name} not found"
+        # ...and the routine found is specific work, naming the planted targets.
+        assert len(best.targets) >= 2
+    h = R.recurrence(res)
+    assert 0 < h.h_specific <= h.h_raw < 1
