@@ -137,9 +137,19 @@ TABLE: list[tuple[str, str, str | None, str]] = [
     ("https://acme.notion.site/Public-Page-0123456789abcdef0123456789abcdef", "doc", "Public Page", "acme.notion.site"),
     ("https://www.google.com/url?q=https://example.com/x", "redirect", None, "google.com"),
     ("https://example.com/out?q=https%3A%2F%2Fother.org", "page", None, "example.com"),  # a link, not a search
-    ("https://www.airbnb.com/rooms/123", "page", None, "airbnb.com"),  # "rooms" is not a meeting
+    ("https://rooms.example.com/rooms/123", "page", None, "example.com"),  # "rooms" is not a meeting
     ("https://shop.example.com/collections/shoes", "category", "shoes", "example.com"),
     ("https://expenses.acme-corp.com/claims/new", "create", "claims", "acme-corp.com"),
+    ("https://colab.research.google.com/drive/1AbC", "notebook", "1AbC", "google.com"),
+    ("https://mail.google.com/chat/u/0/#chat/space/AAAA", "channel", "AAAA", "google.com"),
+    ("https://github.com/orgs/acme/projects/3/views/1", "board", "acme/projects/3", "github.com"),
+    ("https://acme-my.sharepoint.com/:w:/r/personal/jane/_layouts/15/Doc.aspx?sourcedoc=%7Babc%7D&file=Plan.docx",
+     "doc", "Plan.docx", "sharepoint.com"),
+    ("https://acme.webex.com/acme/j.php?MTID=m123", "meeting", "m123", "webex.com"),
+    ("https://acme.pagerduty.com/incidents/Q1ABC", "incident", "Q1ABC", "pagerduty.com"),
+    ("https://www.quora.com/What-is-DuckDB", "question", "What is DuckDB", "quora.com"),
+    ("https://www.airbnb.com/rooms/123", "listing", "123", "airbnb.com"),
+    ("https://play.google.com/store/apps/details?id=com.slack", "product", "com.slack", "google.com"),
     # generic search parameter layer
     ("https://shop.example.com/catalog?query=red+shoes", "search", "red shoes", "example.com"),
     ("https://example.org/?s=dagster", "search", "dagster", "example.org"),

@@ -161,6 +161,8 @@ def github(u: Url) -> Hit | None:
         return kind, u.q("q"), tpl(u, f"/{s0}")
     if s0 in ("login", "session", "sessions", "signup", "join", "password_reset"):
         return "sign_in", None, tpl(u, f"/{s0}")
+    if s0 in ("orgs", "users") and u.lseg(2) == "projects" and u.seg(3):
+        return "board", e(f"{u.seg(1)}/projects/{u.seg(3)}"), tpl(u, f"/{s0}/{{owner}}/projects/{{n}}")
     if s0 == "orgs" and u.seg(1):
         return "organization", e(u.seg(1)), tpl(u, "/orgs/{org}/" + u.lseg(2))
     if s0 == "new":
@@ -306,7 +308,14 @@ def _gmail(u: Url) -> Hit | None:
     if u.q("compose") or (u.q("view") == "cm"):
         return "email_compose", None, tpl(u, "/mail/", "compose={id}")
     if not parts:
+        if "chat" in (s.lower() for s in u.segs):
+            return "message", None, tpl(u, "/chat/")
         return "inbox", "inbox", tpl(u, "/mail/#inbox")
+    if parts[0].split("?")[0].lower() == "settings":
+        return "settings", e(parts[1]) if len(parts) > 1 else None, tpl(u, "/mail/#settings")
+    if parts[0].lower() == "chat" and len(parts) > 2:
+        kind = "message" if parts[1].lower() == "dm" else "channel"
+        return kind, e(parts[2]), tpl(u, f"/mail/#chat/{parts[1].lower()}/{{conversation}}")
     head = parts[0].split("?")[0].lower()
     if head in ("search", "advanced-search") and len(parts) > 1:
         return "search", e(parts[1].replace("+", " ")), tpl(u, "/mail/#search/{query}")
@@ -384,6 +393,19 @@ def google(u: Url) -> Hit | None:
         return "note", e(u.fragment.split("/")[-1]) if "/" in u.fragment else None, tpl(u, "/")
     if sub == "photos":
         return "photos", None, tpl(u, "/" + u.lseg(0))
+    if sub == "colab" or u.sub[:2] == ("colab", "research"):
+        nb = u.seg(1) if u.lseg(0) in ("drive", "github", "gist") else None
+        return "notebook", e(nb), tpl(u, f"/{u.lseg(0)}/{{notebook}}" if nb else "/")
+    if sub == "chat":
+        room = u.seg(1) if u.lseg(0) in ("room", "dm") else None
+        return ("message" if u.lseg(0) == "dm" else "channel"), e(room), tpl(u, f"/{u.lseg(0)}/{{conversation}}")
+    if sub == "play" and u.q("id"):
+        return "product", u.q("id"), tpl(u, "/store/apps/details", "id={app}")
+    if sub in ("analytics", "lookerstudio", "datastudio", "search") and u.segs:
+        report = u.seg(1) if u.lseg(0) in ("reporting", "u") else None
+        return "dashboard", e(report), tpl(u, "/" + u.lseg(0))
+    if sub == "console" and u.sub[1:2] == ("firebase",):
+        return "dashboard", e(u.seg(1)) if u.lseg(0) == "project" else None, tpl(u, "/project/{project}")
     if sub == "translate":
         return "translate", u.q("text"), tpl(u, "/", "text={text}")
     if sub == "news":
@@ -468,8 +490,13 @@ def _sharepoint(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if s0 in _SP_KINDS:
         kind = _SP_KINDS[s0]
-        name = next((s for s in reversed(u.segs) if "." in s), None)
+        name = u.q("file") or next((s for s in reversed(u.segs) if "." in s and not s.lower().endswith(".aspx")), None)
         return kind, e(name) or u.q("d"), tpl(u, f"/{s0}/r/{{path}}")
+    name = u.q("file")
+    if name and "." in name:
+        ext = name.rsplit(".", 1)[1].lower()
+        kind = {"docx": "doc", "doc": "doc", "xlsx": "sheet", "xls": "sheet", "pptx": "slides", "ppt": "slides"}.get(ext, "file")
+        return kind, e(name), tpl(u, "/_layouts/15/Doc.aspx", "file={name}")
     if s0 in ("sites", "teams") and u.seg(1):
         return "site", e(u.seg(1)), tpl(u, f"/{s0}/{{site}}/" + u.lseg(2))
     ident = u.q("id")
@@ -549,7 +576,7 @@ def discord(u: Url) -> Hit | None:
 
 
 @exact("web.whatsapp.com", "web.telegram.org", "messenger.com", "messages.google.com", "signal.org",
-       "app.element.io", "chat.zulip.org")
+       "app.element.io", "chat.zulip.org", "web.skype.com")
 def web_messaging(u: Url) -> Hit | None:
     if u.host == "messenger.com" and u.lseg(0) == "t" and u.seg(1):
         return "message", e(u.seg(1)), tpl(u, "/t/{conversation}")
@@ -1377,4 +1404,122 @@ def job_boards(u: Url) -> Hit | None:
         return "job_search", u.q("q", "keywords", "query", "sc.keyword"), tpl(u, "/jobs", "q={query}")
     if low[:1] in (["jobs"], ["job"], ["job-listing"], ["viewjob"]):
         return "job_search", None, tpl(u, "/" + low[0])
+    return None
+
+
+# --------------------------------------------------------------------------- more meetings, notebooks, CI, analytics
+
+@host("webex.com", "whereby.com", "gotomeeting.com", "goto.com", "jit.si", "around.co", "gather.town")
+def meetings(u: Url) -> Hit | None:
+    low = [s.lower() for s in u.segs]
+    room = u.q("mtid", "mid", "room")
+    if room:
+        return "meeting", room, tpl(u, "/" + "/".join(low[:2]), "MTID={meeting}")
+    if u.site in ("whereby.com", "jit.si", "around.co") and u.segs and low[0] not in ("user", "login", "information"):
+        return "meeting", e(u.seg(0)), tpl(u, "/{room}")
+    for marker in ("meet", "join", "j"):
+        if marker in low and low.index(marker) + 1 < len(u.segs):
+            return "meeting", e(u.segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{meeting}}")
+    return None
+
+
+@host("circleci.com", "buildkite.com", "travis-ci.com", "semaphoreci.com", "pagerduty.com", "opsgenie.com")
+def ci_and_incidents(u: Url) -> Hit | None:
+    low = [s.lower() for s in u.segs]
+    for marker in ("builds", "workflows", "jobs"):
+        if marker in low and low.index(marker) + 1 < len(u.segs):
+            return "ci_run", e("/".join(u.segs[: low.index(marker) + 2])), tpl(u, f"/{{pipeline}}/{marker}/{{n}}")
+    if "pipelines" in low:
+        return "ci_run_list", e("/".join(u.segs[low.index("pipelines") + 1:][:3])), tpl(u, "/pipelines/{project}")
+    if "incidents" in low:
+        i = low.index("incidents")
+        ident = u.segs[i + 1] if i + 1 < len(u.segs) else None
+        return ("incident" if ident else "incident_list"), e(ident), tpl(u, "/incidents" + ("/{incident}" if ident else ""))
+    return None
+
+
+@host("mixpanel.com", "amplitude.com", "posthog.com", "powerbi.com", "tableau.com", "looker.com",
+      "metabase.com", "hotjar.com", "segment.com", "plausible.io", "heap.io")
+def analytics(u: Url) -> Hit | None:
+    if u.sub and u.sub[0] in ("docs", "help", "community", "www"):
+        return None
+    low = [s.lower() for s in u.segs]
+    if not u.sub and low[:1] in ([], ["pricing"], ["blog"], ["docs"], ["product"], ["customers"]):
+        return None  # the vendor's marketing site, not the product
+    for marker in ("reports", "dashboard", "dashboards", "views", "insights", "board", "chart"):
+        if marker in low and low.index(marker) + 1 < len(u.segs):
+            return "dashboard", e(u.segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{id}}")
+    return "dashboard", None, tpl(u, "/" + "/".join(low[:1]))
+
+
+@host("codesandbox.io", "replit.com", "codepen.io", "stackblitz.com", "jsfiddle.net", "glitch.com",
+      "kaggle.com", "observablehq.com", "vscode.dev", "github.dev")
+def sandboxes(u: Url) -> Hit | None:
+    low = [s.lower() for s in u.segs]
+    if u.site in ("vscode.dev", "github.dev"):
+        repo = "/".join(u.segs[1:3]) if low[:1] in (["github"], ["gitlab"]) else "/".join(u.segs[:2])
+        return "repo", e(repo) if repo else None, tpl(u, "/github/{owner}/{repo}" if low[:1] == ["github"] else "/{owner}/{repo}")
+    if u.site == "kaggle.com":
+        if low[:1] in (["code"], ["competitions"], ["datasets"], ["models"]) and len(u.segs) >= 2:
+            kind = {"code": "notebook", "competitions": "competition", "datasets": "dataset", "models": "model"}[low[0]]
+            return kind, e("/".join(u.segs[1:3])), tpl(u, f"/{low[0]}/{{name}}")
+        return None
+    for marker in ("s", "p", "pen", "embed", "edit", "d", "sandbox"):
+        if marker in low[:3] and low.index(marker) + 1 < len(u.segs):
+            return "sandbox", e(u.segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{sandbox}}")
+    if u.segs and u.seg(0).startswith("@") and len(u.segs) >= 2:
+        return "sandbox", e(f"{u.seg(0)}/{u.seg(1)}"), tpl(u, "/{user}/{sandbox}")
+    return None
+
+
+@host("coda.io", "quip.com", "evernote.com", "roamresearch.com", "craft.do", "dropbox.paper", "slite.com",
+      "nuclino.com", "airtable.com", "smartsheet.com")
+def docs_tools(u: Url) -> Hit | None:
+    low = [s.lower() for s in u.segs]
+    if u.site == "airtable.com" and u.segs and low[0].startswith("app"):
+        return "sheet", e(u.seg(0)), tpl(u, "/{base}/{table}")
+    if u.site == "coda.io" and low[:1] == ["d"] and len(u.segs) > 1:
+        return "doc", words(re.sub(r"_d[A-Za-z0-9\-]+$", "", u.seg(1))), tpl(u, "/d/{doc}")
+    if u.site == "evernote.com" or u.site == "roamresearch.com":
+        frag = [p for p in u.fragment.split("/") if p]
+        return "note", e(frag[-1]) if frag else None, tpl(u, "/")
+    if u.site == "smartsheet.com" and low[:1] == ["sheets"] and len(u.segs) > 1:
+        return "sheet", e(u.seg(1)), tpl(u, "/sheets/{sheet}")
+    if u.segs and len(u.seg(-1)) >= 8:
+        return "doc", words(u.seg(-1)), tpl(u, "/{doc}")
+    return None
+
+
+@host("quora.com")
+def quora(u: Url) -> Hit | None:
+    low = [s.lower() for s in u.segs]
+    if low[:1] == ["profile"] and len(u.segs) > 1:
+        return "profile", e(u.seg(1)), tpl(u, "/profile/{user}")
+    if low[:1] == ["search"]:
+        return "search", u.q("q"), tpl(u, "/search", "q={query}")
+    if len(u.segs) == 1 and "-" in u.seg(0):
+        return "question", words(u.seg(0)), tpl(u, "/{question}")
+    return None
+
+
+@host("airbnb.com", "airbnb.co.uk", "airbnb.fr", "booking.com", "tripadvisor.com", "expedia.com", "hotels.com",
+      "vrbo.com")
+def travel(u: Url) -> Hit | None:
+    low = [s.lower() for s in u.segs]
+    for marker in ("rooms", "hotel", "h"):
+        if marker in low and low.index(marker) + 1 < len(u.segs):
+            return "listing", e(re.sub(r"\.[a-z\-]*html?$", "", u.segs[-1])), tpl(u, f"/{marker}/{{listing}}")
+    if u.segs and re.match(r"^(hotel|vacation|restaurant|attraction)_review", low[0]):
+        return "listing", e(u.seg(0)), tpl(u, "/{listing}")
+    if low[:1] in (["s"], ["searchresults.html"], ["search"], ["hotel-search"]):
+        return "search", u.q("ss", "query", "destination", "q") or (words(u.seg(1)) if len(u.segs) > 1 else None), tpl(u, "/s/{query}")
+    return None
+
+
+@exact("apps.apple.com", "chromewebstore.google.com", "chrome.google.com", "addons.mozilla.org",
+       "marketplace.visualstudio.com")
+def app_stores(u: Url) -> Hit | None:
+    ident = u.q("itemname", "id") or next((s for s in reversed(u.segs) if s.startswith("id") or len(s) >= 20), None)
+    if u.segs or ident:
+        return "product", e(ident) or e(u.seg(-1)), tpl(u, "/app/{app}")
     return None
