@@ -165,6 +165,8 @@ TABLE: list[tuple[str, str, str | None, str]] = [
     ("https://example.readthedocs.io/en/latest/usage.html", "documentation", "usage", "example.readthedocs.io"),
     ("https://docs.example.com/auth/overview", "documentation", "overview", "example.com"),  # docs about auth
     ("https://www.bbc.co.uk/weather/2643743", "weather", "2643743", "bbc.co.uk"),
+    ("https://app.example.com/#/settings/profile", "settings", None, "example.com"),  # single-page app route
+    ("https://app.example.com/#!/search?q=red+shoes", "search", "red shoes", "example.com"),
     # fallback
     ("https://api.example.com/v1/users/3", "page", None, "example.com"),
     ("https://example.com/", "page", None, "example.com"),

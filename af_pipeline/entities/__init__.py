@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import metadata
 from typing import Any
@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 from af_pipeline.entities import hosts
 from af_pipeline.entities._shape import is_id, shape, shape_at
-from af_pipeline.entities._url import MAX_ENTITY, Url, clean, parse
+from af_pipeline.entities._url import MAX_ENTITY, Url, _segments, _split_query, clean, parse
 
 __all__ = [
     "LAYERS",
@@ -273,7 +273,24 @@ def _type(url: str) -> PageRef:
         return _scheme_ref(u) or _fallback(u)
     if u.local:
         return _local(u)
-    return _host_layer(u) or _search_param(u) or _heuristic(u) or _fallback(u)
+    hit = _host_layer(u)
+    if hit is not None:
+        return hit
+    g = _hash_route(u)
+    ref = _search_param(g) or _heuristic(g) or _fallback(g)
+    if g is not u and ref.template.startswith(u.thost + "/"):
+        ref = replace(ref, template=u.thost + "/#/" + ref.template[len(u.thost) + 1:])
+    return ref
+
+
+def _hash_route(u: Url) -> Url:
+    """Single-page apps route in the fragment (``/#/settings``, ``/#!/inbox?q=x``): for the generic
+    layers, read such a fragment as the path when the real path is empty."""
+    frag = u.fragment
+    if u.segs or not frag.startswith(("/", "!/")):
+        return u
+    route, _, query = frag.lstrip("!").partition("?")
+    return u._replace(segs=_segments(route), query=u.query or _split_query(query))
 
 
 def type_url(url: str) -> PageRef:
