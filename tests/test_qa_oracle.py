@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from af_pipeline.qa import oracle
 from capture.errors import UserError
 from capture.model import Snapshot
-from capture.screenpipe_schema import CURRENT_DDL
+from capture.screenpipe_schema import CURRENT_DDL, LEGACY_DDL
 from capture.timeutil import day_bounds, parse_ts
 
 TZ = "Europe/Paris"
@@ -28,10 +28,10 @@ def _ts_text(dt: datetime, shape: int) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _screenpipe(path: Path, rows: list[tuple[str, str, str | None, str | None, int]]) -> Path:
+def _screenpipe(path: Path, rows: list[tuple[str, str, str | None, str | None, int | None]], ddl: str = CURRENT_DDL) -> Path:
     """rows: (timestamp text, app, url, device, focused)."""
     con = sqlite3.connect(path)
-    con.executescript(CURRENT_DDL)
+    con.executescript(ddl)
     con.executemany(
         "INSERT INTO frames (timestamp, app_name, browser_url, device_name, focused) VALUES (?, ?, ?, ?, ?)",
         [(t, a, u, d, f) for t, a, u, d, f in rows],
@@ -98,7 +98,7 @@ def test_sql_timestamp_adapter_matches_the_capture_parser(values: list[tuple[dat
     con.executescript(CURRENT_DDL)
     texts = [_ts_text(dt, shape) for dt, shape in values]
     con.executemany("INSERT INTO frames (timestamp, app_name, device_name, focused) VALUES (?, 'A', 'm', 1)", [(t,) for t in texts])
-    con.executescript(oracle.SCREENPIPE_ROWS_SQL)
+    con.executescript(oracle.SCREENPIPE_ROWS_SQL.format(window_col="window_name", focused_col="focused"))
     got = sorted(r[0] for r in con.execute("SELECT ts_us FROM screenpipe_rows"))
     assert got == sorted(parse_ts(t) for t in texts)
 
@@ -108,7 +108,7 @@ def test_offsets_in_timestamps() -> None:
     con.executescript(CURRENT_DDL)
     texts = ["2026-03-10T10:00:00.25+02:00", "2026-03-10T10:00:00-01:30", "garbage", "2026-03-10"]
     con.executemany("INSERT INTO frames (timestamp, app_name, device_name, focused) VALUES (?, 'A', 'm', 1)", [(t,) for t in texts])
-    con.executescript(oracle.SCREENPIPE_ROWS_SQL)
+    con.executescript(oracle.SCREENPIPE_ROWS_SQL.format(window_col="window_name", focused_col="focused"))
     got = sorted(r[0] for r in con.execute("SELECT ts_us FROM screenpipe_rows"))
     assert got == sorted(parse_ts(t) for t in texts[:2])  # unreadable rows are excluded
 
@@ -143,16 +143,34 @@ def test_duckdb_and_sqlite_agree(tmp_path_factory: pytest.TempPathFactory, spec:
     assert sum(a.app_dwell_us.values()) <= 60_000_000 * max(0, a.rows - 1)
 
 
-def test_a_capture_cycle_has_one_foreground(tmp_path: Path) -> None:
-    # two rows of one cycle both marked focused: the first (lowest id) is the foreground
+def test_legacy_cycles_have_one_foreground(tmp_path: Path) -> None:
+    # legacy capture: one row per visible window per cycle; the focused one is the foreground
     rows = [
         ("2026-03-10 10:00:00", "Mail", None, "monitor_1", 1),
-        ("2026-03-10 10:00:00", "Slack", None, "monitor_1", 1),
-        ("2026-03-10 10:00:30", "Code", None, "monitor_1", 1),
+        ("2026-03-10 10:00:00", "Slack", None, "monitor_1", 1),  # a second focused row: not the first
+        ("2026-03-10 10:00:00", "Finder", None, "monitor_1", 0),  # background window
+        ("2026-03-10 10:00:30", "Code", None, "monitor_1", None),  # alone, focus unrecorded: foreground
+        ("2026-03-10 10:01:00", "Notes", None, "monitor_1", None),  # two rows, no focus: ambiguous
+        ("2026-03-10 10:01:00", "Music", None, "monitor_1", None),
+    ]
+    sp = oracle.ScreenpipeOracle(_screenpipe(tmp_path / "db.sqlite", rows, LEGACY_DDL))
+    assert sp.era == "legacy"
+    assert sp.day(DAY, TZ).app_dwell_us == {"Mail": 30_000_000, "Code": 0}
+    assert sp.counts() == {"frames_rows": 6, "unreadable": 0, "foreground_rows": 2}
+
+
+def test_current_rows_are_each_an_observation(tmp_path: Path) -> None:
+    rows = [
+        ("2026-03-10 10:00:00", "Mail", None, "monitor_1", 1),
+        ("2026-03-10 10:00:00", "Mail", None, "monitor_1", 1),  # recorded twice: one observation
+        ("2026-03-10 10:00:00", "Slack", None, "monitor_1", 1),  # same second, another event
+        ("2026-03-10 10:00:20", "Finder", None, "monitor_1", 0),  # marked unfocused
+        ("2026-03-10 10:00:30", "Code", None, "monitor_1", None),
     ]
     sp = oracle.ScreenpipeOracle(_screenpipe(tmp_path / "db.sqlite", rows))
-    assert sp.day(DAY, TZ).app_dwell_us == {"Mail": 30_000_000, "Code": 0}
-    assert sp.counts() == {"foreground_rows": 3, "unreadable": 0, "same_cycle": 1, "rows": 2}
+    assert sp.era == "current"
+    assert sp.day(DAY, TZ).app_dwell_us == {"Mail": 0, "Slack": 30_000_000, "Code": 0}
+    assert sp.counts()["foreground_rows"] == 3
 
 
 def test_not_a_screenpipe_database(tmp_path: Path) -> None:

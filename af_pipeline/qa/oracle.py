@@ -92,27 +92,26 @@ ORDER BY kind, name
 # ("2026-03-15T18:25:55.123456+00:00", "2026-03-15 18:25:55", "...Z"): whole seconds come from
 # strftime('%s') on the text without its fraction (strftime would round the fraction to
 # milliseconds), the microseconds from the fraction's digits. Anything else becomes NULL and is
-# counted as unreadable. screenpipe writes one row per visible window per capture cycle (rows of
-# one time and monitor); the cycle's foreground is its focused row, the lowest id if it marks
-# several. Values are otherwise taken as they are (an unnamed monitor is monitor_1, as screenpipe
-# names its first one). The rows land in a TEMP table (the connection's own temporary storage,
-# never the database file) indexed by time, so each day's query reads only its own rows.
+# counted as unreadable. An unnamed monitor is monitor_1, as screenpipe names its first one; the
+# other values are taken as they are. The rows land in TEMP tables (the connection's own
+# temporary storage, never the database file), indexed by time, so a day's query reads only its
+# own rows.
 SCREENPIPE_ROWS_SQL = """
 CREATE TEMP TABLE screenpipe_rows AS
 WITH raw AS (
-    SELECT id, CAST(timestamp AS TEXT) AS t, device_name, app_name, browser_url
+    SELECT id, CAST(timestamp AS TEXT) AS t, device_name, app_name,
+           {window_col} AS window_name, browser_url, {focused_col} AS focused
     FROM main.frames
-    WHERE COALESCE(focused, 1) = 1
 ),
 split AS (
-    SELECT id, t, device_name, app_name, browser_url,
+    SELECT id, t, device_name, app_name, window_name, browser_url, focused,
            CASE WHEN SUBSTR(t, 20, 1) = '.' THEN SUBSTR(t, 21) ELSE '' END AS frac_tail,
            CASE WHEN SUBSTR(t, 20, 1) = '.' THEN LTRIM(SUBSTR(t, 21), '0123456789')
                 ELSE SUBSTR(t, 20) END AS zone_part
     FROM raw
 ),
 parsed AS (
-    SELECT id, device_name, app_name, browser_url,
+    SELECT id, device_name, app_name, window_name, browser_url, focused,
            CAST(strftime('%s', SUBSTR(t, 1, 19) || TRIM(zone_part)) AS INTEGER) AS secs,
            SUBSTR(SUBSTR(frac_tail, 1, LENGTH(frac_tail) - LENGTH(zone_part)) || '000000', 1, 6) AS micros
     FROM split
@@ -120,18 +119,41 @@ parsed AS (
 )
 SELECT id, secs * 1000000 + CAST(micros AS INTEGER) AS ts_us,
        COALESCE(NULLIF(TRIM(device_name), ''), 'monitor_1') AS stream,
-       app_name AS app, browser_url AS url
+       app_name AS app, window_name AS window, browser_url AS url, focused
 FROM parsed
 WHERE secs IS NOT NULL;
+"""
 
+# Which rows are foreground observations depends on the capture era (the importer reads them the
+# same way, see docs/importers.md). Current capture writes one row per capture event: every row
+# not marked unfocused counts, a row recorded twice identically counts once. Legacy capture wrote
+# one row per visible window per cycle (rows of one time and monitor): the cycle's foreground is
+# its focused row (the lowest id if it marks several), or its only row when focus was not recorded.
+FOREGROUND_SQL = {
+    "current": """
 CREATE TEMP TABLE capture_rows AS
-SELECT ts_us, stream, app, url
-FROM (SELECT ts_us, stream, app, url,
-             ROW_NUMBER() OVER (PARTITION BY ts_us, stream ORDER BY id) AS nth
-      FROM screenpipe_rows)
+SELECT DISTINCT ts_us, stream, app, window, url
+FROM screenpipe_rows
+WHERE COALESCE(focused, 1) = 1;
+CREATE INDEX temp.capture_rows_ts ON capture_rows (ts_us);
+""",
+    "legacy": """
+CREATE TEMP TABLE capture_rows AS
+SELECT ts_us, stream, app, window, url
+FROM (
+    SELECT ts_us, stream, app, window, url,
+           ROW_NUMBER() OVER (PARTITION BY ts_us, stream ORDER BY id) AS nth
+    FROM (
+        SELECT id, ts_us, stream, app, window, url, focused,
+               COUNT(*) OVER (PARTITION BY ts_us, stream) AS cycle_rows
+        FROM screenpipe_rows
+    )
+    WHERE focused = 1 OR (focused IS NULL AND cycle_rows = 1)
+)
 WHERE nth = 1;
 CREATE INDEX temp.capture_rows_ts ON capture_rows (ts_us);
-"""
+""",
+}
 
 
 @dataclass
@@ -308,27 +330,33 @@ class ScreenpipeOracle:
                 f"{self.path}: table frames lacks column(s) {', '.join(sorted(missing))}; "
                 "not a screenpipe database"
             )
-        sql = SCREENPIPE_ROWS_SQL
-        self.has_focused = "focused" in cols
-        if not self.has_focused:
-            sql = sql.replace("WHERE COALESCE(focused, 1) = 1", "")
-        # A TEMP view lives in the connection's own temp schema: the database file is not written.
-        self.con.executescript(sql)
+        tables = {r[0] for r in self.con.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
+        # the importer's era rule: legacy databases lack both newer frame columns and elements
+        self.era = (
+            "legacy"
+            if "capture_trigger" not in cols and "accessibility_tree_json" not in cols and "elements" not in tables
+            else "current"
+        )
+        sql = SCREENPIPE_ROWS_SQL.format(
+            window_col="window_name" if "window_name" in cols else "NULL",
+            focused_col="focused" if "focused" in cols else "NULL",
+        )
+        # TEMP tables live in the connection's own temporary storage: the database file is not written.
+        self.con.executescript(sql + FOREGROUND_SQL[self.era])
 
     def close(self) -> None:
         self.con.close()
 
     def counts(self) -> dict[str, int]:
-        """Foreground rows read, unreadable (bad timestamp, excluded) and folded into their cycle."""
+        """Rows in frames, how many had an unreadable time (excluded), and the foreground rows kept."""
         def one(sql: str) -> int:
             row = self.con.execute(sql).fetchone()
             return int(row[0]) if row else 0
 
-        focused = "WHERE COALESCE(focused, 1) = 1" if self.has_focused else ""
-        total = one(f"SELECT COUNT(*) FROM main.frames {focused}")
+        total = one("SELECT COUNT(*) FROM main.frames")
         readable = one("SELECT COUNT(*) FROM screenpipe_rows")
-        kept = one("SELECT COUNT(*) FROM capture_rows")
-        return {"foreground_rows": total, "unreadable": total - readable, "same_cycle": readable - kept, "rows": kept}
+        return {"frames_rows": total, "unreadable": total - readable,
+                "foreground_rows": one("SELECT COUNT(*) FROM capture_rows")}
 
     def days(self, tz: str) -> list[str]:
         """Local days that have at least one readable foreground row."""
