@@ -116,6 +116,10 @@ class _Builder:
     focus: dict[tuple[str, str], tuple[str, str | None]] = field(default_factory=dict)
     last_context: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # (app, template)
     _templates: dict[str, str | None] = field(default_factory=dict)
+    _names: dict[str, str | None] = field(default_factory=dict)
+    _more_refs: list[str] = field(default_factory=list)
+    _end: int = 0
+    _repeats: int = 0
 
     def template(self, url: str | None) -> str | None:
         if not url:
@@ -127,17 +131,39 @@ class _Builder:
     def push(self, new: Action) -> None:
         prev = self.actions[-1] if self.actions else None
         # A run of identical actions (a held key, a double click, typing on into the same field)
-        # is one action; sessions are never merged across a cut.
+        # is one action; sessions are never merged across a cut. Merges accumulate here and are
+        # folded into the action once, when the run ends.
         if prev is not None and prev.symbol == new.symbol and prev.session == new.session:
-            merged_repeat = prev.repeat if new.op == "type" else prev.repeat + 1
+            self._more_refs.extend(new.refs)
+            self._end = new.end_us
+            if new.op != "type":
+                self._repeats += 1
+            return
+        self._fold()
+        self.actions.append(new)
+
+    def _fold(self) -> None:
+        if self._more_refs or self._repeats:
+            prev = self.actions[-1]
             self.actions[-1] = replace(
                 prev,
-                end_us=new.end_us,
-                refs=prev.refs + new.refs,
-                repeat=merged_repeat,
+                end_us=self._end,
+                refs=prev.refs + tuple(self._more_refs),
+                repeat=prev.repeat + self._repeats,
             )
-            return
-        self.actions.append(new)
+            self._more_refs = []
+            self._repeats = 0
+
+    def finish(self) -> list[Action]:
+        self._fold()
+        return self.actions
+
+    def name(self, raw: str | None) -> str | None:
+        if raw is None:
+            return None
+        if raw not in self._names:
+            self._names[raw] = clean_name(raw)
+        return self._names[raw]
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,12 +237,12 @@ def actions_for_day(
         ref = str(ev.ref)
         resolution = (e.resolution or "").lower()
         if kind == "click":
-            name, role = clean_name(e.target_name), clean_name(e.target_role)
+            name, role = b.name(e.target_name), b.name(e.target_role)
         else:
             # Enrichment resolves clicks only; keys and clipboard rows carry the focused element
             # the recorder saw, when it saw one.
-            name = clean_name(e.target_name or ev.element_name)
-            role = clean_name(e.target_role or ev.element_role)
+            name = b.name(e.target_name or ev.element_name)
+            role = b.name(e.target_role or ev.element_role)
         # Zone and unresolved clicks keep the action but name no target; rows with no recorded
         # resolution (keys, clipboard) name their element when the recorder gave one.
         named = name is not None and resolution not in ("zone", "unresolved")
@@ -269,11 +295,11 @@ def actions_for_day(
             # The recorder's own app field names the app switched to; screenpipe keeps it in the
             # text column for app_switch rows (an app name, not typed text).
             raw_app = ev.app or (ev.text if kind == "app_switch" else None) or app
-            target = clean_name(raw_app)
+            target = b.name(raw_app)
             add("app", target, None, target is not None)
         else:
             continue
-    return b.actions
+    return b.finish()
 
 
 def sessions(actions: Sequence[Action]) -> list[list[Action]]:
