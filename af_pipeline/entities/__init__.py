@@ -89,7 +89,8 @@ def _scheme_ref(u: Url) -> PageRef | None:
     name = body.split("/", 1)[0].lower()
     if u.scheme in ("about", "chrome", "edge", "brave", "opera", "vivaldi", "chrome-search"):
         if name in _NEW_TAB or name.startswith("newtab"):
-            return PageRef("new_tab", None, "", f"{u.scheme}:{name}", "host")
+            sep = ":" if u.scheme == "about" else "://"
+            return PageRef("new_tab", None, "", f"{u.scheme}{sep}{name}", "host")
         return PageRef("browser_page", clean(name), "", f"{u.scheme}://{{page}}", "host")
     if u.scheme in ("chrome-extension", "moz-extension"):
         return PageRef("extension", clean(name), "", f"{u.scheme}://{{extension}}/", "host")

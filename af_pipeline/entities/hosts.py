@@ -884,7 +884,7 @@ def atlassian(u: Url) -> Hit | None:
         return "search", u.q("text", "q", "jql"), tpl(u, "/wiki/search", "text={query}")
     if low[:1] == ["wiki"]:
         return "wiki", None, tpl(u, "/wiki/" + "/".join(wiki[:1]))
-    if low[:1] == ["jira"] and low[1:2] == ["your-work"] or low[:1] == ["jira"] and len(low) == 1:
+    if low[:1] == ["jira"] and (low[1:2] == ["your-work"] or len(low) == 1):
         return "dashboard", None, tpl(u, "/jira/your-work")
     if low[:1] == ["login"] or u.sub[:1] == ("id",):
         return "sign_in", None, tpl(u, "/login")
@@ -1031,7 +1031,7 @@ def grafana(u: Url) -> Hit | None:
         return "dashboard", e(u.seg(2) or u.seg(1)), tpl(u, "/d/{uid}/{slug}")
     if s0 in ("explore", "alerting", "dashboards", "app"):
         return "dashboard", e(s0), tpl(u, "/" + s0)
-    if u.sub and u.sub[0] == "kibana" or s0 == "app" or "dashboards" in u.fragment:
+    if u.sub[:1] == ("kibana",) or "dashboards" in u.fragment:
         return "dashboard", None, tpl(u, "/app/" + u.lseg(1))
     if s0 == "login":
         return "sign_in", None, tpl(u, "/login")
@@ -1057,7 +1057,7 @@ def observability(u: Url) -> Hit | None:
 def amazon(u: Url) -> Hit | None:
     if "console" in u.sub:
         return "dashboard", e(u.seg(0)), tpl(u, "/{service}/" + u.lseg(1))
-    if u.sub[:1] == ("signin",) or u.lseg(0) == "ap" and u.lseg(1) == "signin":
+    if u.sub[:1] == ("signin",) or (u.lseg(0) == "ap" and u.lseg(1) == "signin"):
         return "sign_in", None, tpl(u, "/ap/signin")
     if u.sub and u.sub[0] in ("docs", "aws"):
         return None
@@ -1090,7 +1090,7 @@ def shops(u: Url) -> Hit | None:
 def platforms(u: Url) -> Hit | None:
     if u.sub and u.sub[0] in ("docs", "developers", "blog", "community"):
         return None
-    if u.sub and u.sub[0] in ("portal", "dash", "dashboard", "app", "console", "cloud") or u.lseg(0) in ("dashboard", "project"):
+    if (u.sub and u.sub[0] in ("portal", "dash", "dashboard", "app", "console", "cloud")) or u.lseg(0) in ("dashboard", "project"):
         return "dashboard", e("/".join(u.segs[:2])) if u.segs else None, tpl(u, "/{account}/{project}" if u.segs else "/")
     if u.site == "vercel.com" and u.segs and u.lseg(0) not in ("docs", "blog", "pricing", "login", "signup", "templates"):
         return "dashboard", e("/".join(u.segs[:2])), tpl(u, "/{team}/{project}" + ("/" + u.lseg(2) if u.seg(2) else ""))
@@ -1108,7 +1108,7 @@ def ai_chat(u: Url) -> Hit | None:
         return ("dashboard", e(u.seg(0)), tpl(u, "/" + u.lseg(0))) if sub == "platform" else None
     if u.site == "anthropic.com":
         return ("dashboard", e(u.seg(0)), tpl(u, "/" + u.lseg(0))) if sub in ("console", "platform") else None
-    if u.site == "mistral.ai" and sub != "chat" or u.site == "deepseek.com" and sub != "chat":
+    if u.site in ("mistral.ai", "deepseek.com") and sub != "chat":
         return None
     if u.site == "huggingface.co":
         if low[:1] != ["chat"]:
