@@ -58,6 +58,10 @@ class Corpus:
     target_of: np.ndarray  # symbol id -> named-target id, or -1
     days: list[str]  # distinct days, in order
     day_of: np.ndarray  # per position: index into days, -1 at separators
+    apps: list[str] = field(default_factory=list)  # id -> app name (sorted)
+    app_of: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1: none
+    templates: list[str] = field(default_factory=list)  # id -> URL template (sorted)
+    template_of: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def n_steps(self) -> int:
@@ -101,6 +105,12 @@ def encode(days: Sequence[Sequence[Action]], vocab: Sequence[str] | None = None)
     target_of = np.full(len(vocab_list), -1, dtype=np.int64)
     for sid, t in target_names.items():
         target_of[sid] = tindex[t]
+    apps = sorted({a.app for a in flat if a.app is not None})
+    templates = sorted({a.url_template for a in flat if a.url_template is not None})
+    app_index = {x: i for i, x in enumerate(apps)}
+    tmpl_index = {x: i for i, x in enumerate(templates)}
+    app_of = [-1 if a is None or a.app is None else app_index[a.app] for a in aligned]
+    tmpl_of = [-1 if a is None or a.url_template is None else tmpl_index[a.url_template] for a in aligned]
     return Corpus(
         actions=aligned,
         seq=np.asarray(seq, dtype=np.int64),
@@ -108,6 +118,10 @@ def encode(days: Sequence[Sequence[Action]], vocab: Sequence[str] | None = None)
         target_of=target_of,
         days=day_list,
         day_of=np.asarray(day_of, dtype=np.int64),
+        apps=apps,
+        app_of=np.asarray(app_of, dtype=np.int64),
+        templates=templates,
+        template_of=np.asarray(tmpl_of, dtype=np.int64),
     )
 
 
@@ -408,15 +422,6 @@ def routine_id(symbols: Sequence[str]) -> str:
     return "r-" + hashlib.sha256("\x1f".join(symbols).encode("utf-8")).hexdigest()[:12]
 
 
-def _most_common(values: list[str | None]) -> tuple[str | None, float]:
-    present = [v for v in values if v is not None]
-    if not present:
-        return None, 0.0
-    counts = Counter(present)
-    best = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return best[0], round(best[1] / len(values), 4)
-
-
 def _occurrence(corpus: Corpus, p: int, k: int) -> Occurrence:
     acts = [a for a in corpus.actions[p : p + k] if a is not None]
     return Occurrence(
@@ -430,14 +435,28 @@ def _occurrence(corpus: Corpus, p: int, k: int) -> Occurrence:
     )
 
 
+def _mode(column: np.ndarray, names: list[str]) -> tuple[str | None, float]:
+    """The most frequent value of a column of ids (-1 = none), ties to the smallest name, and
+    its share of all rows."""
+    present = column[column >= 0]
+    if len(present) == 0:
+        return None, 0.0
+    ids, counts = np.unique(present, return_counts=True)  # ids ascending = names ascending
+    best = int(np.argmax(counts))
+    return names[int(ids[best])], round(int(counts[best]) / len(column), 4)
+
+
 def _steps(corpus: Corpus, positions: np.ndarray, k: int) -> tuple[Step, ...]:
+    grid = positions[:, None] + np.arange(k)
+    apps = corpus.app_of[grid]
+    tmpls = corpus.template_of[grid]
+    first = int(positions[0])
     steps: list[Step] = []
-    starts = positions.tolist()
     for i in range(k):
-        real = [a for p in starts if (a := corpus.actions[p + i]) is not None]
-        a0 = real[0]
-        app, agree = _most_common([a.app for a in real])
-        tmpl, _ = _most_common([a.url_template for a in real])
+        a0 = corpus.actions[first + i]
+        assert a0 is not None  # grams never contain a separator
+        app, agree = _mode(apps[:, i], corpus.apps)
+        tmpl, _ = _mode(tmpls[:, i], corpus.templates)
         steps.append(
             Step(
                 symbol=a0.symbol,
