@@ -172,8 +172,8 @@ def github(u: Url) -> Hit | None:
     owner = u.seg(0)
     if len(u.segs) == 1:
         return "profile", e(owner), tpl(u, "/{owner}")
-    repo = f"{owner}/{u.seg(1)}"
-    return _repo_page(u, repo, u.segs[2:], "/{owner}/{repo}", "#")
+    name = u.seg(1)[:-4] if u.seg(1).endswith(".git") and len(u.seg(1)) > 4 else u.seg(1)  # clone URLs
+    return _repo_page(u, f"{owner}/{name}", u.segs[2:], "/{owner}/{repo}", "#")
 
 
 def _repo_page(u: Url, repo: str, rest: tuple[str, ...], base: str, mr_sep: str) -> Hit:
