@@ -112,8 +112,9 @@ class Enr:
     resolution: str = "recorded"
 
 
-def mined_plan(url: str) -> dict[str, Any]:
-    """Capture-shaped input of a form-filling routine done 3 times, mined and compiled."""
+def mined_plan(url: str, thanks: str | None = None) -> dict[str, Any]:
+    """Capture-shaped input of a form-filling routine done 3 times, mined and compiled. With
+    ``thanks``, each round ends on that page by clicking "Add another response"."""
     rows: list[Enr] = []
     n = itertools.count()
 
@@ -128,10 +129,12 @@ def mined_plan(url: str) -> dict[str, Any]:
         rows += [Enr(ev("key", text=c), url, resolution="none") for c in email]
         rows.append(Enr(ev("click"), url, "Save draft", "AXButton"))
         rows.append(Enr(ev("click"), url, "Submit", "AXButton"))
+        if thanks:
+            rows.append(Enr(ev("click"), thanks, "Add another response", "AXLink"))
     acts = actions_for_day("2026-03-02", rows)
     res = R.mine_days([acts])
     top = res.routines[0]
-    assert top.k == 6 and top.count == 3
+    assert top.k == (8 if thanks else 6) and top.count == 3
     return plans.compile_plan(top)
 
 
@@ -237,7 +240,9 @@ def test_refusals_happen_before_any_browser_starts(tmp_path: Path, site: _Site) 
 
 
 def test_cli_replay_executes_submits_and_writes_a_transcript(tmp_path: Path, site: _Site) -> None:
-    plan = mined_plan(base(site) + "/form")
+    # Fill, save, submit, land on the thank-you page (a navigation guard), click back to the form.
+    plan = mined_plan(base(site) + "/form", thanks=base(site) + "/thanks")
+    assert [s["op"] for s in plan["steps"]][-3:] == ["click", "expect_url", "click"]
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     out = tmp_path / "transcript.json"
@@ -250,5 +255,6 @@ def test_cli_replay_executes_submits_and_writes_a_transcript(tmp_path: Path, sit
     assert site.submissions[-1] == {"name": ["Fay"], "email": ["fay@u.org"]}
     transcript = json.loads(out.read_text(encoding="utf-8"))
     assert transcript["model_tokens"] == 0 and transcript["outcome"] == "completed"
-    assert transcript["actions_performed"] == 6
+    assert transcript["actions_performed"] == 7
+    assert [st["status"] for st in transcript["steps"]][-2:] == ["checked", "performed"]
     assert "Fay" not in out.read_text(encoding="utf-8")
