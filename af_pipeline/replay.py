@@ -46,7 +46,7 @@ class StepRecord:
     op: str
     target: str | None
     role: str | None
-    status: str  # performed | checked | skipped | guard-miss | refused | not-reached
+    status: str  # performed | checked | skipped | guard-miss | refused | failed | not-reached
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -208,6 +208,8 @@ def run_plan(
     template_of: Callable[[str], str | None] | None = None,
 ) -> Transcript:
     """Run (or, by default, dry-run) a plan on an open Playwright page."""
+    from playwright.sync_api import Error as PlaywrightError
+
     validate_plan(plan)
     tmpl = template_of or _default_template
     steps: list[dict[str, Any]] = plan["steps"]
@@ -253,13 +255,22 @@ def run_plan(
                 tr.outcome, tr.stop_reason = "stopped", f"step {st['i']}: {rec.detail}"
                 stopped = True
                 continue
-            if st["op"] == "click":
-                locator.click(timeout=timeout_ms)
-                _settle(page, timeout_ms)
-                rec.detail = "clicked"
-            else:
-                locator.fill(slots[st["slot"]], timeout=timeout_ms)
-                rec.detail = f"filled slot {st['slot']!r}"
+            try:
+                if st["op"] == "click":
+                    locator.click(timeout=timeout_ms)
+                    _settle(page, timeout_ms)
+                    rec.detail = "clicked"
+                else:
+                    locator.fill(slots[st["slot"]], timeout=timeout_ms)
+                    rec.detail = f"filled slot {st['slot']!r}"
+            except PlaywrightError as exc:
+                # The element grounded but refused the action (covered, disabled, not fillable).
+                rec.status = "failed"
+                rec.detail = f"the page refused the action: {str(exc).splitlines()[0][:200]}"
+                tr.outcome = "stopped"
+                tr.stop_reason = f"step {st['i']} failed: {rec.detail}; no further action performed"
+                stopped = True
+                continue
             rec.status = "performed"
             tr.actions_performed += 1
         except GuardMiss as miss:

@@ -214,6 +214,17 @@ def test_a_miss_midway_stops_at_once(page: Any, site: _Site) -> None:
     assert page.get_by_role("status").inner_text() == ""  # Save draft was never clicked
 
 
+def test_an_action_the_page_refuses_stops_the_run(page: Any, site: _Site) -> None:
+    plan = without_submit(mined_plan(base(site) + "/form"))
+    steps = [dict(s) for s in plan["steps"]]
+    # Step 2 now tries to type into the "Save draft" button: it grounds, but cannot be filled.
+    steps[1] = {**steps[1], "guard": {**steps[1]["guard"], "element": {"role": "button", "name": "Save draft"}}}
+    page.goto(base(site) + "/form")
+    tr = replay.run_plan({**plan, "steps": steps}, {"name": "Dana", "email": "d@w.org"}, page, execute=True, timeout_ms=800)
+    assert [s.status for s in tr.steps][:3] == ["performed", "failed", "not-reached"], tr.to_text()
+    assert tr.outcome == "stopped" and tr.actions_performed == 1 and values(page) == ("", "")
+
+
 def test_submit_needs_allow_destructive(page: Any, site: _Site) -> None:
     plan = mined_plan(base(site) + "/form")
     page.goto(base(site) + "/form")
