@@ -182,6 +182,7 @@ class _Reader:
         self.stream_of: dict[int, str] = {}
         # frame id -> (ts_us, frame id text) for frames that became snapshots
         self.kept: dict[int, tuple[int, str]] = {}
+        self._tree_roles: dict[str, str | None] = {}  # raw role -> cleaned, interned
         # frame id -> why it did not become a snapshot ("background" / "quarantined")
         self.dropped: dict[int, str] = {}
 
@@ -342,6 +343,7 @@ class _Reader:
                                   "accessibility tree is not valid JSON", raw)
             return
         prefix = f"{self.batch.source_id}:frames:{fid}:tree:"
+        roles = self._tree_roles
         count = 0
         stack: list[tuple[Any, str | None, int]] = [(n, None, 0) for n in reversed(nodes)]
         while stack:
@@ -359,14 +361,20 @@ class _Reader:
             name = node.get("name")
             if name is None:
                 name = node.get("text")
-            role = self.text(node.get("role"), 128, "accessibility tree role")
+            role = node.get("role")
+            role = roles.get(role, "") if isinstance(role, str) else None
+            if role == "":
+                cleaned = self.text(node.get("role"), 128, "accessibility tree role")
+                role = roles[node["role"]] = sys.intern(cleaned) if cleaned else None
+            left, top, width, height = b.get("left"), b.get("top"), b.get("width"), b.get("height")
             self.batch.elements.append(Element(
-                ref=ref, ts_us=ts, snapshot_frame_id=fid_text, source="accessibility",
-                role=sys.intern(role) if role else None,
-                text=self.text(name if isinstance(name, str) else None, MAX_ELEMENT_TEXT, "accessibility tree text"),
-                parent_ref=parent, depth=depth,
-                left=_unit(b.get("left")), top=_unit(b.get("top")),
-                width=_unit(b.get("width")), height=_unit(b.get("height")),
+                ref, ts, fid_text, "accessibility", role,
+                self.text(name if isinstance(name, str) else None, MAX_ELEMENT_TEXT, "accessibility tree text"),
+                parent, depth,
+                left if type(left) is float and -0.5 <= left <= 1.5 else _unit(left),
+                top if type(top) is float and -0.5 <= top <= 1.5 else _unit(top),
+                width if type(width) is float and -0.5 <= width <= 1.5 else _unit(width),
+                height if type(height) is float and -0.5 <= height <= 1.5 else _unit(height),
             ))
             children = node.get("children")
             if isinstance(children, list):
@@ -473,22 +481,27 @@ class _Reader:
         seen: set[tuple[Any, ...]] = set()
         candidates: dict[int, list[tuple[str | None, str, float, float]]] = {}
         n_candidates: dict[str, int] = {}
+        kinds: dict[Any, str] = {}  # raw event_type -> normalised kind ("" when unknown)
+        stream_of = self.stream_of
+        append = self.batch.inputs.append
+        prefix = f"{sid}:ui_events:"
         n = 0
         for row in iter_rows(cur):
             n += 1
-            if n % 8192 == 0:
+            if not n & 0x1FFF:
                 self.progress.tick("ui_events", n, total)
             (eid, raw_ts, etype, x, y, button, key_code, modifiers, content, app, window, url,
              role, name, auto_id, bounds, frame_id) = row
-            where = f"ui_events id={eid}"
             try:
                 ts = ts_us(raw_ts)
             except BadTimestamp as exc:
-                self.batch.quarantine(self.file, where, "unreadable timestamp", str(exc))
+                self.batch.quarantine(self.file, f"ui_events id={eid}", "unreadable timestamp", str(exc))
                 continue
-            kind = (text(etype, 64, "ui_events.event_type") or "").strip().lower()
+            kind = kinds.get(etype)
+            if kind is None:
+                kind = kinds[etype] = (text(etype, 64, "ui_events.event_type") or "").strip().lower()
             if kind not in INPUT_KINDS:
-                self.batch.quarantine(self.file, where, "unknown event type", f"event_type={etype!r}")
+                self.batch.quarantine(self.file, f"ui_events id={eid}", "unknown event type", f"event_type={etype!r}")
                 continue
             if ts % 1_000_000:  # sub-second clock: an identical row is a duplicate, not a double click
                 key = row[1:]
@@ -498,15 +511,15 @@ class _Reader:
                 seen.add(key)
             clock.see(ts)
             stream = None
-            fid = _int(frame_id)
+            fid = frame_id if type(frame_id) is int else _int(frame_id)
             if fid is not None:
-                stream = self.stream_of.get(fid)
+                stream = stream_of.get(fid)
                 if stream is None:
                     self.batch.note("ui_events: frame_id points at no frame (stream unknown)")
             op = None
-            mods = _int(modifiers)
+            mods = modifiers if modifiers is None or type(modifiers) is int else _int(modifiers)
             typed = None
-            app_name = text(app, MAX_APP, "ui_events.app_name")
+            app_name = None if app is None else text(app, MAX_APP, "ui_events.app_name")
             if kind == "clipboard":
                 op = CLIPBOARD_OPS.get(mods) if mods is not None else None
                 if op is None:
@@ -517,34 +530,35 @@ class _Reader:
                 app_name = text(content, MAX_APP, "ui_events.text_content (app)") or app_name
             elif kind in ("key", "text"):
                 typed = text(content, MAX_TYPED_TEXT, "ui_events.text_content")
-            b = _int(button)
-            px_bounds = _bounds_json(bounds)
-            if bounds is not None and px_bounds is None:
-                self.batch.note("ui_events: element_bounds that are not {left,top,width,height} JSON (dropped)")
-            elem_name = text(name, MAX_WINDOW, "ui_events.element_name")
-            elem_role = text(role, 128, "ui_events.element_role")
-            ev = InputEvent(
-                ref=f"{sid}:ui_events:{eid}",
-                ts_us=ts,
-                kind=kind,
-                stream=stream,
-                x=_int(x),
-                y=_int(y),
-                button=None if b is None else BUTTONS.get(b, str(b)),
-                key_code=_int(key_code),
-                modifiers=mods,
-                text=typed,
-                clipboard_op=op,
-                app=app_name,
-                window=text(window, MAX_WINDOW, "ui_events.window_title"),
-                url=text(url, MAX_URL, "ui_events.browser_url"),
-                element_role=elem_role,
-                element_name=elem_name,
-                element_automation_id=text(auto_id, 256, "ui_events.element_automation_id"),
-                element_bounds=px_bounds[0] if px_bounds else None,
-                source_frame_id=None if fid is None else str(fid),
-            )
-            self.batch.inputs.append(ev)
+            b = button if button is None or type(button) is int else _int(button)
+            px_bounds = None
+            if bounds is not None:
+                px_bounds = _bounds_json(bounds)
+                if px_bounds is None:
+                    self.batch.note("ui_events: element_bounds that are not {left,top,width,height} JSON (dropped)")
+            elem_name = None if name is None else text(name, MAX_WINDOW, "ui_events.element_name")
+            elem_role = None if role is None else text(role, 128, "ui_events.element_role")
+            append(InputEvent(
+                prefix + str(eid),
+                ts,
+                kind,
+                stream,
+                x if x is None or type(x) is int else _int(x),
+                y if y is None or type(y) is int else _int(y),
+                None if b is None else BUTTONS.get(b, str(b)),
+                key_code if key_code is None or type(key_code) is int else _int(key_code),
+                mods,
+                typed,
+                op,
+                app_name,
+                None if window is None else text(window, MAX_WINDOW, "ui_events.window_title"),
+                None if url is None else text(url, MAX_URL, "ui_events.browser_url"),
+                elem_role,
+                elem_name,
+                None if auto_id is None else text(auto_id, 256, "ui_events.element_automation_id"),
+                px_bounds[0] if px_bounds else None,
+                None if fid is None else str(fid),
+            ))
             if px_bounds and stream is not None and elem_name and n_candidates.get(stream, 0) < SIZE_CANDIDATES:
                 w_px, h_px = px_bounds[1]
                 if w_px > 0 and h_px > 0 and fid is not None:
