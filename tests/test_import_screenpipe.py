@@ -158,6 +158,7 @@ def test_source_id_is_stable_and_import_is_deterministic(current_db: Path, tmp_p
     moved.mkdir()
     (moved / "db.sqlite").write_bytes(current_db.read_bytes())
     assert read_screenpipe(moved / "db.sqlite").source_id == a.source_id
+    assert read_screenpipe(moved).source_id == a.source_id  # the ~/.screenpipe folder works too
 
 
 def test_legacy_era_keeps_the_focused_row_of_each_cycle(tmp_path: Path) -> None:

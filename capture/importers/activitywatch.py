@@ -44,6 +44,7 @@ from capture.importers.common import (
     check_readable,
     iter_rows,
     open_sqlite_readonly,
+    plain,
     sniff,
     stream_infos,
     table_columns,
@@ -97,7 +98,9 @@ def read_activitywatch(
     progress: ProgressFn | None = None,
 ) -> ImportBatch:
     """Read an ActivityWatch export JSON or SQLite database into one batch (never modified)."""
-    path = Path(path)
+    path = Path(path).expanduser()
+    if path.is_dir() and (path / "sqlite.db").is_file():
+        path = path / "sqlite.db"  # pointed at aw-server-rust's folder
     p = check_readable(path, WHAT)
     kind = sniff(p)
     batch = ImportBatch(source_id="activitywatch", recorder="activitywatch")
@@ -288,10 +291,10 @@ def _data(raw: Any) -> dict[str, Any] | None:
 
 def _hostname(value: Any, bucket_id: str) -> str:
     if isinstance(value, str) and value.strip() and value.strip().lower() != "unknown":
-        return value.strip()[:128]
+        return plain(value.strip()[:128])
     # aw-watcher buckets are named "<watcher>_<hostname>"
     _, sep, host = bucket_id.rpartition("_")
-    return host[:128] if sep and host else "unknown"
+    return plain(host[:128]) if sep and host else "unknown"
 
 
 # ---------------------------------------------------------------------------------------------

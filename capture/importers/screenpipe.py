@@ -81,7 +81,9 @@ def read_screenpipe(
     ``tz`` is the user's zone (StreamInfo rows are per local day); ``screens`` overrides screen
     sizes per stream; ``source_id`` overrides the derived identity (see :func:`screenpipe_source_id`).
     """
-    path = Path(path)
+    path = Path(path).expanduser()
+    if path.is_dir() and (path / "db.sqlite").is_file():
+        path = path / "db.sqlite"  # pointed at screenpipe's folder (~/.screenpipe)
     con = open_sqlite_readonly(path, WHAT)
     try:
         # Fast pass with SQLite's own strict decoder; if some text is not UTF-8, read again with
