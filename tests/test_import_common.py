@@ -68,3 +68,20 @@ def test_screen_specs() -> None:
     for bad in ["monitor_1", "=1x1", "monitor_1=1512", "monitor_1=10x10", "m=axb"]:
         with pytest.raises(UserError):
             parse_screen_sizes([bad])
+
+
+def test_a_locked_database_is_a_clear_user_error(tmp_path: Path, monkeypatch) -> None:
+    import capture.importers.common as common
+
+    monkeypatch.setattr(common, "SQLITE_WAIT_S", 0.05)
+    db = tmp_path / "db.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(CURRENT_DDL)
+    con.commit()
+    con.execute("BEGIN EXCLUSIVE")  # a recorder in rollback-journal mode, mid-write
+    try:
+        with pytest.raises(UserError, match=r"db.sqlite is locked by another program"):
+            read_screenpipe(db)
+    finally:
+        con.rollback()
+        con.close()

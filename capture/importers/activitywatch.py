@@ -45,6 +45,7 @@ from capture.importers.common import (
     iter_rows,
     open_sqlite_readonly,
     plain,
+    read_failure,
     sniff,
     stream_infos,
     table_columns,
@@ -113,7 +114,7 @@ def read_activitywatch(
         try:
             buckets = _from_sqlite(con, p, batch, texts, say)
         except sqlite3.DatabaseError as exc:
-            raise UserError(f"{p} could not be read to the end ({exc}); the database may be corrupt") from None
+            raise read_failure(p, exc) from None
         finally:
             con.close()
     else:

@@ -33,6 +33,7 @@ MAX_TYPED_TEXT = 8192
 RAW_EXCERPT = 300  # characters of an unusable row kept in the quarantine for a human to read
 
 ProgressFn = Callable[[str], None]
+SQLITE_WAIT_S = 5.0  # how long to wait for a recorder's write lock before giving up
 
 
 @dataclass
@@ -172,14 +173,23 @@ def open_sqlite_readonly(path: Path, what: str) -> sqlite3.Connection:
     if kind != "sqlite":
         raise UserError(f"{p} is not an SQLite database: {HINT[kind]}")
     try:
-        con = sqlite3.connect(sqlite_uri(p), uri=True, check_same_thread=True)
+        con = sqlite3.connect(sqlite_uri(p), uri=True, timeout=SQLITE_WAIT_S)
         con.text_factory = _decode_text
         # Belt and braces: even if the URI were ignored, this connection refuses writes.
         con.execute("PRAGMA query_only = ON")
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+            raise read_failure(p, exc) from None
         raise UserError(f"{p} cannot be opened as an SQLite database ({exc})") from None
     return con
+
+
+def read_failure(path: Path, exc: sqlite3.DatabaseError) -> UserError:
+    """The one-sentence error for an SQLite source that failed part-way through."""
+    if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+        return UserError(f"{path} is locked by another program ({exc}); wait for it to finish writing and retry")
+    return UserError(f"{path} could not be read to the end ({exc}); the database may be corrupt")
 
 
 def table_columns(con: sqlite3.Connection, table: str) -> list[str]:

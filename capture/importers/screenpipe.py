@@ -47,6 +47,7 @@ from capture.importers.common import (
     decode_text,
     iter_rows,
     open_sqlite_readonly,
+    read_failure,
     source_fingerprint,
     stream_infos,
     table_columns,
@@ -99,7 +100,7 @@ def read_screenpipe(
         con.text_factory = decode_text
         return _Reader(con, path, tz, screens or {}, source_id, progress).run()
     except sqlite3.DatabaseError as exc:
-        raise UserError(f"{path} could not be read to the end ({exc}); the database may be corrupt") from None
+        raise read_failure(path, exc) from None
     finally:
         con.close()
 
