@@ -86,13 +86,15 @@ def load_actions(home_arg: str | None, last_days: int | None) -> tuple[list[list
             raise UserError(f"--days must be at least 1, not {last_days}")
         days = days[-last_days:]
     out: list[list[Action]] = []
+    tty = sys.stderr.isatty()
     for n, day in enumerate(days, start=1):
-        print(f"\rreading and enriching day {n}/{len(days)} ({day})", end="", file=sys.stderr, flush=True)
+        msg = f"reading and enriching day {n}/{len(days)} ({day})"
+        print("\r" + msg if tty else msg, end="" if tty else "\n", file=sys.stderr, flush=True)
         capture = log.read_day(day)
         acts = actions_for_day(day, enrich(capture))
         if acts:
             out.append(acts)
-    if days:
+    if days and tty:
         print(file=sys.stderr)
     return out, settings.tz
 
