@@ -383,3 +383,53 @@ def test_destructive_words():
     assert not plans.looks_destructive("Sender details")
     assert not plans.looks_destructive("Inbox")
     assert Counter(plans.aria_role(r) for r in ("AXButton", "INPUT", "a")) == Counter({"button": 1, "textbox": 1, "link": 1})
+
+
+@given(
+    st.lists(st.sampled_from("abcde"), min_size=1, max_size=60),
+    st.lists(st.lists(st.sampled_from("abcde"), min_size=1, max_size=5), min_size=1, max_size=6),
+)
+@settings(max_examples=100, deadline=None)
+def test_signature_matching_equals_brute_force(seq, sigs):
+    syms = [f"click:{c}" for c in seq]
+    corpus = R.encode([mk(syms)])
+    signatures = [tuple(f"click:{c}" for c in s) for s in sigs]
+    got = R.match_signatures(corpus, signatures).tolist()
+    want = [False] * len(syms)
+    for sig in signatures:
+        k = len(sig)
+        for p in range(len(syms) - k + 1):
+            if tuple(syms[p : p + k]) == sig:
+                for i in range(p, p + k):
+                    want[i] = True
+    assert got == want
+
+
+_DETERMINISM_SCRIPT = """
+import hashlib, json, sys
+sys.path.insert(0, "tests")
+from test_routines import mk
+from af_pipeline import plans, routines as R
+days = [mk([f"click:{'abcdefg'[(d * 7 + i * i) % 7]}" for i in range(300)], day=f"2026-03-{d + 1:02d}") for d in range(4)]
+res = R.mine_days(days)
+out = {"table": res.to_dict(), "h": R.recurrence(res).to_dict(), "holdout": R.holdout(days).to_dict(),
+       "plans": [plans.compile_plan(r) for r in res.routines[:5]],
+       "patterns": R.workflow_patterns(days, "Europe/Paris", res).to_dict()}
+print(hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest())
+"""
+
+
+def test_mining_is_byte_identical_across_hash_seeds_and_zones():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    digests = set()
+    for seed, tz in (("1", "UTC"), ("987", "Asia/Tokyo")):
+        env = dict(os.environ, PYTHONHASHSEED=seed, TZ=tz)
+        run = subprocess.run([sys.executable, "-c", _DETERMINISM_SCRIPT], capture_output=True, text=True, cwd=root, env=env, timeout=120)
+        assert run.returncode == 0, run.stderr
+        digests.add(run.stdout.strip())
+    assert len(digests) == 1
