@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r.add_argument(
         "--timeout-ms", type=int, default=3000, metavar="MS", help="how long a guard waits for its element (default 3000)"
     )
-    r.add_argument("--json", action="store_true", help="print the transcript as JSON")
+    cli.common(r)  # --home is accepted for uniformity; replay reads only the plan file
     r.set_defaults(func=run_replay)
 
 
