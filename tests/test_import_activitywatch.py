@@ -175,6 +175,15 @@ def test_bad_events_are_quarantined_and_duplicates_skipped(tmp_path: Path) -> No
     assert len(stuck) == 24 * 3600 // 30
 
 
+def test_export_with_invalid_utf8_bytes_is_repaired(tmp_path: Path) -> None:
+    p = tmp_path / "latin1.json"
+    doc = json.dumps(export({"aw-watcher-window_h": window_bucket(ev(0, 1, app="Mail", title="Caf_"), host="h")}))
+    p.write_bytes(doc.encode().replace(b"Caf_", b"Caf\xe9"))
+    b = read_activitywatch(p)
+    assert b.snapshots[0].window == "Caf\ufffd"
+    assert b.notes["export file: invalid UTF-8 replaced with U+FFFD"] == 1
+
+
 def test_wrong_or_broken_files_are_user_errors(tmp_path: Path) -> None:
     bad = tmp_path / "broken.json"
     bad.write_text('{"buckets": {"x": ')

@@ -231,6 +231,29 @@ def test_wal_database_is_read_through_its_wal_and_never_changed(tmp_path: Path) 
         writer.close()
 
 
+def test_the_importers_own_connection_refuses_writes(tmp_path: Path, monkeypatch) -> None:
+    import capture.importers.screenpipe as sp
+
+    db = make_db(tmp_path / "db.sqlite", CURRENT_DDL, frames=[dict(id=1, timestamp=T0, app_name="Mail", focused=1)])
+    refused: list[str] = []
+
+    def spy(path, what):
+        con = open_sqlite_readonly(path, what)
+        for sql in ("INSERT INTO frames (id, timestamp, app_name) VALUES (9, '2026-01-01', 'x')",
+                    "UPDATE frames SET app_name = 'x'", "CREATE TABLE t (x)", "PRAGMA user_version = 7"):
+            try:
+                con.execute(sql)
+            except sqlite3.OperationalError as exc:
+                refused.append(str(exc))
+        return con
+
+    monkeypatch.setattr(sp, "open_sqlite_readonly", spy)
+    before = _stat(db)
+    assert [s.app for s in sp.read_screenpipe(db).snapshots] == ["Mail"]
+    assert len(refused) == 4
+    assert _stat(db) == before
+
+
 def test_reading_does_not_change_or_create_files(tmp_path: Path) -> None:
     db = make_db(tmp_path / "db.sqlite", CURRENT_DDL, wal=True,
                  frames=[dict(id=1, timestamp=T0, app_name="Mail", focused=1)])
