@@ -26,6 +26,7 @@ import os
 import random
 import shutil
 import sqlite3
+import statistics
 import tempfile
 from collections import Counter
 from collections.abc import Callable
@@ -64,6 +65,9 @@ DB_NAME = "screenpipe.sqlite"
 TRUTH_NAME = "truth.json"
 HEARTBEAT_S = 30.0
 MAX_DAYS = 3660
+SESSION_GAP_US = 300 * 1_000_000
+ABSENT_APPS = ("Adobe Photoshop", "Microsoft Outlook", "Steam", "Final Cut Pro", "Blender")
+ABSENT_DOMAINS = ("netflix.com", "facebook.com", "tiktok.com", "instagram.com", "twitch.tv")
 M1, M2 = "monitor_1", "monitor_2"
 _US = 1_000_000
 
@@ -81,6 +85,11 @@ ROUTINES: dict[str, dict[str, Any]] = {
         "description": "copy an amount in Excel, paste it into the expense web form in Chrome, submit",
         "steps": [("click", "Amount"), ("copy", "Amount"), ("switch", BROWSER), ("click", "Expense amount"),
                   ("paste", "Expense amount"), ("click", "Submit")],
+    },
+    "mail_calendar_mail": {
+        "description": "URL-level: Gmail inbox, then the calendar week, then the inbox again, in Chrome",
+        "granularity": "url",
+        "steps": [("visit", "mail.google.com"), ("visit", "calendar.google.com"), ("visit", "mail.google.com")],
     },
     "jira_to_slack": {
         "description": "copy a Jira issue link in Chrome, paste it into #eng-backend in Slack, send",
@@ -556,8 +565,8 @@ class DaySim:
         else:
             b = self.web(BROWSER, rng.choice(("x", "gmail", "gcal", "youtube"))) if a.app == BROWSER else \
                 self.screen("Finder", "main", self.window_title("Finder"))
-        if b.app == a.app and (b.url or "") == (a.url or ""):
-            return t
+        if (b.app, _host(b.url)) == (a.app, _host(a.url)):
+            return t  # same frame key: not a detour
         t += rng.uniform(1.0, 3.0)
         start_rows = len(self.rows)
         t = self.switch_to(t, stream, b)
@@ -574,7 +583,15 @@ class DaySim:
         return self.work(t, end, stream, a, min_s=40)
 
     # ---- routines ---------------------------------------------------------------------------
-    def _occurrence(self, name: str, stream: str, first_event: int, steps: list[list[int]], app: str) -> None:
+    def _mark(self) -> tuple[int, int]:
+        return len(self.events), len(self.rows)
+
+    def _since(self, mark: tuple[int, int]) -> tuple[list[int], list[int]]:
+        """Events and rows added since mark: one routine step."""
+        return list(range(mark[0], len(self.events))), list(range(mark[1], len(self.rows)))
+
+    def _occurrence(self, name: str, stream: str, first_event: int, steps: list[tuple[list[int], list[int]]],
+                    app: str) -> None:
         self.occurrences[name].append({"stream": stream, "first_event": first_event, "steps": steps,
                                        "last_event": len(self.events) - 1, "app": app})
 
@@ -593,28 +610,28 @@ class DaySim:
             t = self.switch_to(t + 1.0, stream, main)
         t += rng.uniform(1.5, 4.0)
         self.in_routine = True
-        steps: list[list[int]] = []
+        steps: list[tuple[list[int], list[int]]] = []
         first = len(self.events)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.click(t, stream, main, "Compose", moves=False)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         self.screens[stream] = compose
         self.add_row(t + rng.uniform(0.3, 0.9), stream, "visual_change", compose, tree=True)
         t += rng.uniform(1.5, 3.5)
         person = pick(rng, self.w.pools.people).split("-")
         to = f"{person[0]}.{person[1]}@{rng.choice(('acme.com', 'globex.io', 'gmail.com'))}"
-        mark = len(self.events)
+        mark = self._mark()
         t = self.type_text(t, stream, compose, to, fld="To", row_tree=True)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(0.8, 2.5)
         subject = f"{rng.choice(WORDS)} {rng.choice(WORDS)}".capitalize()
-        mark = len(self.events)
+        mark = self._mark()
         t = self.type_text(t, stream, compose, subject, fld="Subject", row_tree=True)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(1.0, 3.0)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.click(t, stream, compose, "Send", moves=False)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         self.in_routine = False
         self._occurrence("compose_message", stream, first, steps, main.app)
         self.screens[stream] = main
@@ -629,24 +646,24 @@ class DaySim:
         for _ in range(rng.randrange(2, 5)):
             t += rng.uniform(1.5, 4.0)
             self.in_routine = True
-            steps: list[list[int]] = []
+            steps: list[tuple[list[int], list[int]]] = []
             first = len(self.events)
-            mark = len(self.events)
+            mark = self._mark()
             t = self.click(t, stream, doc, "File", moves=False)
-            steps.append(list(range(mark, len(self.events))))
+            steps.append(self._since(mark))
             menu = self.screen(app, "file_menu", doc.window)
             self.screens[stream] = menu
             t += rng.uniform(0.8, 2.0)
-            mark = len(self.events)
+            mark = self._mark()
             t = self.click(t, stream, menu, "Close Window", moves=False)
-            steps.append(list(range(mark, len(self.events))))
+            steps.append(self._since(mark))
             sheet = self.screen(app, "save_sheet", doc.window)
             self.screens[stream] = sheet
             self.add_row(t + 0.4, stream, "visual_change", sheet, tree=True)
             t += rng.uniform(1.0, 2.5)
-            mark = len(self.events)
+            mark = self._mark()
             t = self.click(t, stream, sheet, "Don't Save", moves=False)
-            steps.append(list(range(mark, len(self.events))))
+            steps.append(self._since(mark))
             self.in_routine = False
             self._occurrence("close_window", stream, first, steps, app)
             doc = self.screen(app, "main", self.window_title(app))
@@ -662,31 +679,31 @@ class DaySim:
         t += rng.uniform(1.5, 4.0)
         amount = f"{rng.randrange(5, 900)}.{rng.randrange(0, 100):02d}"
         self.in_routine = True
-        steps: list[list[int]] = []
+        steps: list[tuple[list[int], list[int]]] = []
         first = len(self.events)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.click(t, stream, sheet, "Amount", moves=False)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(0.6, 1.8)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.clip(t, stream, sheet, "copy", amount, fld="Amount")
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(0.8, 2.5)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.switch_to(t, stream, form, tree=True)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(1.0, 3.0)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.click(t, stream, form, "Expense amount", moves=False)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(0.5, 1.5)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.clip(t, stream, form, "paste", amount, fld="Expense amount")
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(1.0, 3.0)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.click(t, stream, form, "Submit", moves=False)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         self.in_routine = False
         self._occurrence("expense_entry", stream, first, steps, "Microsoft Excel")
         done = self.screen(BROWSER, "expense_form", "Claim submitted - Acme Expenses", EXPENSE_URL + "?submitted=1")
@@ -707,35 +724,61 @@ class DaySim:
         t += rng.uniform(1.5, 4.0)
         link = issue.url or ""
         self.in_routine = True
-        steps: list[list[int]] = []
+        steps: list[tuple[list[int], list[int]]] = []
         first = len(self.events)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.click(t, stream, issue, "Copy link", moves=False)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += 0.2
-        mark = len(self.events)
+        mark = self._mark()
         t = self.clip(t, stream, issue, "copy", link, keys=False, fld="Copy link")
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(0.8, 2.5)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.switch_to(t, stream, slack, tree=True)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(1.0, 2.5)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.click(t, stream, slack, "Message #eng-backend", moves=False)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(0.5, 1.5)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.clip(t, stream, slack, "paste", link, fld="Message #eng-backend")
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         t += rng.uniform(1.0, 3.0)
-        mark = len(self.events)
+        mark = self._mark()
         t = self.click(t, stream, slack, "Send now", moves=False)
-        steps.append(list(range(mark, len(self.events))))
+        steps.append(self._since(mark))
         self.in_routine = False
         self._occurrence("jira_to_slack", stream, first, steps, BROWSER)
         self.add_row(t + 0.6, stream, "visual_change", slack)
         return t + 1.5
+
+    def routine_triangle(self, t: float, stream: str) -> float:
+        """Mail, then the calendar, then mail again, in Chrome: a URL-level routine."""
+        rng = self.rng
+        inbox = self.screen(BROWSER, "gmail_inbox", "Inbox (12) - jane@acme.com - Gmail",
+                            "https://mail.google.com/mail/u/0/#inbox")
+        week = rng.randrange(1, 29)
+        cal = self.screen(BROWSER, "calendar", "Google Calendar - Week",
+                          f"https://calendar.google.com/calendar/u/0/r/week/2026/6/{week}")
+        steps: list[tuple[list[int], list[int]]] = []
+        first = len(self.events)
+        self.in_routine = True
+        for scr in (inbox, cal, inbox):
+            mark = self._mark()
+            t = self.switch_to(t, stream, scr, tree=True)
+            steps.append(self._since(mark))
+            stop = t + rng.uniform(25, 70)  # long enough to be a frame of its own, not a flicker
+            while True:
+                t += rng.uniform(4, 14)
+                if t >= stop:
+                    break
+                t = self.scroll(t, stream, scr)
+            t += rng.uniform(0.5, 2.0)
+        self.in_routine = False
+        self._occurrence("mail_calendar_mail", stream, first, steps, BROWSER)
+        return t
 
     # ---- the day ------------------------------------------------------------------------------
     def run(self) -> None:
@@ -754,6 +797,7 @@ class DaySim:
             pending += ["close_window"] * rng.choice((0, 1, 1, 2))
             pending += ["expense_entry"] * rng.choice((0, 1, 1, 2))
             pending += ["jira_to_slack"] * rng.choice((0, 1, 2, 2, 3))
+            pending += ["mail_calendar_mail"] * rng.choice((0, 0, 1, 1, 2))
             rng.shuffle(pending)
         meetings = 0
         last_routine = False
@@ -772,7 +816,8 @@ class DaySim:
                 if pending and not last_routine and stream == M1 and r < 0.13 and e - t > 300:
                     name = pending.pop()
                     fn = {"compose_message": self.routine_compose, "close_window": self.routine_close,
-                          "expense_entry": self.routine_expense, "jira_to_slack": self.routine_jira}[name]
+                          "expense_entry": self.routine_expense, "jira_to_slack": self.routine_jira,
+                          "mail_calendar_mail": self.routine_triangle}[name]
                     t = fn(t, stream)
                     last_routine = True
                     continue
@@ -851,6 +896,10 @@ class Writer:
         self.event_id = 0
         self.element_id = 0
         self._minute_cache: dict[int, str] = {}
+        # corpus-wide measurements for truth.json's "shape"
+        self.all_urls: set[str] = set()
+        self.all_hosts: set[str] = set()
+        self.gaps: dict[str, list[float]] = {M1: [], M2: []}
         self._pids: dict[str, int] = {}
         self._tpl_ids: dict[str, int] = {}
         self._tpl_sizes: dict[int, tuple[int, int]] = {}
@@ -990,12 +1039,14 @@ class Writer:
         for name, items in sim.occurrences.items():
             occ[name] = []
             for o in items:
-                steps = [[id_of_event[k] for k in step] for step in o["steps"]]
-                ids = sorted(i for step in steps for i in step)
+                steps = [[id_of_event[k] for k in ev] for ev, _rows in o["steps"]]
+                step_frames = [sorted(id_of_row[k] for k in rows) for _ev, rows in o["steps"]]
+                # every event from the first step's to the last step's (URL routines dwell between steps)
+                ids = sorted(id_of_event[k] for k in range(o["first_event"], o["last_event"] + 1))
                 first_us = evs[ids[0] - event_rows[0][0]][0]
                 occ[name].append({"day": sim.day, "stream": o["stream"], "app": o["app"],
                                   "start_local": self.local(sim, first_us), "event_ids": ids,
-                                  "step_event_ids": steps})
+                                  "step_event_ids": steps, "step_frame_ids": step_frames})
         return entry, occ
 
     def pid(self, app: str | None) -> int | None:
@@ -1024,6 +1075,14 @@ class Writer:
             minutes.setdefault((us // _US + sim.offset_s) // 60, set()).add(f[9])
         dual = sum(1 for v in minutes.values() if len(v) > 1)
         heart = sum(1 for f in frame_rows if f[11] == "idle")
+        self.all_urls.update(urls)
+        self.all_hosts.update(h for h in hosts if h)
+        stream_gaps = {}
+        for stream, times in stream_times.items():
+            g = sorted((b - a) / _US for a, b in zip(times, times[1:], strict=False) if b - a <= SESSION_GAP_US)
+            self.gaps[stream].extend(g)
+            if g:
+                stream_gaps[stream] = {"median_s": round(statistics.median(g), 3), "p90_s": round(_p90(g), 3)}
         types = Counter(e[4] for e in event_rows)
         gaps = []
         for a, b in zip(seen_us, seen_us[1:], strict=False):
@@ -1059,6 +1118,8 @@ class Writer:
         return {
             "day": sim.day, "kind": sim.kind, "azerty": sim.azerty,
             "frames": len(frame_rows), "heartbeat_frames": heart,
+            "frames_by_trigger": dict(sorted(Counter(f[11] for f in frame_rows).items())),
+            "stream_gaps": stream_gaps,
             "frames_by_stream": {M1: len(stream_times[M1]), M2: len(stream_times[M2])},
             "frames_with_tree": n_tree, "frames_with_tree_json": n_json,
             "ui_events": len(event_rows), "ui_events_by_type": dict(sorted(types.items())),
@@ -1150,7 +1211,7 @@ def generate(days: int, seed: int, out_dir: Path, start_day: str = "2026-06-01",
     finally:
         con.close()
     os.replace(tmp, db_path)
-    truth = _truth(seed, days, start_day, tz, truth_days, occurrences)
+    truth = _truth(seed, days, start_day, tz, truth_days, occurrences, writer)
     truth_path.write_text(json.dumps(truth, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     t = truth["totals"]
     return SynthResult(out_dir=out_dir, db_path=db_path, truth_path=truth_path, days=days,
@@ -1159,17 +1220,38 @@ def generate(days: int, seed: int, out_dir: Path, start_day: str = "2026-06-01",
                        routine_occurrences={k: len(v) for k, v in occurrences.items()})
 
 
+def _p90(sorted_values: list[float]) -> float:
+    """Nearest-rank 90th percentile of an ascending list."""
+    return sorted_values[min(len(sorted_values) - 1, int(0.9 * len(sorted_values)))]
+
+
 def _truth(seed: int, days: int, start_day: str, tz: str, day_entries: list[dict[str, Any]],
-           occurrences: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    totals = Counter()  # type: ignore[var-annotated]
+           occurrences: dict[str, list[dict[str, Any]]], writer: Writer) -> dict[str, Any]:
+    totals: Counter[str] = Counter()
     apps: set[str] = set()
     domains: set[str] = set()
     for d in day_entries:
-        for k in ("frames", "ui_events", "elements", "heartbeat_frames", "captured_minutes", "dual_monitor_minutes",
-                  "distinct_urls"):
+        for k in ("frames", "ui_events", "elements", "tree_json_nodes", "heartbeat_frames", "captured_minutes",
+                  "dual_monitor_minutes"):
             totals[k] += d[k]
         apps.update(d["apps"])
         domains.update(d["domains"])
+    shape: dict[str, Any] = {
+        "heartbeat_share": round(totals["heartbeat_frames"] / max(1, totals["frames"]), 4),
+        "dual_monitor_share_of_minutes": round(totals["dual_monitor_minutes"] / max(1, totals["captured_minutes"]), 4),
+        "distinct_urls": len(writer.all_urls), "distinct_hosts": len(writer.all_hosts),
+        "distinct_apps": len(apps), "distinct_domains": len(domains),
+        "note": "gaps are per stream, in seconds, counting only gaps up to 300 s; p90 is nearest-rank",
+    }
+    every: list[float] = []
+    for stream, g in sorted(writer.gaps.items()):
+        if g:
+            g.sort()
+            every.extend(g)
+            shape[f"gap_{stream}"] = {"median_s": round(statistics.median(g), 3), "p90_s": round(_p90(g), 3)}
+    if every:
+        every.sort()
+        shape["gap_all_streams"] = {"median_s": round(statistics.median(every), 3), "p90_s": round(_p90(every), 3)}
     return {
         "tz": tz,
         "generator": {"name": "af synth", "version": GENERATOR_VERSION, "seed": seed, "days": days,
@@ -1177,13 +1259,16 @@ def _truth(seed: int, days: int, start_day: str, tz: str, day_entries: list[dict
         "screens": {s: {"width_px": w, "height_px": h} for s, (w, h) in SCREENS.items()},
         "keyboard": {"azerty_days": [d["day"] for d in day_entries if d["azerty"]],
                      "recorded_as": dict(sorted(AZERTY_AS_QWERTY.items()))},
-        "routines": {name: {"description": spec["description"],
+        "routines": {name: {"description": spec["description"], "granularity": spec.get("granularity", "action"),
                             "steps": [{"action": a, "target": t} for a, t in spec["steps"]],
                             "occurrences": occurrences[name]} for name, spec in ROUTINES.items()},
         "totals": dict(sorted(totals.items())) | {
             "active_days": sum(1 for d in day_entries if d["frames"]),
             "apps": sorted(apps), "domains": sorted(domains),
         },
+        "shape": shape,
+        # never generated: for "did the user open X?" probes that must be answered no
+        "absent": {"apps": list(ABSENT_APPS), "domains": list(ABSENT_DOMAINS)},
         "days": day_entries,
     }
 

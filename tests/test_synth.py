@@ -109,6 +109,18 @@ def test_gaps_within_a_stream_match_the_paper(corpus):
     assert 20.0 <= gaps[int(0.9 * len(gaps))] <= 40.0
 
 
+def test_truth_shape_and_absent_facts_agree_with_the_tables(corpus):
+    _out, con, truth = corpus
+    total, idle = con.execute("SELECT count(*), sum(capture_trigger = 'idle') FROM frames").fetchone()
+    assert truth["shape"]["heartbeat_share"] == round(idle / total, 4)
+    (urls,) = con.execute("SELECT count(DISTINCT browser_url) FROM frames").fetchone()
+    assert truth["shape"]["distinct_urls"] == urls
+    apps = {a for (a,) in con.execute("SELECT DISTINCT app_name FROM frames")}
+    assert not apps & set(truth["absent"]["apps"])
+    for dom in truth["absent"]["domains"]:
+        assert con.execute("SELECT count(*) FROM frames WHERE browser_url LIKE ?", (f"%{dom}%",)).fetchone()[0] == 0
+
+
 def test_two_monitors_for_a_share_of_captured_minutes(corpus):
     _out, con, truth = corpus
     minutes: dict[int, set[str]] = {}
@@ -282,7 +294,10 @@ def test_named_click_bounds_are_pixels_of_the_trees_normalised_bounds(corpus):
 
 # ---- what was planted -------------------------------------------------------------------------------
 
-def _step_ok(con, action: str, target: str, ids: list[int], anonymous: dict[str, str]) -> bool:
+def _step_ok(con, action: str, target: str, ids: list[int], frames: list[int], anonymous: dict[str, str]) -> bool:
+    if action == "visit":  # URL-level step: the page it lands on
+        (url,) = con.execute("SELECT browser_url FROM frames WHERE id = ?", (frames[-1],)).fetchone()
+        return url.split("/")[2] == target
     evs = [con.execute("SELECT event_type, element_name, text_content, modifiers FROM ui_events WHERE id = ?",
                        (i,)).fetchone() for i in ids]
     kinds = [e[0] for e in evs]
@@ -311,11 +326,14 @@ def test_routines_are_planted_step_by_step_with_noise_between(corpus):
         assert len({t for _a, t in steps}) >= 2  # the paper's two-named-target rule
         for o in occ:
             assert len(o["step_event_ids"]) == len(steps)
-            for (action, target), ids in zip(steps, o["step_event_ids"], strict=True):
-                assert _step_ok(con, action, target, ids, anonymous), (name, o["day"], action, target)
+            for (action, target), ids, frames in zip(steps, o["step_event_ids"], o["step_frame_ids"], strict=True):
+                assert frames or action in ("copy", "paste"), (name, action)  # clipboard captures nothing
+                assert _step_ok(con, action, target, ids, frames, anonymous), (name, o["day"], action, target)
             # contiguous: no other event between the first and the last of an occurrence
             assert o["event_ids"] == list(range(o["event_ids"][0], o["event_ids"][-1] + 1))
-        if name != "close_window":  # the window-close loop repeats back to back by design
+            if routine["granularity"] == "action":
+                assert sorted(i for ids in o["step_event_ids"] for i in ids) == o["event_ids"]
+        if name not in ("close_window", "mail_calendar_mail"):  # loops / page visits may run back to back
             for a, b in zip(occ, occ[1:], strict=False):
                 assert b["event_ids"][0] > a["event_ids"][-1] + 1, name
 

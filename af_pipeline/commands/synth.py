@@ -11,18 +11,26 @@ from af_pipeline.cli import emit_json
 from capture.synth import DB_NAME, TRUTH_NAME, generate
 
 DESCRIPTION = f"""\
-Generate a realistic sample capture: office days with breaks, dozens of apps, thousands of
-pages, a second monitor part of the time, heartbeat rows, accessibility trees, input events,
-four recurring routines and some AZERTY days. Writes DIR/{DB_NAME} in screenpipe's current
-SQLite layout (import it with `af import screenpipe DIR/{DB_NAME}`) and DIR/{TRUTH_NAME}, the
-ground truth of what was planted. The same --seed and --days always give the same contents;
-day N is the same whatever --days is. See docs/sample-corpus.md.
+Generate a realistic sample capture: office days with breaks, dozens of apps,
+thousands of pages, a second monitor part of the time, heartbeat rows,
+accessibility trees, input events, four recurring routines and some AZERTY days.
+
+Writes DIR/{DB_NAME} in screenpipe's current SQLite layout and DIR/{TRUTH_NAME},
+the ground truth of what was planted. The same --seed gives the same contents,
+and day N is the same whatever --days is. See docs/sample-corpus.md.
+"""
+
+EPILOG = f"""\
+examples:
+  af synth --days 61 --seed 1 --out /tmp/corpus     # the paper-sized corpus
+  af import screenpipe /tmp/corpus/{DB_NAME}
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("synth", help="generate a sample screenpipe capture and its ground truth",
-                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--days", type=int, default=5, metavar="N", help="calendar days to generate (default 5)")
     p.add_argument("--seed", type=int, default=1, metavar="S", help="random seed (default 1)")
     p.add_argument("--out", required=True, metavar="DIR",
