@@ -35,7 +35,7 @@ from typing import Any
 
 from capture.errors import AfError, UserError
 from capture.home import Home
-from capture.model import DayCapture, StreamInfo
+from capture.model import CLASS_OF, ROW_KINDS, DayCapture, StreamInfo
 from capture.timeutil import US, day_bounds, hhmmss, local_day, parse_day, parse_ts, to_datetime
 
 MAX_HOURS = 72.0
@@ -85,6 +85,16 @@ Resources: activity://capabilities, and per published day
 activity://day/<day>/document.json, activity://day/<day>/context.txt,
 activity://day/<day>/manifest.json (see activity://days for the list).
 """
+
+
+# The log's total row orders (capture/log.py), so live reads equal EventLog.read_day.
+_ROW_KEY: dict[str, Callable[[Any], tuple[Any, ...]]] = {
+    "snapshots": lambda r: (r.ts_us, r.stream or "", r.ref),
+    "inputs": lambda r: (r.ts_us, r.stream or "", r.ref),
+    "elements": lambda r: (r.ts_us, r.snapshot_frame_id, r.ref),
+    "presence": lambda r: (r.ts_us, r.ref),
+    "streams": lambda r: (r.ts_us, r.ref),
+}
 
 
 class BadArgument(UserError):
@@ -137,6 +147,7 @@ class Memory:
         self.include_typed_text = include_typed_text
         self.clock = clock or (lambda: time.time_ns() // 1000)
         self._captures: dict[str, tuple[tuple[Any, ...], DayCapture]] = {}
+        self._open: dict[str, dict[str, tuple[int, list[Any]]]] = {}
         self._docs: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ periods
@@ -209,6 +220,7 @@ class Memory:
     # ------------------------------------------------------------------ captures (cached)
 
     def _fingerprint(self, day: str) -> tuple[Any, ...]:
+        """Changes whenever the rows the server would read for a day change."""
         if self.log.segment_paths(day):
             return ("sealed",)  # a sealed day never changes (append-only log)
         folder = self.log.open_dir / day
@@ -219,12 +231,60 @@ class Memory:
         )
 
     def day_capture(self, day: str) -> DayCapture:
+        """A day's rows: sealed days read once; open days follow their files incrementally."""
         fp = self._fingerprint(day)
         hit = self._captures.get(day)
         if hit is not None and hit[0] == fp:
             return hit[1]
-        cap = self.log.read_day(day)
+        if fp[0] == "sealed":
+            self._open.pop(day, None)
+            cap = self.log.read_day(day)
+        else:
+            cap = self._read_open(day)
         self._captures[day] = (fp, cap)
+        return cap
+
+    def _read_open(self, day: str) -> DayCapture:
+        """An open day's JSON-lines segments, parsing only what was appended since the last read
+        (a live recorder appends every few seconds; re-reading the whole day each time would
+        cost seconds). A file that got shorter (a writer cut a torn tail) is read again whole."""
+        folder = self.log.open_dir / day
+        state = self._open.setdefault(day, {})
+        cap = DayCapture(day=day, tz=self.tz, sealed=False)
+        for kind in ROW_KINDS:
+            path = folder / f"{kind}.jsonl"
+            offset, rows = state.get(kind, (0, []))
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                size = 0
+            if size < offset:
+                offset, rows = 0, []
+            if size > offset:
+                with open(path, "rb") as fh:
+                    fh.seek(offset)
+                    data = fh.read(size - offset)
+                end = data.rfind(b"\n") + 1  # a torn last line is not a record yet
+                cls = CLASS_OF[kind]
+                key = _ROW_KEY[kind]
+                new = sorted((cls(**json.loads(ln)) for ln in data[:end].split(b"\n") if ln.strip()), key=key)
+                if new and rows and key(new[0]) < key(rows[-1]):
+                    rows = sorted(rows + new, key=key)
+                else:
+                    rows = rows + new
+                offset += end
+            state[kind] = (offset, rows)
+            setattr(cap, kind, list(rows))
+        sources = folder / "sources.jsonl"
+        if sources.exists():
+            lines = [ln for ln in sources.read_bytes().split(b"\n") if ln.strip()]
+            recorders = set()
+            for ln in lines:
+                try:
+                    recorders.add(str(json.loads(ln)["recorder"]))
+                except (ValueError, KeyError, TypeError):
+                    continue
+            cap.recorders = sorted(recorders)
         return cap
 
     def capture(self, w: Window) -> DayCapture:

@@ -292,3 +292,24 @@ def _memory_at(now: str) -> Memory:
         _HOME_FOR_RULES.append(h)
     fixed = parse_ts(now)
     return Memory(_HOME_FOR_RULES[0], clock=lambda: fixed)
+
+
+def test_live_reads_follow_appends_and_equal_the_log(home: Home) -> None:
+    from capture.timeutil import local_day
+
+    m = Memory(home, clock=lambda: time.time_ns() // 1000)
+    now = time.time_ns() // 1000
+    today = local_day(now, "Europe/Paris")
+    before = m.day_capture(today)
+    batch = CaptureBatch(source_id="live-test-2", recorder="recorder")
+    # one row earlier than rows already read: the merge must keep the log's order
+    for i, ts in enumerate((now - 1_000_000, now - 30 * 60_000_000)):
+        batch.snapshots.append(Snapshot(ref=f"live-test-2:frames:{i}", ts_us=ts, stream="monitor_1",
+                                        app="Late Arrival", source_frame_id=f"late{i}"))
+    EventLog(home).append(batch)
+    after = m.day_capture(today)
+    assert len(after.snapshots) == len(before.snapshots) + 2
+    fresh = EventLog(home).read_day(today)
+    for kind in ("snapshots", "inputs", "elements", "presence", "streams"):
+        assert getattr(after, kind) == getattr(fresh, kind), kind
+    assert "Late Arrival |" in m.context(m.resolve(hours=1))[0]
