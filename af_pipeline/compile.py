@@ -16,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 
 from af_pipeline import GENERATOR, layouts
-from af_pipeline.document import SCHEMA_VERSION, encode_refs
+from af_pipeline.document import SCHEMA_VERSION, common_ref_ids, encode_refs, id_runs
 from af_pipeline.enrich import RING_PX, ElementIndex, SnapIndex, click_target, screen_sizes
 from af_pipeline.sessionize import PAPER_RULES, Rules, Segment, build_segments, credits, flicker_merge
 from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture
@@ -102,6 +102,12 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     snaps = index.snaps
     n = len(snaps)
     apps = [s.app for s in snaps]
+    shared = common_ref_ids([s.ref for s in snaps])
+
+    def evidence(rows: list[int]) -> dict[str, Any]:
+        if shared is not None:
+            return {"snapshots": [{"prefix": shared[0], "ids": id_runs([shared[1][p] for p in rows])}]}
+        return {"snapshots": encode_refs([snaps[p].ref for p in rows])}
 
     # -- keys: (app, site); site and page type are pure functions of the URL, cached per URL --
     site_cache: dict[str, str | None] = {}
@@ -168,8 +174,9 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     for i in np.flatnonzero(code_a == _K_CLIPBOARD).tolist():
         op = inputs[i].clipboard_op
         code_a[i] = _K_PASTES if op == "paste" else (_K_COPIES if op in ("copy", "cut") else _K_OTHER)
-    pos_a, dist_a = index.attribute(list(map(attrgetter("ts_us"), inputs)),
-                                    list(map(attrgetter("stream"), inputs)))
+    pos_a, dist_a = index.attribute(
+        list(map(attrgetter("ts_us"), inputs)),
+        list(map(attrgetter("stream"), inputs)) if len(index.by_stream) > 1 else None)
     unattributed = int(np.count_nonzero(pos_a < 0))
     counted = (pos_a >= 0) & (code_a >= 0)
     owner_a = np.asarray(owner, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
@@ -178,7 +185,6 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     vol_np = np.bincount(slot_c * _COLS + code_a[counted], minlength=n_slots * _COLS).reshape(n_slots, _COLS)
     has_np = np.zeros(n, dtype=bool)
     has_np[pos_c] = True
-    has_input = has_np.tolist()
     distances = np.sort(dist_a[counted]).tolist()
     pos_list_a = pos_a.tolist()
     for i in np.flatnonzero(counted & (code_a == _K_TEXT)).tolist():
@@ -225,81 +231,82 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
                 k = (target, trole, res)
                 clicked[slot][k] = clicked[slot].get(k, 0) + 1
 
-    # -- per-row aggregates: presence-only rows, windows, domains, pages --------------------
-    heartbeat = [s.heartbeat for s in snaps]
-    presence_us = [0] * n_slots
-    for p in range(n):
-        if heartbeat[p] and not has_input[p]:
-            presence_us[owner[p]] += credit[p]
+    # -- per-row aggregates: presence-only rows, windows, domains ---------------------------
+    # presence-only: heartbeat rows that received no input (integer sums, numpy)
+    credit_a = np.asarray(credit, dtype=np.int64)
+    pmask = np.fromiter(map(attrgetter("heartbeat"), snaps), dtype=bool, count=n) & ~has_np
+    presence_a = np.zeros(n_slots, dtype=np.int64)
+    np.add.at(presence_a, owner_a[pmask], credit_a[pmask])
+    presence_us = presence_a.tolist()
+    brk_a = np.asarray(brk, dtype=bool)
+    presence_runs: list[int] = []
+    for stream in streams:
+        sp = np.asarray(index.by_stream[stream][1], dtype=np.int64)
+        m, cr, b_ = pmask[sp], credit_a[sp], brk_a[sp]
+        if not m.any():
+            continue
+        carried = np.concatenate(([False], m[:-1] & ~b_[:-1]))  # the previous row's run goes on
+        run_id = np.cumsum(m & ~carried) - 1
+        presence_runs.extend(np.bincount(run_id[m], weights=cr[m]).astype(np.int64).tolist())
+
+    # window time per owner slot, then per frame and per app
+    slot_windows: dict[tuple[int, str], int] = {}
+    for o, w, cp in zip(owner, map(attrgetter("window"), snaps), credit, strict=True):
+        if w:
+            k2 = (o, w)
+            slot_windows[k2] = slot_windows.get(k2, 0) + cp
+    frame_windows: dict[int, dict[str, int]] = {}
+    app_windows: dict[str, dict[str, int]] = {}
+    for (o, w), cp in slot_windows.items():
+        frame_windows.setdefault(o, {})[w] = cp
+        aw = app_windows.setdefault(slot_keys[o][0], {})
+        aw[w] = aw.get(w, 0) + cp
+
+    # domains: minutes, and visits = runs of adjacent rows of a stream on that domain
+    domain_us: dict[str, int] = {}
+    domain_visits: dict[str, int] = {}
+    for p in [p for p in range(n) if sites[p] is not None]:
+        site = cast(str, sites[p])
+        domain_us[site] = domain_us.get(site, 0) + credit[p]
+        r = srank[p]
+        prev = index.by_stream[snaps[p].stream][1][r - 1] if r else -1
+        if prev < 0 or sites[prev] != site or brk[prev]:
+            domain_visits[site] = domain_visits.get(site, 0) + 1
 
     def page_key(url: str) -> tuple[str, str | None]:
         pk = page_cache.get(url)
         if pk is None:
             ref = type_url(url)  # type: ignore[misc]
-            ent = ref.entity
-            pk = page_cache[url] = (ref.kind, ent if ent is not None else None)
+            pk = page_cache[url] = (ref.kind, ref.entity)
         return pk
-
-    app_minutes: dict[str, int] = {}
-    app_windows: dict[str, dict[str, int]] = {}
-    domain_us: dict[str, int] = {}
-    domain_visits: dict[str, int] = {}
-    presence_runs: list[int] = []
-    for stream in streams:
-        pos_list = index.by_stream[stream][1]
-        prev_site: str | None = None
-        prev_broken = True
-        run = 0
-        for p in pos_list:
-            app = apps[p]
-            cp = credit[p]
-            app_minutes[app] = app_minutes.get(app, 0) + cp
-            w = snaps[p].window
-            if w:
-                aw = app_windows.get(app)
-                if aw is None:
-                    aw = app_windows[app] = {}
-                aw[w] = aw.get(w, 0) + cp
-            site = sites[p]
-            if site is not None:
-                domain_us[site] = domain_us.get(site, 0) + cp
-                if site != prev_site or prev_broken:
-                    domain_visits[site] = domain_visits.get(site, 0) + 1
-            prev_site, prev_broken = site, brk[p]
-            if heartbeat[p] and not has_input[p]:
-                run += cp
-            elif run:
-                presence_runs.append(run)
-                run = 0
-            if brk[p] and run:
-                presence_runs.append(run)
-                run = 0
-        if run:
-            presence_runs.append(run)
 
     # -- frames ------------------------------------------------------------------------------
     floor_us = options.min_minutes * MIN_US
     frames_out: list[dict[str, Any]] = []
     omitted_n = 0
     omitted_us = 0
+    app_minutes: dict[str, int] = {}
     app_frames: dict[str, int] = {}
     app_longest: dict[str, int] = {}
     app_interrupts: dict[str, int] = {}
     for fi, seg in enumerate(segments):
         app, site = cast(tuple[str, str | None], seg.key)
+        # the ledger: every row's credit is in exactly one frame or interruption (sessionize)
+        app_minutes[app] = app_minutes.get(app, 0) + seg.active_us
         app_frames[app] = app_frames.get(app, 0) + 1
         if seg.active_us > app_longest.get(app, -1):
             app_longest[app] = seg.active_us
         for it in seg.interruptions:
             iapp = cast(tuple[str, str | None], it.key)[0]
+            app_minutes[iapp] = app_minutes.get(iapp, 0) + it.active_us
             app_interrupts[iapp] = app_interrupts.get(iapp, 0) + 1
         if seg.active_us < floor_us:
             omitted_n += 1
             omitted_us += seg.active_us
             continue
-        frames_out.append(_frame(fi, seg, snaps, credit, srank, sites, vol, clicked, unresolved,
+        frames_out.append(_frame(fi, seg, snaps, frame_windows.get(fi, {}), srank, vol, clicked, unresolved,
                                  presence_us, inter_slots[fi], typed, clock,
-                                 page_key if site is not None else None))
+                                 page_key if site is not None else None, evidence))
 
     # -- coverage ----------------------------------------------------------------------------
     all_ts = index.all_ts
@@ -402,32 +409,31 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     return doc
 
 
-def _frame(fi: int, seg: Segment, snaps: list[Any], credit: list[int], srank: list[int],
-           sites: list[str | None], vol: list[list[int]],
+def _frame(fi: int, seg: Segment, snaps: list[Any], windows: dict[str, int], srank: list[int],
+           vol: list[list[int]],
            clicked: list[dict[tuple[str, str | None, str], int]], unresolved: list[int],
            presence_us: list[int], islots: list[int], typed: list[list[str]] | None,
-           clock: _Clock, page_key: Callable[[str], tuple[str, str | None]] | None) -> dict[str, Any]:
+           clock: _Clock, page_key: Callable[[str], tuple[str, str | None]] | None,
+           evidence: Callable[[list[int]], dict[str, Any]]) -> dict[str, Any]:
     app, site = cast(tuple[str, str | None], seg.key)
     rows = seg.rows
-    windows: dict[str, int] = {}
     pages: dict[tuple[str, str | None], int] = {}
     page_order: dict[tuple[str, str | None], int] = {}
-    prev_page: tuple[str, str | None] | None = None
-    prev_rank = -2
-    for p in rows:
-        s = snaps[p]
-        if s.window:
-            windows[s.window] = windows.get(s.window, 0) + credit[p]
-        if page_key is not None and s.url:
-            pk = page_key(s.url)
-            r = srank[p]
-            # a visit is a run of adjacent rows of the stream showing one page
-            if pk != prev_page or r != prev_rank + 1:
-                pages[pk] = pages.get(pk, 0) + 1
-                page_order.setdefault(pk, len(page_order))
-            prev_page, prev_rank = pk, r
-        else:
-            prev_page = None
+    if page_key is not None:
+        prev_page: tuple[str, str | None] | None = None
+        prev_rank = -2
+        for p in rows:
+            url = snaps[p].url
+            if url:
+                pk = page_key(url)
+                r = srank[p]
+                # a visit is a run of adjacent rows of the stream showing one page
+                if pk != prev_page or r != prev_rank + 1:
+                    pages[pk] = pages.get(pk, 0) + 1
+                    page_order.setdefault(pk, len(page_order))
+                prev_page, prev_rank = pk, r
+            else:
+                prev_page = None
     v = vol[fi]
     frame: dict[str, Any] = {
         "id": f"f-{fi + 1:04d}",
@@ -440,7 +446,7 @@ def _frame(fi: int, seg: Segment, snaps: list[Any], credit: list[int], srank: li
         "rows": len(rows),
         "input": dict(zip(VOLUME, v, strict=True)),
         "presence_only_s": _seconds(presence_us[fi]),
-        "evidence": {"snapshots": encode_refs([snaps[p].ref for p in rows])},
+        "evidence": evidence(rows),
     }
     if site is not None:
         frame["site"] = site
@@ -472,7 +478,7 @@ def _frame(fi: int, seg: Segment, snaps: list[Any], credit: list[int], srank: li
                 "at": clock.hms(it.start_us),
                 "seconds": _seconds(it.active_us),
                 "input": dict(zip(VOLUME, vol[slot], strict=True)),
-                "evidence": {"snapshots": encode_refs([snaps[p].ref for p in it.rows])},
+                "evidence": evidence(it.rows),
             }
             if isite is not None:
                 entry["site"] = isite

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -124,22 +125,46 @@ def encode_refs(refs: list[str]) -> list[dict[str, str]]:
         else:
             g.append(int(tail))
         last, cut = head, len(head)
-    out: list[dict[str, str]] = []
-    for head in sorted(groups):
-        ids = sorted(set(groups[head]))
-        parts: list[str] = []
-        start = prev = ids[0]
-        for v in ids[1:]:
-            if v == prev + 1:
-                prev = v
-                continue
-            parts.append(f"{start}-{prev}" if prev > start else str(start))
-            start = prev = v
-        parts.append(f"{start}-{prev}" if prev > start else str(start))
-        out.append({"prefix": head, "ids": ",".join(parts)})
+    out: list[dict[str, str]] = [{"prefix": head, "ids": id_runs(groups[head])} for head in sorted(groups)]
     for ref in sorted(set(whole)):
         out.append({"ref": ref})
     return out
+
+
+def id_runs(values: list[int]) -> str:
+    """"1-3,7,9-10": sorted distinct ids, a run written "a-b" only when every id in it is there."""
+    ids = sorted(set(values))
+    parts: list[str] = []
+    start = prev = ids[0]
+    for v in ids[1:]:
+        if v == prev + 1:
+            prev = v
+            continue
+        parts.append(f"{start}-{prev}" if prev > start else str(start))
+        start = prev = v
+    parts.append(f"{start}-{prev}" if prev > start else str(start))
+    return ",".join(parts)
+
+
+def common_ref_ids(refs: list[str]) -> tuple[str, list[int]] | None:
+    """(prefix, integer ids) when every ref is one shared prefix plus a plain integer, which is
+    how importers name rows; None otherwise (use encode_refs). encode_refs gives the same
+    result for such refs: this only avoids parsing each ref once per frame."""
+    if not refs:
+        return None
+    head = os.path.commonprefix([min(refs), max(refs)]).rstrip(_DIGITS)
+    cut = len(head)
+    tails = [r[cut:] for r in refs]
+    joined = "".join(tails)
+    if not (joined.isascii() and joined.isdigit()):
+        return None
+    try:
+        ids = list(map(int, tails))
+    except ValueError:  # an empty tail: the ref is the prefix itself
+        return None
+    if list(map(str, ids)) != tails:  # leading zeros would not survive int()
+        return None
+    return head, ids
 
 
 def decode_refs(encoded: list[dict[str, str]]) -> list[str]:

@@ -101,19 +101,25 @@ def _yaml_scalar(v: Any, memo: dict[str, str]) -> str:
 
 def _yaml_map(d: dict[str, Any], pad: str, out: list[str], memo: dict[str, str], first: str | None = None) -> None:
     inner = pad + "  "
+    lead = first if first is not None else pad
     for k in sorted(d):
         v = d[k]
-        lead = first if first is not None else pad
-        first = None
-        key = _yaml_str(k, memo)
-        if isinstance(v, dict) and v:
+        key = memo.get(k) or _yaml_str(k, memo)
+        t = type(v)
+        # the common scalar types first, without the generic dispatch
+        if t is str:
+            out.append(f"{lead}{key}: {memo.get(v) or _yaml_str(v, memo)}")
+        elif t is int:
+            out.append(f"{lead}{key}: {v}")
+        elif t is dict and v:
             out.append(f"{lead}{key}:")
             _yaml_map(v, inner, out, memo)
-        elif isinstance(v, list) and v:
+        elif t is list and v:
             out.append(f"{lead}{key}:")
             _yaml_seq(v, pad, out, memo)
         else:
             out.append(f"{lead}{key}: {_yaml_scalar(v, memo)}")
+        lead = pad
 
 
 def _yaml_seq(items: list[Any], pad: str, out: list[str], memo: dict[str, str]) -> None:

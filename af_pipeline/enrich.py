@@ -21,8 +21,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
-from operator import attrgetter, le
+from operator import attrgetter
 
 import numpy as np
 
@@ -88,9 +87,10 @@ class SnapIndex:
         pos = positions[j] if positions is not None else j
         return pos, abs(ts - times[j])
 
-    def attribute(self, ts: Sequence[int], streams: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    def attribute(self, ts: Sequence[int], streams: Sequence[str | None] | None) -> tuple[np.ndarray, np.ndarray]:
         """nearest() for many events at once (same answers, vectorised binary search):
-        positions (-1: no snapshot at all) and distances in us."""
+        positions (-1: no snapshot at all) and distances in us. ``streams`` may be None when
+        the day has a single stream (every event then searches it)."""
         n = len(ts)
         pos = np.full(n, -1, dtype=np.int64)
         dist = np.zeros(n, dtype=np.int64)
@@ -103,7 +103,7 @@ class SnapIndex:
                 arrays[name] = (np.asarray(times, dtype=np.int64), np.asarray(positions, dtype=np.int64))
             self._np = arrays
         ets = np.asarray(ts, dtype=np.int64)
-        if len(self.by_stream) == 1:
+        if len(self.by_stream) == 1 or streams is None:
             # one stream: "its stream" and "all streams" are the same array
             groups: list[tuple[str | None, np.ndarray]] = [(None, np.arange(n))]
         else:
@@ -141,60 +141,38 @@ def screen_sizes(streams: Sequence[StreamInfo]) -> dict[str, tuple[int, int]]:
     return out
 
 
-# (left, top, right, bottom, area, -depth, ref, label, role), normalised 0..1
-_Box = tuple[float, float, float, float, float, int, str, str, str | None]
-
-
-def _box(e: Element) -> _Box | None:
-    label = (e.text or "").strip()
-    if not label or e.left is None or e.top is None or e.width is None or e.height is None:
-        return None
-    if not (e.width >= 0 and e.height >= 0):
-        return None
-    return (e.left, e.top, e.left + e.width, e.top + e.height, e.width * e.height,
-            -(e.depth or 0), e.ref, " ".join(label.split()), e.role)
+def _label(text: str) -> str:
+    return " ".join(text.split())
 
 
 class ElementIndex:
-    """Labelled element boxes of one snapshot, looked up on demand.
+    """The element tree of one snapshot, looked up on demand.
 
     Elements carry their snapshot's time (capture schema v1), and the log returns them sorted by
     it: a binary search finds a snapshot's elements without touching the rest of the day. Rows
     that are not in time order are grouped by snapshot id once instead, so the answer never
     depends on the order."""
 
-    __slots__ = ("elements", "ts", "ordered", "grouped", "cache")
+    __slots__ = ("elements", "ts", "ordered", "grouped")
 
     def __init__(self, elements: Sequence[Element]):
         self.elements = elements
         self.ts: list[int] = list(map(attrgetter("ts_us"), elements))
-        self.ordered = all(map(le, self.ts, islice(self.ts, 1, None)))
+        self.ordered = self.ts == sorted(self.ts)  # linear on sorted input, all in C
         self.grouped: dict[str, list[Element]] | None = None
-        self.cache: dict[str, list[_Box]] = {}
 
-    def boxes(self, frame_id: str | None, ts_us: int) -> list[_Box]:
+    def of(self, frame_id: str | None, ts_us: int) -> Sequence[Element]:
+        """Candidate elements of the snapshot (callers still check snapshot_frame_id)."""
         if frame_id is None:
-            return []
-        got = self.cache.get(frame_id)
-        if got is not None:
-            return got
+            return ()
         if self.ordered:
             lo = bisect_left(self.ts, ts_us)
-            hi = bisect_right(self.ts, ts_us, lo)
-            found = [e for e in self.elements[lo:hi] if e.snapshot_frame_id == frame_id]
-        else:
-            if self.grouped is None:
-                self.grouped = {}
-                for e in self.elements:
-                    self.grouped.setdefault(e.snapshot_frame_id, []).append(e)
-            found = self.grouped.get(frame_id, [])
-        out = [b for b in map(_box, found) if b is not None]
-        self.cache[frame_id] = out
-        return out
-
-
-def _smallest(b: _Box) -> tuple[float, int, str]:
-    return (b[4], b[5], b[6])
+            return self.elements[lo:bisect_right(self.ts, ts_us, lo)]
+        if self.grouped is None:
+            self.grouped = {}
+            for e in self.elements:
+                self.grouped.setdefault(e.snapshot_frame_id, []).append(e)
+        return self.grouped.get(frame_id, ())
 
 
 _ZONES = (("top-left", "top-center", "top-right"),
@@ -206,30 +184,43 @@ def resolve_click(
     x: int | None,
     y: int | None,
     size: tuple[int, int] | None,
-    boxes: Sequence[_Box],
+    elements: Sequence[Element],
+    frame_id: str | None = None,
 ) -> tuple[str, str | None, str | None]:
-    """(resolution, label, role) for an anonymous click at pixel (x, y)."""
+    """(resolution, label, role) for an anonymous click at pixel (x, y) on a screen of ``size``
+    pixels, against the labelled elements of snapshot ``frame_id`` (all given when None)."""
     if x is None or y is None or size is None:
         return "unresolved", None, None
     w, h = size
     nx, ny = x / w, y / h
     if not (0.0 <= nx <= 1.0 and 0.0 <= ny <= 1.0):
         return "unresolved", None, None  # off this screen: the stream is wrong or the size is
-    if boxes:
-        inside = [b for b in boxes if b[0] <= nx <= b[2] and b[1] <= ny <= b[3]]
-        if inside:
-            best = min(inside, key=_smallest)
-            return "exact", best[7], best[8]
-        rx, ry = RING_PX / w, RING_PX / h  # the ring, per axis, in this screen's units
-        near = [b for b in boxes if b[0] - rx <= nx <= b[2] + rx and b[1] - ry <= ny <= b[3] + ry]
-        if near:
-            def gap(b: _Box) -> tuple[float, float, str]:
-                dx = (b[0] - nx if nx < b[0] else (nx - b[2] if nx > b[2] else 0.0)) * w
-                dy = (b[1] - ny if ny < b[1] else (ny - b[3] if ny > b[3] else 0.0)) * h
-                return (dx * dx + dy * dy, b[4], b[6])
-
-            best = min(near, key=gap)
-            return "tolerance", best[7], best[8]
+    rx, ry = RING_PX / w, RING_PX / h  # the ring, per axis, in this screen's units
+    best: Element | None = None
+    best_key: tuple[float, int, str] | None = None
+    near: list[tuple[float, float, str, Element]] = []
+    for e in elements:
+        left, top, width, height = e.left, e.top, e.width, e.height
+        if left is None or top is None or width is None or height is None or width < 0 or height < 0:
+            continue
+        right, bottom = left + width, top + height
+        if not (left - rx <= nx <= right + rx and top - ry <= ny <= bottom + ry):
+            continue  # not even in the ring (NaN bounds never are)
+        if (frame_id is not None and e.snapshot_frame_id != frame_id) or not e.text or e.text.isspace():
+            continue  # a nameless box is no answer to "what was clicked"
+        if left <= nx <= right and top <= ny <= bottom:
+            key = (width * height, -(e.depth or 0), e.ref)
+            if best_key is None or key < best_key:
+                best, best_key = e, key
+        elif best is None:
+            dx = (left - nx if nx < left else (nx - right if nx > right else 0.0)) * w
+            dy = (top - ny if ny < top else (ny - bottom if ny > bottom else 0.0)) * h
+            near.append((dx * dx + dy * dy, width * height, e.ref, e))
+    if best is not None:
+        return "exact", _label(best.text or ""), best.role
+    if near:
+        e = min(near, key=lambda t: t[:3])[3]
+        return "tolerance", _label(e.text or ""), e.role
     row = 0 if ny < 1 / 3 else (1 if ny < 2 / 3 else 2)
     col = 0 if nx < 1 / 3 else (1 if nx < 2 / 3 else 2)
     return "zone", _ZONES[row][col], None
@@ -281,4 +272,5 @@ def click_target(
         return "recorded", " ".join(e.element_name.split()), e.element_role
     if snap is None:
         return "unresolved", None, None
-    return resolve_click(e.x, e.y, sizes.get(snap.stream), boxes.boxes(snap.source_frame_id, snap.ts_us))
+    fid = snap.source_frame_id
+    return resolve_click(e.x, e.y, sizes.get(snap.stream), boxes.of(fid, snap.ts_us), fid)

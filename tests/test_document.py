@@ -189,3 +189,14 @@ def test_every_compiled_document_validates(spec, floor):
                     CompileOptions(min_minutes=floor))
     validate(d)
     json.dumps(d, allow_nan=False)
+
+
+@given(st.lists(st.one_of(st.integers(0, 300).map(str), st.just("007"), st.just("")), min_size=1, max_size=30),
+       st.sampled_from(["src:frames:", "", "x1:", "a-"]))
+def test_shared_prefix_fast_path_matches_encode_refs(tails, prefix):
+    from af_pipeline.document import common_ref_ids, id_runs
+
+    refs = [prefix + t for t in tails]
+    shared = common_ref_ids(refs)
+    if shared is not None:
+        assert [{"prefix": shared[0], "ids": id_runs(shared[1])}] == encode_refs(refs)

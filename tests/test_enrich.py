@@ -173,3 +173,15 @@ def test_enrichment_never_raises(inputs, els, streams):
         assert e.resolution in ("recorded", "exact", "tolerance", "zone", "unresolved", "none")
         assert (e.resolution == "none") == (e.event.kind != "click")
     compile_day(cap, CompileOptions(layout="azerty", include_typed_text=True))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 100), st.sampled_from(["m1", "m2", "m3"])), max_size=20),
+       st.lists(st.tuples(st.integers(-10, 110), st.none() | st.sampled_from(["m1", "m2", "m9"])), max_size=20))
+def test_vectorised_attribution_equals_binary_search(snaps, events):
+    from af_pipeline.enrich import SnapIndex
+
+    index = SnapIndex([snap(i, t, "A", stream) for i, (t, stream) in enumerate(snaps)])
+    pos, dist = index.attribute([T0 + t * US for t, _ in events], [s for _, s in events])
+    expected = [index.nearest(s, T0 + t * US) for t, s in events]
+    assert list(zip(pos.tolist(), dist.tolist(), strict=True)) == expected
