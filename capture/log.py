@@ -386,11 +386,15 @@ def _exact(row: Any, cls: type) -> bool:
 
 
 class _Refusals:
-    """Quarantine records collected during one append."""
+    """Quarantine records of one append, written out in blocks so a huge refusal stays bounded."""
 
-    def __init__(self, source_id: str):
+    FLUSH_EVERY = 10_000
+
+    def __init__(self, source_id: str, sink: Callable[[list[dict[str, Any]]], None]):
         self.source_id = source_id
-        self.rows: list[dict[str, Any]] = []
+        self.sink = sink
+        self.pending: list[dict[str, Any]] = []
+        self.count = 0
         self.reasons: dict[str, int] = {}
 
     def add(self, reason: str, *, row: str, raw: str | None = None, source: str | None = None,
@@ -404,8 +408,16 @@ class _Refusals:
         }
         if day is not None:
             record["day"] = day
-        self.rows.append(record)
+        self.pending.append(record)
+        self.count += 1
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
+        if len(self.pending) >= self.FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.sink(self.pending)
+            self.pending = []
 
 
 def _quarantine_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -624,7 +636,15 @@ class EventLog:
         say = progress or (lambda _msg: None)
         landed = dict.fromkeys(ROW_KINDS, 0)
         skipped = 0
-        refused = _Refusals(batch.source_id)
+        seen: set[tuple[str, str, str, str]] | None = None
+
+        def store(rows: list[dict[str, Any]]) -> None:
+            nonlocal seen
+            if seen is None:
+                seen = {_quarantine_key(r) for r in self.quarantine_rows()}
+            self._append_quarantine(rows, seen)
+
+        refused = _Refusals(batch.source_id, store)
         for q in batch.quarantined:
             refused.add(q.reason, row=q.row, raw=q.raw, source=q.source)
         days_sealed: list[str] = []
@@ -705,14 +725,13 @@ class EventLog:
                 for kind, cols in fresh.items():
                     landed[kind] += len(cols["ref"])
                 say(f"{head} {n_day} rows {state}")
-            if refused.rows:
-                self._append_quarantine(refused.rows)
+            refused.flush()
             if seal:
                 days_sealed.extend(self.seal_due(now))
         return AppendReport(
             landed=landed,
             skipped=skipped,
-            quarantined=len(refused.rows),
+            quarantined=refused.count,
             quarantine_reasons=dict(sorted(refused.reasons.items())),
             days_touched=touched,
             days_sealed=sorted(days_sealed),
@@ -805,9 +824,8 @@ class EventLog:
             return
         _append_bytes(path, _canonical(record) + b"\n")
 
-    def _append_quarantine(self, rows: list[dict[str, Any]]) -> None:
+    def _append_quarantine(self, rows: list[dict[str, Any]], seen: set[tuple[str, str, str, str]]) -> None:
         """Store quarantined rows once: re-importing the same source does not repeat them."""
-        seen = {_quarantine_key(r) for r in self.quarantine_rows()}
         fresh: list[bytes] = []
         for r in rows:
             key = _quarantine_key(r)

@@ -342,3 +342,43 @@ def test_verify_names_a_garbled_line(home):
     data = log.manifest_path.read_bytes().replace(b'"day":"2026-03-16"', b'"day":"2026-03-16', 1)
     log.manifest_path.write_bytes(data)
     assert "manifest.jsonl line 2 is not a valid JSON entry" in _only_problem(log)
+
+
+def test_cli_json_outputs_and_exit_codes(home, capsys):
+    log = EventLog(home)
+    b = batch()
+    b.quarantined.append(Quarantined("db.sqlite", "ui_events id 9", "timestamp is not a time", None))
+    log.append(b, now_us=after("2026-03-15"))
+    root = str(home.root)
+
+    def run(*argv: str) -> tuple[int, dict]:
+        capsys.readouterr()
+        code = cli.main(list(argv))
+        return code, json.loads(capsys.readouterr().out)
+
+    code, status = run("log", "status", "--home", root, "--json")
+    assert code == 0 and status["quarantined"] == 1
+    assert status["quarantine_reasons"] == {"timestamp is not a time": 1}
+    assert status["chain_head"] == log.chain_head() and status["tz"] == "Europe/Paris"
+    code, sealed = run("log", "seal", "2026-03-15", "--home", root, "--json")
+    assert code == 0 and sealed == {"day": "2026-03-15", "sealed": False, "chain_head": log.chain_head()}
+    code, report = run("log", "verify", "--home", root, "--json")
+    assert code == 0 and report["ok"] and report["entries"] == 1
+    (home.log_dir / "sealed" / "2026-03-15" / "streams.parquet").unlink()
+    code, report = run("log", "verify", "--home", root, "--json")
+    assert code == 1 and not report["ok"]
+    assert report["problems"] == [
+        "manifest.jsonl line 1 (entry 0, day 2026-03-15): file sealed/2026-03-15/streams.parquet is missing"
+    ]
+
+
+def test_cli_usage_errors_exit_2_with_a_sentence(tmp_path, capsys):
+    assert cli.main(["log", "status", "--home", str(tmp_path / "nothing")]) == 2
+    assert "not an activity-frames data folder" in capsys.readouterr().err
+    assert cli.main(["log"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["log", "seal"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["log", "verify", "--help"])
+    assert exc.value.code == 0 and "exits 1" in capsys.readouterr().out

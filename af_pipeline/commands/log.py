@@ -83,7 +83,12 @@ def _open(args: argparse.Namespace) -> EventLog:
 def _status(args: argparse.Namespace) -> int:
     log = _open(args)
     days = log.days()
-    quarantined = len(log.quarantine_rows())
+    refused = log.quarantine_rows()
+    quarantined = len(refused)
+    reasons: dict[str, int] = {}
+    for q in refused:
+        reason = str(q.get("reason"))
+        reasons[reason] = reasons.get(reason, 0) + 1
     head = log.chain_head()
     if args.json:
         cli.emit_json(
@@ -91,6 +96,7 @@ def _status(args: argparse.Namespace) -> int:
                 "tz": log.tz,
                 "days": [{"day": d.day, "sealed": d.sealed, "counts": d.counts} for d in days],
                 "quarantined": quarantined,
+                "quarantine_reasons": dict(sorted(reasons.items())),
                 "chain_head": head,
             }
         )
@@ -104,6 +110,10 @@ def _status(args: argparse.Namespace) -> int:
         print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
     sealed = sum(d.sealed for d in days)
     print(f"{len(days)} days ({sealed} sealed, {len(days) - sealed} open); {quarantined} rows quarantined")
+    for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:5]:
+        print(f"  {n:>8}  {reason}")
+    if len(reasons) > 5:
+        print(f"  ... {len(reasons) - 5} more reasons (--json lists them all; rows in {log.quarantine_path})")
     print(f"chain head: {head or '(no sealed day yet)'}")
     return 0
 
