@@ -445,7 +445,9 @@ class EventLog:
         # Refs of open days already read by this process, valid while the files keep their sizes.
         self._ref_cache: dict[str, tuple[tuple[int, ...], set[str]]] = {}
         self._con: duckdb.DuckDBPyConnection | None = None
-        self._con_lock = threading.Lock()
+        # Parsed manifest, reused while the file keeps its inode, size and mtime (it only grows).
+        self._manifest_cache: tuple[tuple[int, int, int], list[dict[str, Any]]] | None = None
+        self._con_lock = threading.RLock()
 
     @contextmanager
     def _db(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -456,6 +458,13 @@ class EventLog:
                 # One thread: the same rows always give the same Parquet bytes.
                 self._con.execute("SET threads = 1")
             yield self._con
+
+    def close(self) -> None:
+        """Release the DuckDB connection (the log object stays usable; it reconnects on demand)."""
+        with self._con_lock:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
 
     # ------------------------------------------------------------------ locking and recovery
 
@@ -537,8 +546,13 @@ class EventLog:
     # ------------------------------------------------------------------ manifest
 
     def _entries(self) -> list[dict[str, Any]]:
-        if not self.manifest_path.exists():
+        try:
+            st = self.manifest_path.stat()
+        except FileNotFoundError:
             return []
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._manifest_cache is not None and self._manifest_cache[0] == stamp:
+            return list(self._manifest_cache[1])
         out = []
         for line in _complete_lines(self.manifest_path.read_bytes()):
             try:
@@ -547,7 +561,8 @@ class EventLog:
                 continue  # verify() reports it; readers keep going with the rest
             if isinstance(entry, dict) and isinstance(entry.get("day"), str):
                 out.append(entry)
-        return out
+        self._manifest_cache = (stamp, out)
+        return list(out)
 
     def _sealed(self) -> dict[str, dict[str, Any]]:
         return {e["day"]: e for e in self._entries()}
@@ -594,7 +609,7 @@ class EventLog:
         """Which of these refs are anywhere in the log (sealed Parquet or open segments)."""
         if not refs:
             return set()
-        sealed = [p for day in self._sealed() for p in self.segment_paths(day).values()]
+        sealed = [self.sealed_dir / day / f"{k}.parquet" for day in self._sealed() for k in ROW_KINDS]
         opened = [
             self.open_dir / day / f"{k}.jsonl"
             for day in self._open_days()
@@ -993,7 +1008,16 @@ class EventLog:
         entry = self._sealed().get(day)
         if entry is not None:
             return self._read_sealed(day, entry)
-        return self._read_open(day)
+        try:
+            cap: DayCapture | None = self._read_open(day)
+        except FileNotFoundError:
+            cap = None
+        if cap is None or not (self.open_dir / day).is_dir():
+            # A writer may have sealed the day (and removed its open segment) while we looked.
+            entry = self._sealed().get(day)
+            if entry is not None:
+                return self._read_sealed(day, entry)
+        return cap if cap is not None else DayCapture(day=day, tz=self.tz, sealed=False)
 
     def _read_sealed(self, day: str, entry: dict[str, Any]) -> DayCapture:
         folder = self.sealed_dir / day
@@ -1047,7 +1071,7 @@ class EventLog:
         if end_us <= start_us:
             return out
         last = local_day(end_us - 1, self._zone)
-        known = {s.day for s in self.days()}
+        known = set(self._sealed()) | set(self._open_days())
         recorders: set[str] = set()
         any_day = False
         day = first
@@ -1121,6 +1145,11 @@ class EventLog:
                 continue
             if day in days_seen:
                 problems.append(f"{label}: day {day} is sealed twice (first at entry {days_seen[day]})")
+            if entry.get("tz") != self.tz:
+                problems.append(
+                    f"{label}: sealed in time zone {entry.get('tz')!r} but the data folder now says {self.tz!r} "
+                    f"({self.home.settings_path.name} was edited; day boundaries would move)"
+                )
             days_seen[day] = seq
             problems.extend(self._verify_files(label, day, entry.get("files")))
         if self.sealed_dir.exists():

@@ -382,3 +382,12 @@ def test_cli_usage_errors_exit_2_with_a_sentence(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["log", "verify", "--help"])
     assert exc.value.code == 0 and "exits 1" in capsys.readouterr().out
+
+
+def test_verify_notices_the_data_folder_zone_was_edited(home):
+    _sealed_log(home, days=("2026-03-15",))
+    settings = json.loads(home.settings_path.read_text())
+    settings["tz"] = "Asia/Tokyo"
+    home.settings_path.write_text(json.dumps(settings))
+    msg = _only_problem(EventLog(home))
+    assert "sealed in time zone 'Europe/Paris'" in msg and "'Asia/Tokyo'" in msg

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from af_pipeline import cli
@@ -11,6 +12,7 @@ from capture.errors import UserError
 from capture.home import resolve_home
 from capture.log import EventLog
 from capture.model import ROW_KINDS
+from capture.timeutil import day_bounds
 
 _DESCRIPTION = """\
 The event log holds every captured row, one segment per local day (in the time zone recorded in
@@ -145,6 +147,16 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _seal(args: argparse.Namespace) -> int:
     log = _open(args)
+    try:
+        end = day_bounds(args.day, log.tz)[1]
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if end > time.time_ns() // 1000 and not log.segment_paths(args.day):
+        print(
+            f"note: {args.day} has not ended yet in {log.tz}; capture arriving for it after sealing "
+            "will be quarantined",
+            file=sys.stderr,
+        )
     sealed = log.seal(args.day)
     if args.json:
         cli.emit_json({"day": args.day, "sealed": sealed, "chain_head": log.chain_head()})
