@@ -102,7 +102,10 @@ def load_actions(home_arg: str | None, last_days: int | None) -> tuple[list[list
 def report(
     days: list[list[Action]], tz: str, top: int, train_fraction: float, evidence: bool = False
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Everything `af routines` shows, as one JSON-ready dict, plus the compiled plans."""
+    """Everything `af routines` shows, as one JSON-ready dict, plus the compiled plans.
+
+    The dict is a deterministic function of the actions, except its "timing" entry (wall-clock
+    mining and compile times), which a caller that stores or hashes the result should drop."""
     t = time.perf_counter()
     result = R.mine_days(days)
     mine_s = time.perf_counter() - t
@@ -121,12 +124,14 @@ def report(
     payload = {
         "days": len(days),
         "steps": h.steps,
-        "mining_seconds": round(mine_s, 3),
+        "timing": {
+            "mining_seconds": round(mine_s, 3),
+            "compile_ms_median": round(plans.quantile(compile_ms, 0.5), 3) if compile_ms else None,
+        },
         "routines": table,
         "recurrence": h.to_dict(),
         "holdout": ho.to_dict() if ho else None,
         "ladder": plans.ladder(costs),
-        "compile_ms": {"median": round(plans.quantile(compile_ms, 0.5), 3)} if compile_ms else None,
         "three_arm": plans.three_arm(costs),
         "patterns": wp.to_dict(),
     }
@@ -175,7 +180,7 @@ def render(p: dict[str, Any]) -> str:
     lines = [
         f"{p['days']} active days, {p['steps']:,} action steps; {t['routines_total']:,} maximal routines "
         f"({t['routine_signatures']:,} routine signatures, {t['frequent_grams']:,} recurring n-grams), "
-        f"mined in {p['mining_seconds']:.2f} s",
+        f"mined in {p['timing']['mining_seconds']:.2f} s",
         "",
         f"{'#':>3} {'count':>6} {'k':>3} {'days':>4} {'plan tok':>8} {'R_inject':>8} {'R_info':>7}  routine",
     ]
@@ -211,7 +216,8 @@ def render(p: dict[str, Any]) -> str:
         lines.append(
             f"  plan tokens median {lad['plan_tokens']['median']:.1f}, minimal script {lad['script_tokens']['median']:.1f}, "
             f"guard coverage median {lad['guard_coverage']['median']:.3f}"
-            + (f", compile median {p['compile_ms']['median']:.3f} ms" if p["compile_ms"] else "")
+            + (f", compile median {p['timing']['compile_ms_median']:.3f} ms per plan"
+               if p["timing"]["compile_ms_median"] is not None else "")
         )
         arms = p["three_arm"]
         lines += ["", f"three-arm comparison, {arms['label']}:"]
