@@ -202,8 +202,11 @@ class DaySim:
         self.docked: list[tuple[float, float]] = []
         self.clicks: list[tuple[int, str, str | None]] = []  # (event index, class, intended name)
         self.stale_events: list[int] = []
-        self.azerty = index == 1 or self.rng.random() < 0.12
+        # day 2 of every corpus is an AZERTY day (if it has activity), others one in eight
+        layout_draw = 0.0 if index == 1 else self.rng.random()
         self.kind = self._kind()
+        # a layout only shows in typing, so only days with activity are AZERTY days
+        self.azerty = self.kind in ("work", "light") and layout_draw < 0.12
 
     # ---- plan -----------------------------------------------------------------------------
     def _kind(self) -> str:
