@@ -185,7 +185,11 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     vol_np = np.bincount(slot_c * _COLS + code_a[counted], minlength=n_slots * _COLS).reshape(n_slots, _COLS)
     has_np = np.zeros(n, dtype=bool)
     has_np[pos_c] = True
-    distances = np.sort(dist_a[counted]).tolist()
+    dist_sorted = np.sort(dist_a[counted])
+    n_dist = int(dist_sorted.size)
+
+    def dist_ms(i: int) -> int:
+        return (int(dist_sorted[i]) + 500) // 1000 if n_dist else 0
     pos_list_a = pos_a.tolist()
     for i in np.flatnonzero(counted & (code_a == _K_TEXT)).tolist():
         t = inputs[i].text
@@ -320,7 +324,6 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     first_us = all_ts[0] if n else None
     last_us = max(seg.end_us for seg in segments) if segments else None
     totals = [sum(v[k] for v in vol) for k in range(7)]
-    distances.sort()
     sizes_all = screen_sizes(capture.streams)
     stream_rows = []
     for stream in streams:
@@ -349,11 +352,11 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
         "input": dict(zip(VOLUME, totals, strict=True)),
         "clicks": resolution_counts,
         "attribution": {
-            "events": len(distances),
+            "events": n_dist,
             "unattributed": unattributed,
-            "median_ms": (distances[len(distances) // 2] + 500) // 1000 if distances else 0,
-            "p90_ms": (distances[(len(distances) * 9) // 10] + 500) // 1000 if distances else 0,
-            "max_ms": (distances[-1] + 500) // 1000 if distances else 0,
+            "median_ms": dist_ms(n_dist // 2),
+            "p90_ms": dist_ms((n_dist * 9) // 10),
+            "max_ms": dist_ms(n_dist - 1),
         },
         "streams": stream_rows,
     }

@@ -47,14 +47,30 @@ class EnrichedInput:
     key_text: str | None  # typed content after the layout map: sensitive
 
 
+_TS = attrgetter("ts_us")
+_STREAM_REF = attrgetter("stream", "ref")
+
+
 class SnapIndex:
     """Snapshots ordered by (time, stream, ref), with per-stream time arrays for bisection."""
 
     __slots__ = ("snaps", "all_ts", "by_stream", "_np")
 
     def __init__(self, snapshots: Iterable[Snapshot]):
-        self.snaps: list[Snapshot] = sorted(snapshots, key=attrgetter("ts_us", "stream", "ref"))
-        self.all_ts: list[int] = [s.ts_us for s in self.snaps]
+        # sort by time (cheap integer keys), then order rows sharing a timestamp by (stream, ref)
+        snaps = sorted(snapshots, key=_TS)
+        all_ts = list(map(_TS, snaps))
+        if len(set(all_ts)) != len(all_ts):
+            i, n = 0, len(all_ts)
+            while i < n:
+                j = i + 1
+                while j < n and all_ts[j] == all_ts[i]:
+                    j += 1
+                if j - i > 1:
+                    snaps[i:j] = sorted(snaps[i:j], key=_STREAM_REF)
+                i = j
+        self.snaps: list[Snapshot] = snaps
+        self.all_ts: list[int] = all_ts
         groups: dict[str, tuple[list[int], list[int]]] = {}
         for pos, s in enumerate(self.snaps):
             g = groups.get(s.stream)
