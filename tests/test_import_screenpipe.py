@@ -391,3 +391,50 @@ def test_legacy_rule_one_snapshot_per_cycle_with_a_focused_row(tmp_path_factory,
     assert all(s.focused for s in b.snapshots)
     # at most one snapshot per (time, stream)
     assert len({(s.ts_us, s.stream) for s in b.snapshots}) == len(b.snapshots)
+
+
+def _multi_day_db(path: Path, with_index: bool) -> Path:
+    ddl = CURRENT_DDL if with_index else CURRENT_DDL.replace(
+        "CREATE INDEX idx_elements_frame ON elements(frame_id);", "")
+    frames, elements, ui = [], [], []
+    for i in range(1, 13):
+        # 22:00 UTC on three days: in Paris that is already the next local day (midnight split)
+        ts = f"2026-03-{10 + i % 3:02d}T{22 + i % 2:02d}:{i:02d}:00.5Z"
+        frames.append(dict(id=i, timestamp=ts, app_name=f"A{i % 4}", focused=1, device_name=f"monitor_{1 + i % 2}",
+                           accessibility_tree_json=json.dumps(tree(tree(role="AXButton", name=f"b{i}")))
+                           if i % 4 == 0 else None))
+        for k in range(3):
+            elements.append(dict(id=100 * i + k, frame_id=i, source="ocr", text=f"t{i}-{k}",
+                                 parent_id=100 * i if k else None, depth=min(k, 1)))
+        ui.append(dict(id=i, timestamp=ts, event_type="click", x=1, y=2, frame_id=i))
+    elements.append(dict(id=9999, frame_id=404, source="ocr", text="orphan"))
+    return make_db(path, ddl, frames, ui, elements)
+
+
+def test_iter_screenpipe_gives_whole_days(tmp_path: Path) -> None:
+    from capture.importers.screenpipe import iter_screenpipe
+    from capture.timeutil import local_day
+
+    db = _multi_day_db(tmp_path / "db.sqlite", with_index=True)
+    chunks = list(iter_screenpipe(db, tz="Europe/Paris"))
+    days = []
+    for c in chunks:
+        kinds = [c.snapshots, c.inputs, c.elements, c.streams]
+        chunk_days = {local_day(r.ts_us, "Europe/Paris") for rows in kinds for r in rows}
+        assert len(chunk_days) == 1  # one local day per batch, nothing of it elsewhere
+        days.append(chunk_days.pop())
+    assert days == sorted(set(days)) and len(days) == 4
+    whole = read_screenpipe(db, tz="Europe/Paris")
+    for kind in ("snapshots", "inputs", "elements", "streams"):
+        assert sorted(r.ref for c in chunks for r in c.rows(kind)) == sorted(r.ref for r in whole.rows(kind))
+    assert len(whole.elements) == 12 * 3 + 3 * 2  # table rows + tree nodes of frames 4, 8, 12
+    assert [q.row for q in whole.quarantined] == ["elements frame_id=404 (1 rows)"]
+
+
+def test_elements_without_a_frame_index_read_the_same(tmp_path: Path) -> None:
+    a = read_screenpipe(_multi_day_db(tmp_path / "a.sqlite", with_index=True), tz="Europe/Paris")
+    b = read_screenpipe(_multi_day_db(tmp_path / "b.sqlite", with_index=False), tz="Europe/Paris")
+    strip = lambda rows: sorted((r.ref.split(":", 3)[3], r) for r in rows)  # noqa: E731 - source ids differ by file name
+    assert [x[0] for x in strip(a.elements)] == [x[0] for x in strip(b.elements)]
+    assert [(e.text, e.parent_ref is None, e.ts_us) for _r, e in strip(a.elements)] == [
+        (e.text, e.parent_ref is None, e.ts_us) for _r, e in strip(b.elements)]

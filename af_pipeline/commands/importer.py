@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -87,41 +88,76 @@ def run(args: argparse.Namespace) -> int:
     progress = None if args.quiet else _progress
     path = Path(args.path)
     opts: dict[str, Any] = {"tz": settings.tz, "source_id": args.source_id, "progress": progress}
+    batches: Iterable[Any]
     if args.source_kind == "screenpipe":
-        from capture.importers.screenpipe import read_screenpipe
+        from capture.importers.screenpipe import iter_screenpipe
 
-        batch = read_screenpipe(path, screens=parse_screen_sizes(args.screen), **opts)
+        # One local day at a time: memory holds one day of element rows, not the whole database.
+        batches = iter_screenpipe(path, screens=parse_screen_sizes(args.screen), **opts)
     elif args.source_kind == "activitywatch":
         from capture.importers.activitywatch import read_activitywatch
 
-        batch = read_activitywatch(path, **opts)
+        batches = [read_activitywatch(path, **opts)]
     else:
         from capture.importers.rpm import read_rpm
 
-        batch = read_rpm(path, **opts)
+        batches = [read_rpm(path, **opts)]
+    log = EventLog(home)
+    total = _Totals()
+    for batch in batches:
+        total.add(batch, log.append(batch, progress=progress))
     if progress:
-        progress(f"read {batch.count():,} rows ({len(batch.quarantined):,} unusable); landing them in {home.log_dir}")
-    report = EventLog(home).append(batch, progress=progress)
-    notes = dict(sorted(getattr(batch, "notes", {}).items()))
-    read = {k: len(batch.rows(k)) for k in ROW_KINDS}
+        progress(f"read {sum(total.read.values()):,} rows ({total.unusable:,} unusable) into {home.log_dir}")
+    notes = dict(sorted(total.notes.items()))
     if args.json:
         cli.emit_json({
             "source": args.source_kind,
             "path": str(path),
-            "source_id": batch.source_id,
+            "source_id": total.source_id,
             "home": str(home.root),
-            "read": read,
-            "landed": report.landed,
-            "skipped": report.skipped,
-            "quarantined": report.quarantined,
-            "quarantine_reasons": report.quarantine_reasons,
+            "read": total.read,
+            "landed": total.landed,
+            "skipped": total.skipped,
+            "quarantined": total.quarantined,
+            "quarantine_reasons": dict(sorted(total.quarantine_reasons.items())),
             "importer_notes": notes,
-            "days_touched": report.days_touched,
-            "days_sealed": report.days_sealed,
+            "days_touched": total.days_touched,
+            "days_sealed": total.days_sealed,
         })
         return 0
-    _print_table(args.source_kind, path, batch.source_id, home.root, read, report, notes)
+    _print_table(args.source_kind, path, total.source_id, home.root, total.read, total, notes)
     return 0
+
+
+class _Totals:
+    """The sum of the append reports of one import (a screenpipe import lands day by day)."""
+
+    def __init__(self) -> None:
+        self.source_id = ""
+        self.read = dict.fromkeys(ROW_KINDS, 0)
+        self.landed = dict.fromkeys(ROW_KINDS, 0)
+        self.skipped = 0
+        self.quarantined = 0
+        self.unusable = 0
+        self.quarantine_reasons: dict[str, int] = {}
+        self.notes: dict[str, int] = {}
+        self.days_touched: list[str] = []
+        self.days_sealed: list[str] = []
+
+    def add(self, batch: Any, report: Any) -> None:
+        self.source_id = batch.source_id
+        for k in ROW_KINDS:
+            self.read[k] += len(batch.rows(k))
+            self.landed[k] += report.landed.get(k, 0)
+        self.unusable += len(batch.quarantined)
+        self.skipped += report.skipped
+        self.quarantined += report.quarantined
+        for reason, n in report.quarantine_reasons.items():
+            self.quarantine_reasons[reason] = self.quarantine_reasons.get(reason, 0) + n
+        for what, n in getattr(batch, "notes", {}).items():
+            self.notes[what] = self.notes.get(what, 0) + n
+        self.days_touched = sorted(set(self.days_touched) | set(report.days_touched))
+        self.days_sealed = sorted(set(self.days_sealed) | set(report.days_sealed))
 
 
 def _print_table(kind: str, path: Path, source_id: str, root: Path, read: dict[str, int], report: Any,

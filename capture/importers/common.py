@@ -349,14 +349,18 @@ class DaySeen:
         self.first: dict[tuple[str, str], int] = {}
         self._cache: dict[int, str] = {}
 
-    def see(self, stream: str, ts_us: int) -> None:
+    def day(self, ts_us: int) -> str:
+        """The local day of ts_us in the zone."""
         # Local midnights fall on whole quarter hours of UTC: caching per quarter hour is exact.
         slot = ts_us // 900_000_000
         day = self._cache.get(slot)
         if day is None:
             day = local_day(slot * 900_000_000, self.zone)
             self._cache[slot] = day
-        key = (stream, day)
+        return day
+
+    def see(self, stream: str, ts_us: int) -> None:
+        key = (stream, self.day(ts_us))
         prev = self.first.get(key)
         if prev is None or ts_us < prev:
             self.first[key] = ts_us

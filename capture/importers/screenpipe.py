@@ -27,7 +27,7 @@ import json
 import math
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,6 @@ from capture.importers.common import (
     Progress,
     ProgressFn,
     Texts,
-    decode_text,
     iter_rows,
     open_sqlite_readonly,
     read_failure,
@@ -53,7 +52,7 @@ from capture.importers.common import (
     table_columns,
     ts_us,
 )
-from capture.model import INPUT_KINDS, Element, InputEvent, Snapshot
+from capture.model import INPUT_KINDS, ROW_KINDS, Element, InputEvent, Snapshot, StreamInfo
 from capture.screenpipe_schema import BUTTONS, CLIPBOARD_OPS
 from capture.timeutil import BadTimestamp
 
@@ -81,24 +80,42 @@ def read_screenpipe(
 
     ``tz`` is the user's zone (StreamInfo rows are per local day); ``screens`` overrides screen
     sizes per stream; ``source_id`` overrides the derived identity (see :func:`screenpipe_source_id`).
+    For large databases prefer :func:`iter_screenpipe`, which holds one day of elements at a time.
+    """
+    merged: ImportBatch | None = None
+    for chunk in iter_screenpipe(path, tz=tz, screens=screens, source_id=source_id, progress=progress):
+        if merged is None:
+            merged = chunk
+            continue
+        for kind in ROW_KINDS:
+            merged.rows(kind).extend(chunk.rows(kind))
+        merged.quarantined.extend(chunk.quarantined)
+        for what, n in chunk.notes.items():
+            merged.note(what, n)
+    assert merged is not None  # iter_screenpipe always yields at least one batch
+    return merged
+
+
+def iter_screenpipe(
+    path: Path,
+    *,
+    tz: str | None = None,
+    screens: dict[str, tuple[int, int]] | None = None,
+    source_id: str | None = None,
+    progress: ProgressFn | None = None,
+) -> Iterator[ImportBatch]:
+    """The same rows as :func:`read_screenpipe`, as one batch per local day (in ``tz``).
+
+    Each batch holds every row of its day (so a log that seals past days as they land never sees
+    a day twice); quarantined rows and notes ride on the batch during which they were found.
+    Element rows, by far the most numerous, are read day by day, so memory holds one day of them.
     """
     path = Path(path).expanduser()
     if path.is_dir() and (path / "db.sqlite").is_file():
         path = path / "db.sqlite"  # pointed at screenpipe's folder (~/.screenpipe)
     con = open_sqlite_readonly(path, WHAT)
     try:
-        # Fast pass with SQLite's own strict decoder; if some text is not UTF-8, read again with
-        # the repairing decoder (slower) so the bad bytes are replaced and counted, not fatal.
-        con.text_factory = str
-        try:
-            return _Reader(con, path, tz, screens or {}, source_id, progress).run()
-        except sqlite3.OperationalError as exc:
-            if "decode" not in str(exc).lower():
-                raise
-        if progress:
-            progress(f"screenpipe {path.name}: text that is not UTF-8 found; reading again with repair")
-        con.text_factory = decode_text
-        return _Reader(con, path, tz, screens or {}, source_id, progress).run()
+        yield from _Reader(con, path, tz, screens or {}, source_id, progress).chunks()
     except sqlite3.DatabaseError as exc:
         raise read_failure(path, exc) from None
     finally:
@@ -186,6 +203,8 @@ class _Reader:
         # frame id -> (ts_us, frame id text) for frames that became snapshots
         self.kept: dict[int, tuple[int, str]] = {}
         self._tree_roles: dict[str, str | None] = {}  # raw role -> cleaned, interned
+        self.tree_frames: set[int] = set()  # kept frames with an accessibility_tree_json
+        self._labels: dict[tuple[str, Any], str | None] = {}  # (field, raw) -> cleaned role/source
         # frame id -> why it did not become a snapshot ("background" / "quarantined")
         self.dropped: dict[int, str] = {}
 
@@ -208,13 +227,12 @@ class _Reader:
 
     # -- the passes ----------------------------------------------------------------------------
 
-    def run(self) -> ImportBatch:
+    def chunks(self) -> Iterator[ImportBatch]:
         self.progress.say(f"{'legacy' if self.legacy else 'current'} schema; reading frames")
         self._frames()
-        if "elements" in self.tables:
-            self._elements()
+        legacy_text: list[Element] = []
         if "accessibility" in self.tables:
-            self._accessibility()
+            legacy_text = self._accessibility()
         candidates: dict[int, list[tuple[str | None, str, float, float]]] = {}
         if "ui_events" in self.tables:
             candidates = self._ui_events()
@@ -222,14 +240,59 @@ class _Reader:
         sizes.update(self.screens)
         for stream in sorted(set(self.screens) - {s for s, _d in self.days.first}):
             self.batch.note(f"--screen {stream}: no such stream in this database (ignored)")
-        self.batch.streams = stream_infos(self.batch.source_id, self.days.first, sizes)
-        return self.batch
+        has_elements = "elements" in self.tables
+        if has_elements:
+            self._report_orphans(self._orphan_counts())
+        # Partition everything but the elements by local day, then read elements day by day.
+        day = self.days.day
+        snaps: dict[str, list[Snapshot]] = {}
+        frames_of: dict[str, list[int]] = {}
+        for snap in self.batch.snapshots:
+            d = day(snap.ts_us)
+            snaps.setdefault(d, []).append(snap)
+            frames_of.setdefault(d, []).append(int(snap.source_frame_id or 0))
+        inputs: dict[str, list[InputEvent]] = {}
+        for ev in self.batch.inputs:
+            inputs.setdefault(day(ev.ts_us), []).append(ev)
+        texts: dict[str, list[Element]] = {}
+        for el in legacy_text:
+            texts.setdefault(day(el.ts_us), []).append(el)
+        streams: dict[str, list[StreamInfo]] = {}
+        for info in stream_infos(self.batch.source_id, self.days.first, sizes):
+            streams.setdefault(day(info.ts_us), []).append(info)
+        self.batch.snapshots, self.batch.inputs = [], []
+        scanned = self._elements_scan() if has_elements and not self._frame_index() else None
+        all_days = sorted(set(snaps) | set(inputs) | set(streams))
+        for i, d in enumerate(all_days, 1):
+            elements = texts.get(d, [])
+            fids = sorted(frames_of.get(d, []))
+            elements.extend(self._trees_of(f for f in fids if f in self.tree_frames))
+            if scanned is not None:
+                elements.extend(scanned.pop(d, []))
+            elif has_elements and fids:
+                elements.extend(self._elements_of(fids))
+            self.progress.tick(f"day {d}:", i, len(all_days))
+            yield self._chunk(snaps.get(d, []), inputs.get(d, []), elements, streams.get(d, []))
+        if not all_days:
+            yield self._chunk([], [], [], [])
+
+    def _chunk(self, snapshots: list[Snapshot], inputs: list[InputEvent], elements: list[Element],
+               streams: list[StreamInfo]) -> ImportBatch:
+        """A batch of one day, carrying the quarantine and notes gathered so far."""
+        out = ImportBatch(source_id=self.batch.source_id, recorder="screenpipe", snapshots=snapshots,
+                          inputs=inputs, elements=elements, streams=streams,
+                          quarantined=self.batch.quarantined, notes=self.batch.notes)
+        self.batch.quarantined, self.batch.notes = [], {}
+        return out
 
     def _frames(self) -> None:
         wanted = ["id", "timestamp", "app_name", "window_name", "focused", "browser_url", "device_name",
-                  "capture_trigger", "accessibility_tree_json"]
+                  "capture_trigger"]
+        # Trees are read day by day later; here only whether a frame has one.
+        has_tree = ("(accessibility_tree_json IS NOT NULL AND length(accessibility_tree_json) > 0)"
+                    if "accessibility_tree_json" in self.frame_cols else "0")
         total = self._total("frames")
-        cur = self.con.execute(self._select("frames", wanted))
+        cur = self.con.execute(self._select("frames", wanted).replace(" FROM ", f", {has_tree} FROM ", 1))
         clock = ClockWatch(self.batch, "frames")
         seen: set[tuple[Any, ...]] = set()
         group: list[tuple[Any, ...]] = []
@@ -335,11 +398,24 @@ class _Reader:
         ))
         self.kept[fid] = (ts, fid_text)
         self.days.see(stream, ts)
-        tree = r[8]
-        if tree is not None and str(tree).strip():
-            self._tree(fid, fid_text, ts, tree)
+        if r[8]:
+            self.tree_frames.add(fid)
 
-    def _tree(self, fid: int, fid_text: str, ts: int, raw: Any) -> None:
+    def _trees_of(self, fids: Iterable[int]) -> list[Element]:
+        """Element rows of the accessibility trees of these (kept) frames."""
+        out: list[Element] = []
+        ids = list(fids)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            for fid, raw in self.con.execute(
+                f"SELECT id, accessibility_tree_json FROM frames WHERE id IN ({marks}) ORDER BY id", chunk
+            ):
+                ts, fid_text = self.kept[fid]
+                self._tree(fid, fid_text, ts, raw, out)
+        return out
+
+    def _tree(self, fid: int, fid_text: str, ts: int, raw: Any, out: list[Element]) -> None:
         nodes = _parse_tree(raw)
         if nodes is None:
             self.batch.quarantine(self.file, f"frames id={fid} accessibility_tree_json",
@@ -370,7 +446,7 @@ class _Reader:
                 cleaned = self.text(node.get("role"), 128, "accessibility tree role")
                 role = roles[node["role"]] = sys.intern(cleaned) if cleaned else None
             left, top, width, height = b.get("left"), b.get("top"), b.get("width"), b.get("height")
-            self.batch.elements.append(Element(
+            out.append(Element(
                 ref, ts, fid_text, "accessibility", role,
                 self.text(name if isinstance(name, str) else None, MAX_ELEMENT_TEXT, "accessibility tree text"),
                 parent, depth,
@@ -384,32 +460,74 @@ class _Reader:
                 for child in reversed(children):
                     stack.append((child, ref, depth + 1))
 
-    def _elements(self) -> None:
-        wanted = ["id", "frame_id", "source", "role", "text", "parent_id", "depth",
-                  "left_bound", "top_bound", "width_bound", "height_bound"]
-        total = self._total("elements")
-        cur = self.con.execute(self._select("elements", wanted))
+    _ELEMENT_COLS = ["id", "frame_id", "source", "role", "text", "parent_id", "depth",
+                     "left_bound", "top_bound", "width_bound", "height_bound"]
+
+    def _frame_index(self) -> bool:
+        """Whether elements(frame_id) is indexed, so one day's elements can be fetched alone."""
+        for row in self.con.execute("PRAGMA index_list(elements)").fetchall():
+            cols = [str(r[2]) for r in self.con.execute(f'PRAGMA index_info("{row[1]}")').fetchall()]
+            if cols[:1] == ["frame_id"]:
+                return True
+        return False
+
+    def _elements_of(self, fids: list[int]) -> list[Element]:
+        """The elements rows of one day's frames (via the frame_id index).
+
+        Read with SQLite's strict UTF-8 decoder (fast); a day holding text that is not UTF-8 is
+        read again with the repairing decoder, so bad bytes are replaced and counted.
+        """
+        base = self._select("elements", self._ELEMENT_COLS).replace(" ORDER BY id", "")
+        factory = self.con.text_factory
+        self.con.text_factory = str
+        try:
+            return self._convert_elements(base, fids)
+        except sqlite3.OperationalError as exc:
+            if "decode" not in str(exc).lower():
+                raise
+        finally:
+            self.con.text_factory = factory
+        return self._convert_elements(base, fids)
+
+    def _convert_elements(self, base: str, fids: list[int]) -> list[Element]:
+        out: dict[str, list[Element]] = {}
+        for i in range(0, len(fids), 500):
+            chunk = fids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            cur = self.con.execute(f"{base} WHERE frame_id IN ({marks}) ORDER BY id", chunk)
+            self._element_rows(cur, out)
+        return [e for rows in out.values() for e in rows]
+
+    def _elements_scan(self) -> dict[str, list[Element]]:
+        """Without a frame_id index: one pass over all elements, sorted into days in memory."""
+        self.progress.say("elements(frame_id) has no index: reading all elements in one pass")
+        out: dict[str, list[Element]] = {}
+        self._element_rows(self.con.execute(self._select("elements", self._ELEMENT_COLS)), out,
+                           self._total("elements"))
+        return out
+
+    def _element_rows(self, cur: sqlite3.Cursor, out: dict[str, list[Element]], total: int = 0) -> None:
+        """Convert elements rows of kept frames into Element rows, per local day of their frame."""
         prefix = f"{self.batch.source_id}:elements:"
-        orphans: dict[tuple[Any, str], int] = {}
-        append = self.batch.elements.append
         text = self.text
         kept = self.kept
-        labels: dict[tuple[str, Any], str | None] = {}  # (field, raw) -> cleaned, interned role/source
+        day = self.days.day
+        labels = self._labels
         recent: dict[Any, str] = {}  # element id -> ref within the current frame: parents share one string
         last_fid: Any = None
+        append: Any = None
         n = 0
         for (eid, fid, source, role, etext, parent, depth, left, top, width, height) in iter_rows(cur):
             n += 1
-            if not n & 0x3FFF:
+            if total and not n & 0x3FFF:
                 self.progress.tick("elements", n, total)
             owner = kept.get(fid)
             if owner is None:
-                why = self.dropped.get(fid, "missing")
-                orphans[(fid, why)] = orphans.get((fid, why), 0) + 1
-                continue
+                continue  # counted by _orphan_counts
             if fid != last_fid:
                 recent = {}
                 last_fid = fid
+                append = out.setdefault(day(owner[0]), []).append
             src = labels.get(("s", source), "")
             if src == "":
                 cleaned = text(source, 32, "elements.source")
@@ -433,7 +551,15 @@ class _Reader:
                 width if type(width) is float and -0.5 <= width <= 1.5 else _unit(width),
                 height if type(height) is float and -0.5 <= height <= 1.5 else _unit(height),
             ))
-        self._report_orphans(orphans)
+
+    def _orphan_counts(self) -> dict[tuple[Any, str], int]:
+        """Elements rows whose frame did not become a snapshot, per frame and why."""
+        orphans: dict[tuple[Any, str], int] = {}
+        for fid, count in self.con.execute("SELECT frame_id, count(*) FROM elements GROUP BY frame_id"):
+            if fid not in self.kept:
+                why = self.dropped.get(fid, "missing")
+                orphans[(fid, why)] = count
+        return orphans
 
     def _report_orphans(self, orphans: dict[tuple[Any, str], int]) -> None:
         for (fid, why), count in sorted(orphans.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
@@ -446,12 +572,13 @@ class _Reader:
                 self.batch.quarantine(self.file, f"elements frame_id={fid} ({count} rows)",
                                       "elements point at a frame that does not exist")
 
-    def _accessibility(self) -> None:
+    def _accessibility(self) -> list[Element]:
         """Legacy text-only accessibility rows, each tied to the nearest snapshot in time."""
         snaps = sorted((s.ts_us, s.source_frame_id or "", s.app) for s in self.batch.snapshots)
         times = [s[0] for s in snaps]
         wanted = ["id", "timestamp", "app_name", "text_content"]
         sid = self.batch.source_id
+        out: list[Element] = []
         for aid, raw_ts, app, content in iter_rows(self.con.execute(self._select("accessibility", wanted))):
             try:
                 ts = ts_us(raw_ts)
@@ -467,10 +594,11 @@ class _Reader:
                 self.batch.quarantine(self.file, f"accessibility id={aid}",
                                       "accessibility text with no snapshot within 30 s", body)
                 continue
-            self.batch.elements.append(Element(
+            out.append(Element(
                 ref=f"{sid}:accessibility:{aid}", ts_us=owner[0], snapshot_frame_id=owner[1],
                 source="accessibility", role=None, text=body, parent_ref=None, depth=0,
             ))
+        return out
 
     def _ui_events(self) -> dict[int, list[tuple[str | None, str, float, float]]]:
         wanted = ["id", "timestamp", "event_type", "x", "y", "button", "key_code", "modifiers",
