@@ -1,0 +1,362 @@
+"""The recorder's capture rules (capture.recorder.Recorder), fed facts with explicit times.
+
+The live X11 test (tests/test_recorder_x11.py) drives the same rules through a real X server;
+here every rule is exercised at exact timestamps, including ones a live test cannot wait for
+(30 s heartbeats, local midnight).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from capture.errors import UserError
+from capture.log import EventLog
+from capture.model import InputEvent, Snapshot, StreamInfo, row_to_dict
+from capture.recorder import (
+    BURST_GAP_US,
+    EXCLUDED_APP,
+    GUARD_US,
+    HEARTBEAT_US,
+    Exclusions,
+    Recorder,
+)
+from capture.timeutil import parse_ts
+from capture.x11 import Monitor, WindowInfo
+
+T0 = parse_ts("2026-03-15T10:00:00Z")
+S = 1_000_000
+EDITOR = WindowInfo(1, "Code", "code", "notes.md - Code", 0, 0, 1000, 700)
+BROWSER = WindowInfo(2, "Firefox", "Navigator", "Docs - Mozilla Firefox", 1280, 0, 1000, 700)
+VAULT = WindowInfo(3, "KeePassXC", "keepassxc", "Passwords.kdbx - KeePassXC", 100, 100, 600, 400)
+PRIVATE = WindowInfo(4, "Firefox", "Navigator", "Bank - Mozilla Firefox Private Browsing", 0, 0, 900, 600)
+MONITORS = [Monitor("monitor_1", 0, 0, 1280, 800), Monitor("monitor_2", 1280, 0, 1920, 1080)]
+
+
+def recorder(typed_text: bool = True, tz: str = "UTC", exclusions: Exclusions | None = None) -> Recorder:
+    r = Recorder(host="testhost", session="s1", tz=tz, exclusions=exclusions or Exclusions.build(),
+                 typed_text=typed_text)
+    r.set_monitors(T0, MONITORS)
+    return r
+
+
+def type_text(r: Recorder, t: int, text: str, step: int = 100_000) -> int:
+    for ch in text:
+        r.key(t, name=None, char=ch, code=ord(ch))
+        t += step
+    return t
+
+
+def rows(r: Recorder) -> tuple[list[Snapshot], list[InputEvent], list[StreamInfo]]:
+    b = r.take()
+    return b.snapshots, b.inputs, b.streams
+
+
+# ------------------------------------------------------------------------------ exclusion rules
+
+
+def test_default_rules_exclude_password_managers_and_private_windows():
+    ex = Exclusions.build()
+    assert ex.excludes(VAULT)
+    assert ex.excludes(WindowInfo(9, "1Password", "1password", "1Password"))
+    assert ex.excludes(WindowInfo(9, "Bitwarden", "bitwarden", "Bitwarden"))
+    assert ex.excludes(WindowInfo(9, "Pinentry-gtk-2", "pinentry-gtk-2", "Enter passphrase"))
+    assert ex.excludes(PRIVATE)
+    assert ex.excludes(WindowInfo(9, "Google-chrome", "google-chrome", "New Tab - Google Chrome (Incognito)"))
+    assert not ex.excludes(EDITOR)
+    assert not ex.excludes(BROWSER)
+    assert not ex.excludes(None)
+
+
+def test_user_rules_match_wm_class_either_part_and_title_regex():
+    ex = Exclusions.build(apps=["signal desktop", "Thunderbird"], titles=[r"payroll|salary"], defaults=False)
+    assert ex.excludes(WindowInfo(9, "Signal", "signal-desktop", "Signal"))  # instance part, spaces/hyphens ignored
+    assert ex.excludes(WindowInfo(9, "thunderbird", None, "Inbox"))
+    assert ex.excludes(WindowInfo(9, "Code", "code", "PAYROLL 2026.xlsx"))
+    assert not ex.excludes(VAULT)  # defaults turned off
+    assert not ex.excludes(EDITOR)
+
+
+@pytest.mark.parametrize("apps,titles,message", [
+    ([], ["(unclosed"], "--exclude-title '(unclosed' is not a valid regular expression"),
+    ([], [" "], "would match every window"),
+    (["  "], [], "names no app"),
+])
+def test_bad_rules_are_usage_errors(apps, titles, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        Exclusions.build(apps=apps, titles=titles)
+
+
+@given(st.text(alphabet="abc XYZ-", max_size=12), st.sampled_from(["incognito", "InCoGnItO", "Private Browsing",
+                                                                   "PRIVATE WINDOW", "InPrivate"]),
+       st.text(alphabet="abc XYZ-", max_size=12))
+def test_private_marker_anywhere_in_a_title_excludes(prefix, marker, suffix):
+    title = f"{prefix} {marker} {suffix}"
+    assert Exclusions.build().excludes(WindowInfo(5, "AnyBrowser", None, title))
+
+
+# ------------------------------------------------------------------------------ snapshots and input
+
+
+def test_switches_clicks_and_typing_become_snapshots_and_input_rows():
+    r = recorder()
+    r.focus(T0, EDITOR)
+    r.click(T0 + 2 * S, 300, 200, "left", EDITOR)
+    t = type_text(r, T0 + 3 * S, "hello")
+    r.tick(t + BURST_GAP_US)  # the pause ends the burst
+    r.focus(T0 + 10 * S, BROWSER)
+    r.click(T0 + 11 * S, 1280 + 50, 60, "right", BROWSER)
+    snaps, inputs, streams = rows(r)
+    assert [(s.app, s.window, s.trigger, s.stream) for s in snaps] == [
+        ("Code", "notes.md - Code", "start", "monitor_1"),
+        ("Code", "notes.md - Code", "click", "monitor_1"),
+        ("Code", "notes.md - Code", "typing", "monitor_1"),
+        ("Firefox", "Docs - Mozilla Firefox", "app_switch", "monitor_2"),
+        ("Firefox", "Docs - Mozilla Firefox", "click", "monitor_2"),
+    ]
+    kinds = [e.kind for e in inputs]
+    assert kinds == ["click"] + ["key"] * 5 + ["text", "app_switch", "click"]
+    text = [e for e in inputs if e.kind == "text"][0]
+    assert (text.text, text.app, text.window) == ("hello", "Code", "notes.md - Code")
+    clicks = [e for e in inputs if e.kind == "click"]
+    # Coordinates are pixels on the click's own monitor.
+    assert [(c.stream, c.x, c.y, c.button) for c in clicks] == [("monitor_1", 300, 200, "left"),
+                                                                 ("monitor_2", 50, 60, "right")]
+    assert sorted((s.stream, s.width_px, s.height_px) for s in streams) == [
+        ("monitor_1", 1280, 800), ("monitor_2", 1920, 1080)]
+    refs = [x.ref for x in [*snaps, *inputs, *streams]]
+    assert len(set(refs)) == len(refs) and all(x.startswith("recorder:testhost:s1:") for x in refs)
+
+
+def test_typing_is_gathered_per_window_with_backspace_and_named_keys():
+    r = recorder()
+    r.focus(T0, EDITOR)
+    t = type_text(r, T0 + S, "helo")
+    r.key(t, name="backspace", char=None, code=0xFF08)
+    t = type_text(r, t + 100_000, "lo")
+    r.key(t, name="space", char=" ", code=0x20)
+    r.key(t + 1, name="enter", char=None, code=0xFF0D)
+    r.focus(t + 200_000, BROWSER)  # a switch ends the burst at once
+    type_text(r, t + 300_000, "query")
+    r.close(t + 10 * S)
+    _, inputs, _ = rows(r)
+    texts = [(e.app, e.text) for e in inputs if e.kind == "text"]
+    assert texts == [("Code", "hello \n"), ("Firefox", "query")]
+
+
+def test_shortcuts_are_not_text_and_give_clipboard_rows():
+    r = recorder()
+    r.focus(T0, EDITOR)
+    r.key(T0 + S, name="ctrl_l", char=None, code=0xFFE3)
+    r.key(T0 + S + 1, name=None, char="c", code=ord("c"))
+    r.key(T0 + S + 2, name=None, char="\x16", code=ord("v"))  # Ctrl+V as a control character
+    r.key(T0 + S + 3, name="ctrl_l", char=None, code=0xFFE3, pressed=False)
+    type_text(r, T0 + 2 * S, "ok")
+    r.close(T0 + 5 * S)
+    _, inputs, _ = rows(r)
+    assert [e.clipboard_op for e in inputs if e.kind == "clipboard"] == ["copy", "paste"]
+    assert [e.text for e in inputs if e.kind == "text"] == ["ok"]
+    keys = [e for e in inputs if e.kind == "key"]
+    assert [k.modifiers for k in keys] == [2, 2, 0, 0]  # the modifier key itself is no row
+
+
+def test_no_typed_text_keeps_counts_but_no_content():
+    r = recorder(typed_text=False)
+    r.focus(T0, EDITOR)
+    t = type_text(r, T0 + S, "secret")
+    r.key(t, name="enter", char=None, code=0xFF0D)
+    r.key(t + 1, name="ctrl", char=None, code=0xFFE3)
+    r.key(t + 2, name=None, char="s", code=ord("s"))
+    r.tick(t + BURST_GAP_US + 10)
+    snaps, inputs, _ = rows(r)
+    keys = [e for e in inputs if e.kind == "key"]
+    assert len(keys) == 8
+    assert not [e for e in inputs if e.kind == "text"]
+    assert all(e.text is None for e in inputs)
+    # Character keys lose their codes (they would spell the text); Enter and Ctrl+S keep theirs.
+    assert [k.key_code for k in keys] == [None] * 6 + [0xFF0D, ord("s")]
+    assert snaps[-1].trigger == "typing"  # the burst still marks interaction
+
+
+def test_heartbeat_after_30_seconds_without_input():
+    r = recorder()
+    r.focus(T0, EDITOR)
+    for sec in range(1, 101):
+        r.tick(T0 + sec * S)
+    r.click(T0 + 100 * S, 10, 10, "left", EDITOR)
+    r.tick(T0 + 129 * S)
+    snaps, _, _ = rows(r)
+    beats = [(s.ts_us - T0) // S for s in snaps if s.heartbeat]
+    assert beats == [30, 60, 90]
+    assert all(s.trigger == "idle" for s in snaps if s.heartbeat)
+    assert not any(s.heartbeat for s in snaps if s.trigger != "idle")
+
+
+def test_title_change_is_a_snapshot_at_most_once_a_second():
+    r = recorder()
+    r.focus(T0, EDITOR)
+    for i in range(1, 6):  # five title changes within 0.5 s
+        r.focus(T0 + S + i * 100_000, WindowInfo(1, "Code", "code", f"notes.md ({i}) - Code", 0, 0, 1000, 700))
+        r.tick(T0 + S + i * 100_000)
+    r.tick(T0 + 3 * S)
+    snaps, _, _ = rows(r)
+    # The first change is taken at once, the burst after it once, with the title it ended on.
+    assert [(s.trigger, s.window, (s.ts_us - T0) // 100_000) for s in snaps] == [
+        ("start", "notes.md - Code", 0),
+        ("title_change", "notes.md (1) - Code", 11),
+        ("title_change", "notes.md (5) - Code", 30),
+    ]
+
+
+def test_excluded_window_leaves_a_marker_and_nothing_else():
+    r = recorder()
+    r.focus(T0, EDITOR)
+    r.focus(T0 + 5 * S, VAULT)
+    type_text(r, T0 + 6 * S, "hunter2")
+    r.click(T0 + 8 * S, 200, 200, "left", VAULT)
+    r.scroll(T0 + 9 * S, 200, 200, 0, -1, VAULT)
+    for sec in range(10, 75):
+        r.key(T0 + sec * S, name=None, char="x", code=ord("x"))  # busy typing: markers still beat
+        r.tick(T0 + sec * S)
+    r.focus(T0 + 75 * S, EDITOR)
+    r.click(T0 + 76 * S, 10, 10, "left", EDITOR)
+    snaps, inputs, _ = rows(r)
+    markers = [s for s in snaps if s.app == EXCLUDED_APP]
+    assert [(m.ts_us - T0) // S for m in markers] == [5, 35, 65]
+    assert all(m.window is None and m.trigger == "excluded" for m in markers)
+    dump = json.dumps([row_to_dict(x) for x in [*snaps, *inputs]])
+    for leak in ("KeePass", "Passwords.kdbx", "hunter2", "keepassxc"):
+        assert leak not in dump
+    assert all(e.ts_us < T0 + 5 * S or e.ts_us >= T0 + 75 * S for e in inputs)
+    assert r.stats.excluded_stretches == 1
+    assert r.stats.excluded_inputs == 7 + 1 + 1 + 65
+
+
+def test_title_turning_private_drops_the_burst_and_guard_drops_late_reported_keys():
+    r = recorder()
+    r.focus(T0, BROWSER)
+    type_text(r, T0 + S, "public", step=50_000)  # T0+1.0 .. T0+1.25 s
+    r.tick(T0 + 4 * S)  # burst ended and kept
+    t = type_text(r, T0 + 5 * S, "mybank", step=50_000)
+    # The window manager reports the private title 0.3 s after the last key.
+    seen = t + 250_000
+    r.focus(seen, WindowInfo(2, "Firefox", "Navigator", "Bank - Private Browsing", 1280, 0, 1000, 700))
+    type_text(r, t + S, "pin1234")
+    r.focus(t + 3 * S, BROWSER)  # back to a normal tab: keys reported before now may be the private one's
+    r.key(t + 3 * S - 1, name=None, char="z", code=ord("z"))
+    type_text(r, t + 4 * S, "ok")
+    r.close(t + 10 * S)
+    _, inputs, _ = rows(r)
+    assert [e.text for e in inputs if e.kind == "text"] == ["public", "ok"]
+    keys = [e.ts_us for e in inputs if e.kind == "key"]
+    assert not [k for k in keys if seen - GUARD_US <= k <= t + 3 * S]
+    assert len(keys) == 6 + 1 + 2  # "public", the "m" typed before the guard, "ok"
+
+
+def test_take_holds_back_the_newest_rows():
+    r = recorder()
+    r.focus(T0, EDITOR)
+    r.click(T0 + S, 10, 10, "left", EDITOR)
+    r.click(T0 + 2 * S, 10, 10, "left", EDITOR)
+    first = r.take(before_us=T0 + 2 * S)
+    assert [e.ts_us for e in first.inputs] == [T0 + S]
+    assert [e.ts_us for e in r.take().inputs] == [T0 + 2 * S]
+
+
+def test_stream_rows_per_local_day_and_size():
+    r = recorder(tz="Europe/Paris")
+    midnight = parse_ts("2026-03-15T23:00:00Z")  # 00:00 in Paris on the 16th
+    r.tick(midnight - 1)
+    r.tick(midnight)
+    r.set_monitors(midnight + S, [Monitor("monitor_1", 0, 0, 2560, 1440), MONITORS[1]])
+    _, _, streams = rows(r)
+    assert [(s.stream, s.width_px, s.ts_us == midnight) for s in streams] == [
+        ("monitor_1", 1280, False), ("monitor_2", 1920, False),
+        ("monitor_1", 1280, True), ("monitor_2", 1920, True),
+        ("monitor_1", 2560, False),
+    ]
+
+
+# ------------------------------------------------------------------------------ properties
+
+WINDOWS = [EDITOR, BROWSER, VAULT, PRIVATE, None]
+action = st.one_of(
+    st.tuples(st.just("focus"), st.sampled_from(range(len(WINDOWS)))),
+    st.tuples(st.just("type"), st.integers(1, 6)),
+    st.tuples(st.just("click"), st.sampled_from(range(len(WINDOWS)))),
+    st.tuples(st.just("scroll"), st.sampled_from(range(len(WINDOWS)))),
+    st.tuples(st.just("wait"), st.integers(1, 40_000_000)),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(action, max_size=40), st.booleans())
+def test_nothing_of_an_excluded_window_is_ever_recorded(actions, typed_text):
+    """Digits are typed only into excluded windows and letters only into others: no row may
+    hold a digit, name an excluded app or title, or carry input from an excluded window."""
+    r = recorder(typed_text=typed_text)
+    ex = r.exclusions
+    t = T0
+    focus: WindowInfo | None = None
+    for what, arg in actions:
+        t += 50_000
+        if what == "focus":
+            focus = WINDOWS[arg]
+            r.focus(t, focus)
+        elif what == "type":
+            alphabet = "0123456789" if ex.excludes(focus) else "abcdefgh"
+            for i in range(arg):
+                ch = alphabet[i % len(alphabet)]
+                r.key(t, name=None, char=ch, code=ord(ch))
+                t += 30_000
+        elif what in ("click", "scroll"):
+            target = WINDOWS[arg]
+            if target is not None and not ex.excludes(target):
+                if what == "click":
+                    r.click(t, target.x + 1, target.y + 1, "left", target)
+                else:
+                    r.scroll(t, target.x + 1, target.y + 1, 0, 1, target)
+        else:
+            t += arg
+        r.tick(t)
+    r.close(t)
+    batch = r.take()
+    excluded_words = ("KeePass", "kdbx", "Private Browsing", "Bank")
+    for row in [*batch.snapshots, *batch.inputs]:
+        dump = json.dumps(row_to_dict(row))
+        assert not any(w in dump for w in excluded_words), dump
+        if isinstance(row, InputEvent):
+            assert not (row.text and re.search(r"\d", row.text)), row
+            if not typed_text:
+                assert row.text is None and row.kind != "text"
+                assert row.kind != "key" or row.key_code is None
+    for s in batch.snapshots:
+        assert (s.app == EXCLUDED_APP) == (s.window is None and s.trigger == "excluded")
+    refs = [x.ref for x in [*batch.snapshots, *batch.inputs, *batch.streams]]
+    assert len(refs) == len(set(refs))
+
+
+# ------------------------------------------------------------------------------ into the log
+
+
+def test_batches_land_in_the_event_log_and_read_back(home):
+    log = EventLog(home)
+    r = Recorder(host="testhost", session="s1", tz=log.tz, exclusions=Exclusions.build())
+    r.set_monitors(T0, MONITORS)
+    r.focus(T0, EDITOR)
+    r.click(T0 + S, 5, 5, "left", EDITOR)
+    log.append(r.take(before_us=T0 + S), seal=False)
+    type_text(r, T0 + 2 * S, "abc")
+    r.close(T0 + 9 * S)
+    log.append(r.take(), seal=False)
+    day = log.read_day("2026-03-15")
+    assert not day.sealed and day.recorders == ["recorder"]
+    assert [s.trigger for s in day.snapshots] == ["start", "click", "typing"]
+    assert [e.kind for e in day.inputs] == ["click", "key", "key", "key", "text"]
+    assert {(s.stream, s.width_px, s.height_px) for s in day.streams} == {("monitor_1", 1280, 800),
+                                                                          ("monitor_2", 1920, 1080)}
+    assert HEARTBEAT_US == 30 * S

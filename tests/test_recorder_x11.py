@@ -1,0 +1,288 @@
+"""`af record` against a real X server: Xvfb, openbox, real windows, xdotool driving input.
+
+The recorder runs as its own process (the way a user runs it), is stopped with SIGTERM or
+--duration, and what it wrote is read back from the event log. Skipped only when Xvfb, openbox
+or xdotool are not installed (`make test` installs them on CI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capture.home import Home
+from capture.log import EventLog
+from capture.model import DayCapture, row_to_dict
+
+TOOLS = ("Xvfb", "openbox", "xdotool")
+pytestmark = pytest.mark.skipif(
+    any(shutil.which(t) is None for t in TOOLS),
+    reason=f"needs {', '.join(TOOLS)} (Debian: apt-get install xvfb openbox xdotool x11-utils)",
+)
+ROOT = Path(__file__).resolve().parent.parent
+
+# A tiny X client: one window per (class, title) argument, each 420x320, kept open until killed.
+WINDOWS_PROGRAM = r"""
+import json, sys
+from Xlib import X, display
+d = display.Display()
+s = d.screen()
+utf8, net_name = d.intern_atom("UTF8_STRING"), d.intern_atom("_NET_WM_NAME")
+ids = []
+for cls, title in json.loads(sys.argv[1]):
+    w = s.root.create_window(0, 0, 420, 320, 0, s.root_depth, X.InputOutput, X.CopyFromParent,
+                             background_pixel=s.white_pixel, event_mask=X.KeyPressMask)
+    w.set_wm_class(cls.lower(), cls)
+    w.set_wm_name(title)
+    w.change_property(net_name, utf8, 8, title.encode())
+    w.map()
+    ids.append(w.id)
+d.sync()
+print(json.dumps(ids), flush=True)
+while True:
+    d.next_event()
+"""
+
+
+class Desktop:
+    def __init__(self, number: int):
+        self.display = f":{number}"
+        self.env = dict(os.environ, DISPLAY=self.display)
+
+    def xdotool(self, *args: str) -> str:
+        out = subprocess.run(["xdotool", *args], env=self.env, capture_output=True, text=True, timeout=10)
+        return out.stdout.strip()
+
+    def activate(self, wid: int) -> None:
+        self.xdotool("windowactivate", "--sync", str(wid))
+        self.wait_active(wid)
+
+    def wait_active(self, wid: int) -> None:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if self.xdotool("getactivewindow") == str(wid):
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"window {wid} never became active")
+
+    def rect(self, wid: int) -> tuple[int, int, int, int]:
+        from capture.x11 import X11Desktop
+
+        x = X11Desktop(self.display)
+        try:
+            info = x.describe(x.d.create_resource_object("window", wid))
+        finally:
+            x.close()
+        assert info is not None
+        return info.x, info.y, info.width, info.height
+
+    def click_in(self, wid: int) -> tuple[int, int]:
+        x, y, w, h = self.rect(wid)
+        cx, cy = x + w // 2, y + h // 2
+        # (no --sync: it waits for a motion that never comes when the pointer is already there)
+        self.xdotool("mousemove", str(cx), str(cy), "click", "1")
+        return cx, cy
+
+    def type(self, text: str) -> None:
+        self.xdotool("type", "--delay", "20", text)
+
+    def open_windows(self, specs: list[tuple[str, str]]) -> tuple[subprocess.Popen[str], list[int]]:
+        proc = subprocess.Popen([sys.executable, "-c", WINDOWS_PROGRAM, json.dumps(specs)], env=self.env,
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        ids = json.loads(proc.stdout.readline())
+        for wid in ids:  # mapped and managed by the window manager
+            deadline = time.monotonic() + 5
+            while "Map State: IsViewable" not in subprocess.run(
+                    ["xwininfo", "-id", str(wid)], env=self.env, capture_output=True, text=True).stdout:
+                assert time.monotonic() < deadline, f"window {wid} never mapped"
+                time.sleep(0.05)
+        return proc, ids
+
+
+@pytest.fixture(scope="module")
+def desktop() -> Iterator[Desktop]:
+    """Xvfb on a display it picks itself (-displayfd: no race with other test runs) plus openbox."""
+    read_fd, write_fd = os.pipe()
+    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_fd)
+    procs: list[subprocess.Popen[Any]] = [xvfb]
+    try:
+        ready, _, _ = select.select([read_fd], [], [], 15)
+        assert ready, "Xvfb did not start"
+        number = int(os.read(read_fd, 32).decode().strip())
+        d = Desktop(number)
+        procs.append(subprocess.Popen(["openbox"], env=d.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 10
+        while "_NET_SUPPORTING_WM_CHECK(WINDOW)" not in subprocess.run(
+                ["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"], env=d.env, capture_output=True, text=True).stdout:
+            assert time.monotonic() < deadline, "openbox did not start"
+            time.sleep(0.1)
+        yield d
+    finally:
+        os.close(read_fd)
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+class Recording:
+    """`af record` running in its own process."""
+
+    def __init__(self, desktop: Desktop, home: Path, *args: str):
+        self.home = home
+        cmd = [sys.executable, "-m", "af_pipeline.cli", "record", "--home", str(home), "--tz", "UTC",
+               "--display", desktop.display, "--json", *args]
+        env = dict(os.environ)
+        env.pop("DISPLAY", None)  # --display alone must be enough
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        assert self.proc.stderr is not None
+        ready, _, _ = select.select([self.proc.stderr], [], [], 20)
+        line = self.proc.stderr.readline() if ready else ""
+        assert "recording" in line, f"recorder did not start: {line!r}"
+
+    def stop(self, sig: int | None = signal.SIGTERM) -> dict[str, Any]:
+        if sig is not None:
+            self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=40)
+        assert self.proc.returncode == 0, err
+        return json.loads(out)  # type: ignore[no-any-return]
+
+    def day(self) -> DayCapture:
+        log = EventLog(Home(self.home))
+        days = [s.day for s in log.days()]
+        assert len(days) == 1, days
+        return log.read_day(days[0])
+
+
+def dump(cap: DayCapture) -> str:
+    return json.dumps([row_to_dict(r) for k in ("snapshots", "inputs", "streams") for r in getattr(cap, k)])
+
+
+def test_records_windows_clicks_typing_and_never_excluded_windows(desktop, tmp_path):
+    proc, (alpha, beta, vault, payroll) = desktop.open_windows([
+        ("AlphaApp", "Alpha document"),
+        ("BetaApp", "Beta notes"),
+        ("KeePassXC", "Passwords.kdbx - KeePassXC"),  # excluded by default
+        ("Sheets", "Payroll 2026"),  # excluded by --exclude-title below
+    ])
+    try:
+        desktop.activate(alpha)
+        rec = Recording(desktop, tmp_path / "home", "--exclude-title", "payroll", "--exclude-app", "NoSuchApp")
+        alpha_click = desktop.click_in(alpha)
+        desktop.type("alpha words")
+        time.sleep(0.8)  # longer than the exclusion guard before the next switch
+        desktop.activate(vault)
+        desktop.type("hunter2secret")
+        desktop.click_in(vault)
+        desktop.activate(beta)
+        time.sleep(0.3)
+        beta_click = desktop.click_in(beta)
+        desktop.type("beta text")
+        time.sleep(0.8)
+        desktop.activate(payroll)
+        desktop.type("salary99")
+        desktop.activate(alpha)
+        time.sleep(2.5)  # the typing burst ends, then a flush
+        summary = rec.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    cap = rec.day()
+
+    apps = [(s.app, s.window) for s in cap.snapshots]
+    assert ("AlphaApp", "Alpha document") in apps
+    assert ("BetaApp", "Beta notes") in apps
+    assert apps[0] == ("AlphaApp", "Alpha document") and cap.snapshots[0].trigger == "start"
+    # Excluded windows: an "(excluded)" marker per stretch, without a title, and nothing else.
+    markers = [s for s in cap.snapshots if s.app == "(excluded)"]
+    assert len(markers) == 2 and all(s.window is None for s in markers)
+    everything = dump(cap)
+    for secret in ("KeePass", "Passwords.kdbx", "hunter2", "Payroll", "Sheets", "salary"):
+        assert secret not in everything
+    assert summary["excluded_stretches"] == 2 and summary["excluded_inputs_dropped"] > 0
+
+    texts = {e.app: e.text for e in cap.inputs if e.kind == "text"}
+    assert texts == {"AlphaApp": "alpha words", "BetaApp": "beta text"}
+    clicks = [e for e in cap.inputs if e.kind == "click"]
+    assert [(c.app, c.x, c.y, c.button, c.stream) for c in clicks] == [
+        ("AlphaApp", *alpha_click, "left", "monitor_1"),
+        ("BetaApp", *beta_click, "left", "monitor_1"),
+    ]
+    assert all(0 <= c.x < 1280 and 0 <= c.y < 800 for c in clicks if c.x is not None and c.y is not None)
+    assert {e.app for e in cap.inputs if e.kind == "app_switch"} == {"AlphaApp", "BetaApp"}
+    assert [(s.stream, s.width_px, s.height_px) for s in cap.streams] == [("monitor_1", 1280, 800)]
+    # Every row carries the recorder's ref; the summary counts what landed.
+    assert all(r.ref.startswith(summary["source_id"] + ":") for r in [*cap.snapshots, *cap.inputs, *cap.streams])
+    assert summary["landed"]["snapshots"] == len(cap.snapshots)
+    assert summary["landed"]["inputs"] == len(cap.inputs)
+    assert cap.recorders == ["recorder"]
+
+
+def test_no_typed_text_and_screenshots(desktop, tmp_path):
+    proc, (alpha,) = desktop.open_windows([("AlphaApp", "Alpha document")])
+    vault_proc = None
+    try:
+        desktop.activate(alpha)
+        rec = Recording(desktop, tmp_path / "home", "--no-typed-text", "--screenshots", "--duration", "6")
+        desktop.click_in(alpha)
+        desktop.type("topsecret")
+        time.sleep(0.5)
+        # A password manager opens (and takes focus); back in Alpha it is still on screen.
+        vault_proc, (vault,) = desktop.open_windows([("KeePassXC", "Passwords.kdbx - KeePassXC")])
+        desktop.wait_active(vault)
+        desktop.activate(alpha)
+        desktop.click_in(alpha)
+        summary = rec.stop(sig=None)  # --duration ends it
+    finally:
+        for p in (proc, vault_proc):
+            if p is not None:
+                p.kill()
+                p.wait()
+    cap = rec.day()
+    keys = [e for e in cap.inputs if e.kind == "key"]
+    assert len(keys) == len("topsecret")
+    assert all(k.key_code is None and k.text is None for k in keys)
+    assert not [e for e in cap.inputs if e.kind == "text"]
+    assert "topsecret" not in dump(cap) and summary["typed_text"] is False
+
+    # Screenshots: PNGs of 1280x800 for snapshots taken before the vault was open, none after.
+    shots = sorted((tmp_path / "home" / "screens").rglob("*.png"))
+    assert len(shots) == summary["screenshots"] >= 1
+    png = shots[0].read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1280, 800)
+    assert summary["screenshots_skipped"] >= 1
+    frames = {s.source_frame_id for s in cap.snapshots if s.app == "AlphaApp"}
+    assert {p.stem.replace("_", ":") for p in shots} <= frames
+
+
+def test_no_display_is_a_clear_usage_error(tmp_path, desktop):
+    env = dict(os.environ)
+    env.pop("DISPLAY", None)
+    base = [sys.executable, "-m", "af_pipeline.cli", "record", "--home", str(tmp_path / "h"), "--duration", "1"]
+    out = subprocess.run(base, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "no X display: set DISPLAY or pass --display" in out.stderr
+    assert "Traceback" not in out.stderr
+    # A display nobody serves: the same sentence, naming the display.
+    unused = f":{int(desktop.display[1:]) + 4000}"
+    out = subprocess.run([*base, "--display", unused], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "no X display" in out.stderr and unused in out.stderr and "Traceback" not in out.stderr
