@@ -81,25 +81,33 @@ def encode(days: Sequence[Sequence[Action]], vocab: Sequence[str] | None = None)
     index = {s: i for i, s in enumerate(vocab_list)}
     day_list = sorted({a.day for a in flat})
     day_index = {d: i for i, d in enumerate(day_list)}
-    seq: list[int] = []
-    day_of: list[int] = []
-    aligned: list[Action | None] = []
-    target_names: dict[int, str] = {}
-    prev: tuple[str, int] | None = None
-    for a in flat:
-        key = (a.day, a.session)
-        if key != prev:
-            if prev is not None:
-                seq.append(_SEP)
-                day_of.append(-1)
-                aligned.append(None)
-            prev = key
-        sid = index[a.symbol]
-        seq.append(sid)
-        day_of.append(day_index[a.day])
-        aligned.append(a)
-        if a.named and a.target is not None and sid not in target_names:
-            target_names[sid] = f"{a.op if a.op in ('app', 'nav') else 'el'}:{a.target}"
+    n = len(flat)
+    # Session cuts (a new day or a new session number) get a separator before them.
+    keys = [(a.day, a.session) for a in flat]
+    cut = np.zeros(n, dtype=bool)
+    if n > 1:
+        cut[1:] = np.fromiter((keys[i] != keys[i - 1] for i in range(1, n)), dtype=bool, count=n - 1)
+    where = np.arange(n, dtype=np.int64) + np.cumsum(cut)  # position of each action in seq
+    size = n + int(cut.sum())
+
+    def spread(values: list[int]) -> np.ndarray:
+        out = np.full(size, -1, dtype=np.int64)
+        if n:
+            out[where] = np.asarray(values, dtype=np.int64)
+        return out
+
+    seq = spread([index[a.symbol] for a in flat])
+    day_of = spread([day_index[a.day] for a in flat])
+    aligned: list[Action | None] = [None] * size
+    for pos, a in zip(where.tolist(), flat, strict=True):
+        aligned[pos] = a
+    # A symbol fixes its op and target, so its first action says which target it names.
+    first_of = {a.symbol: a for a in reversed(flat)}
+    target_names = {
+        index[sym]: f"{a.op if a.op in ('app', 'nav') else 'el'}:{a.target}"
+        for sym, a in first_of.items()
+        if a.named and a.target is not None
+    }
     tnames = sorted(set(target_names.values()))
     tindex = {t: i for i, t in enumerate(tnames)}
     target_of = np.full(len(vocab_list), -1, dtype=np.int64)
@@ -109,19 +117,19 @@ def encode(days: Sequence[Sequence[Action]], vocab: Sequence[str] | None = None)
     templates = sorted({a.url_template for a in flat if a.url_template is not None})
     app_index = {x: i for i, x in enumerate(apps)}
     tmpl_index = {x: i for i, x in enumerate(templates)}
-    app_of = [-1 if a is None or a.app is None else app_index[a.app] for a in aligned]
-    tmpl_of = [-1 if a is None or a.url_template is None else tmpl_index[a.url_template] for a in aligned]
+    app_of = spread([-1 if a.app is None else app_index[a.app] for a in flat])
+    tmpl_of = spread([-1 if a.url_template is None else tmpl_index[a.url_template] for a in flat])
     return Corpus(
         actions=aligned,
-        seq=np.asarray(seq, dtype=np.int64),
+        seq=seq,
         vocab=vocab_list,
         target_of=target_of,
         days=day_list,
-        day_of=np.asarray(day_of, dtype=np.int64),
+        day_of=day_of,
         apps=apps,
-        app_of=np.asarray(app_of, dtype=np.int64),
+        app_of=app_of,
         templates=templates,
-        template_of=np.asarray(tmpl_of, dtype=np.int64),
+        template_of=tmpl_of,
     )
 
 
@@ -353,29 +361,44 @@ class Routine:
     details and the occurrence evidence are built on first use (a table of thousands of
     routines is mostly read for its top rows)."""
 
-    __slots__ = ("id", "symbols", "count", "raw_count", "targets", "_corpus", "_positions", "_cache")
+    __slots__ = ("count", "raw_count", "k", "_corpus", "_positions", "_cache")
 
     def __init__(self, corpus: Corpus, c: Candidate):
-        k = c.k
-        first = int(c.positions[0])
-        self.symbols: tuple[str, ...] = tuple(corpus.vocab[int(s)] for s in corpus.seq[first : first + k])
-        self.id: str = routine_id(self.symbols)
+        self.k: int = c.k
         self.count: int = c.count  # non-overlapping occurrences
         self.raw_count: int = len(c.positions)  # every start position, overlapping ones included
-        acts = [corpus.actions[first + i] for i in range(k)]
-        self.targets: tuple[str, ...] = tuple(
-            sorted({t for a in acts if a is not None and (t := _action_target(a)) is not None})
-        )
         self._corpus = corpus
         self._positions = c.positions
         self._cache: dict[str, Any] = {}
 
-    def __repr__(self) -> str:
-        return f"Routine({self.id}, k={self.k}, count={self.count}, {self.symbols!r})"
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        if "symbols" not in self._cache:
+            first = int(self._positions[0])
+            vocab = self._corpus.vocab
+            self._cache["symbols"] = tuple(vocab[s] for s in self._corpus.seq[first : first + self.k].tolist())
+        return self._cache["symbols"]  # type: ignore[no-any-return]
 
     @property
-    def k(self) -> int:
-        return len(self.symbols)
+    def id(self) -> str:
+        """Stable across runs: a hash of the symbols."""
+        if "id" not in self._cache:
+            self._cache["id"] = routine_id(self.symbols)
+        return self._cache["id"]  # type: ignore[no-any-return]
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The distinct named targets (elements; apps and URL templates prefixed app:/nav:)."""
+        if "targets" not in self._cache:
+            first = int(self._positions[0])
+            acts = self._corpus.actions[first : first + self.k]
+            self._cache["targets"] = tuple(
+                sorted({t for a in acts if a is not None and (t := _action_target(a)) is not None})
+            )
+        return self._cache["targets"]  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"Routine({self.id}, k={self.k}, count={self.count}, {self.symbols!r})"
 
     @property
     def positions(self) -> np.ndarray:
@@ -516,10 +539,6 @@ class MiningResult:
         }
 
 
-def _rank_key(r: Routine) -> tuple[int, int, tuple[str, ...]]:
-    return (-r.count, -r.k, r.symbols)
-
-
 def mine(
     corpus: Corpus,
     min_k: int = MIN_K,
@@ -532,7 +551,18 @@ def mine(
         corpus, min_k=min_k, max_k=max_k, min_count=min_count, min_targets=min_targets
     )
     kept = maximal(levels, len(corpus.seq))
-    routines = sorted((Routine(corpus, c) for c in kept), key=_rank_key)
+    # Rank by count, then length, then symbols; symbol ids are compared through their rank in
+    # string order, so no symbol text is built for the thousands of routines nobody reads.
+    rank = np.empty(len(corpus.vocab), dtype=np.int64)
+    rank[sorted(range(len(corpus.vocab)), key=corpus.vocab.__getitem__)] = np.arange(len(corpus.vocab))
+    ranked = corpus.seq.copy()
+    ranked[ranked >= 0] = rank[ranked[ranked >= 0]]
+
+    def order(c: Candidate) -> tuple[int, int, list[int]]:
+        p = int(c.positions[0])
+        return (-c.count, -c.k, ranked[p : p + c.k].tolist())
+
+    routines = [Routine(corpus, c) for c in sorted(kept, key=order)]
     return MiningResult(
         corpus=corpus,
         routines=routines,
