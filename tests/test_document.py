@@ -200,3 +200,14 @@ def test_shared_prefix_fast_path_matches_encode_refs(tails, prefix):
     shared = common_ref_ids(refs)
     if shared is not None:
         assert [{"prefix": shared[0], "ids": id_runs(shared[1])}] == encode_refs(refs)
+
+
+def test_dst_day_uses_local_wall_clock():
+    # 2026-03-29 in Paris: 02:00 CET jumps to 03:00 CEST (00:59:50Z -> 01:00:10Z straddles it)
+    rows = [Snapshot(ref=f"d:frames:{i}", ts_us=parse_ts("2026-03-29T00:59:50Z") + i * 10 * US, stream="m",
+                     app="Code") for i in range(3)]
+    d = compile_day(DayCapture(day="2026-03-29", tz="Europe/Paris", snapshots=rows))
+    assert d["window"] == {"start": "2026-03-29T00:00:00+01:00", "end": "2026-03-30T00:00:00+02:00"}
+    (f,) = d["frames"]
+    assert (f["start"], f["end"]) == ("01:59:50", "03:00:10")
+    assert f["active_min"] == round(20 / 60, 2)
