@@ -279,6 +279,13 @@ def run_plan(
             tr.outcome = "stopped"
             tr.stop_reason = f"guard miss at step {st['i']}: {miss}; no further action performed"
             stopped = True
+        except PlaywrightError as exc:
+            # The page changed under the check itself (navigated away, element detached).
+            rec.status = "guard-miss"
+            rec.detail = f"the page changed while checking: {str(exc).splitlines()[0][:200]}"
+            tr.outcome = "stopped"
+            tr.stop_reason = f"guard miss at step {st['i']}: {rec.detail}; no further action performed"
+            stopped = True
     if not stopped:
         tr.outcome = "completed" if execute else "checked"
     return tr
