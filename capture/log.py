@@ -448,6 +448,7 @@ class EventLog:
         # Parsed manifest, reused while the file keeps its inode, size and mtime (it only grows).
         self._manifest_cache: tuple[tuple[int, int, int], list[dict[str, Any]]] | None = None
         self._con_lock = threading.RLock()
+        self._thread_lock = threading.RLock()
 
     @contextmanager
     def _db(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -471,13 +472,19 @@ class EventLog:
     @contextmanager
     def _writing(self) -> Iterator[list[str]]:
         """Hold the writer lock (re-entrant within this object); yield the recovery notes."""
-        if self._lock_depth:
-            self._lock_depth += 1
-            try:
-                yield []
-            finally:
-                self._lock_depth -= 1
-            return
+        with self._thread_lock:  # threads of one process queue here; processes meet at the flock
+            if self._lock_depth:
+                self._lock_depth += 1
+                try:
+                    yield []
+                finally:
+                    self._lock_depth -= 1
+                return
+            with self._process_lock() as notes:
+                yield notes
+
+    @contextmanager
+    def _process_lock(self) -> Iterator[list[str]]:
         self.dir.mkdir(parents=True, exist_ok=True)
         fh = open(self.dir / LOCK, "a+")
         try:
