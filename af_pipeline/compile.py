@@ -329,7 +329,7 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     for stream in streams:
         ts, pos_list = index.by_stream[stream]
         entry: dict[str, Any] = {"stream": stream, "rows": len(pos_list),
-                                 "active_min": _minutes(sum(credit[p] for p in pos_list))}
+                                 "active_min": _minutes(sum(map(credit.__getitem__, pos_list)))}
         if stream in sizes_all:
             entry["width_px"], entry["height_px"] = sizes_all[stream]
         stream_rows.append(entry)
@@ -519,7 +519,8 @@ def _union_and_overlap(index: SnapIndex, credit: list[int]) -> tuple[int, int]:
             if c == 0:
                 continue
             if cur_e is not None and t <= cur_e:
-                cur_e = max(cur_e, t + c)
+                if t + c > cur_e:
+                    cur_e = t + c
             else:
                 if cur_s is not None and cur_e is not None:
                     edges.append((cur_s, 1))

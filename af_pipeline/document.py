@@ -14,6 +14,7 @@ import json
 import os
 from functools import lru_cache
 from importlib import resources
+from operator import itemgetter
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -154,7 +155,7 @@ def common_ref_ids(refs: list[str]) -> tuple[str, list[int]] | None:
         return None
     head = os.path.commonprefix([min(refs), max(refs)]).rstrip(_DIGITS)
     cut = len(head)
-    tails = [r[cut:] for r in refs]
+    tails = list(map(itemgetter(slice(cut, None)), refs))
     joined = "".join(tails)
     if not (joined.isascii() and joined.isdigit()):
         return None
