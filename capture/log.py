@@ -230,6 +230,11 @@ def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
+def _sql_list(paths: list[Path]) -> str:
+    """A DuckDB list literal of file paths."""
+    return "[" + ", ".join(f"'{_sql_path(p)}'" for p in paths) + "]"
+
+
 def _is_day(name: str) -> bool:
     if len(name) != 10:
         return False
@@ -606,11 +611,11 @@ class EventLog:
         )
 
     def _sealed_refs(self, day: str) -> set[str]:
-        files = ", ".join(f"'{_sql_path(p)}'" for p in self.segment_paths(day).values())
-        if not files:
+        paths = list(self.segment_paths(day).values())
+        if not paths:
             return set()
         with self._db() as con:
-            return {r[0] for r in con.execute(f"SELECT ref FROM read_parquet([{files}])").fetchall()}
+            return {r[0] for r in con.execute(f"SELECT ref FROM read_parquet({_sql_list(paths)})").fetchall()}
 
     def _refs_in_log(self, refs: list[str]) -> set[str]:
         """Which of these refs are anywhere in the log (sealed Parquet or open segments)."""
@@ -627,10 +632,10 @@ class EventLog:
             return set()
         parts = []
         if sealed:
-            parts.append(f"SELECT ref FROM read_parquet([{', '.join(repr(_sql_path(p)) for p in sealed)}])")
+            parts.append(f"SELECT ref FROM read_parquet({_sql_list(sealed)})")
         if opened:
             parts.append(
-                f"SELECT ref FROM read_json([{', '.join(repr(_sql_path(p)) for p in opened)}], "
+                f"SELECT ref FROM read_json({_sql_list(opened)}, "
                 "format = 'newline_delimited', columns = {'ref': 'VARCHAR'})"
             )
         with self._db() as con:

@@ -391,3 +391,18 @@ def test_verify_notices_the_data_folder_zone_was_edited(home):
     home.settings_path.write_text(json.dumps(settings))
     msg = _only_problem(EventLog(home))
     assert "sealed in time zone 'Europe/Paris'" in msg and "'Asia/Tokyo'" in msg
+
+
+def test_a_data_folder_path_with_quotes_and_spaces(tmp_path):
+    from capture.home import Home
+
+    home = Home(tmp_path / "it's my \"home\" folder")
+    home.init(tz="Europe/Paris")
+    log = EventLog(home)
+    log.append(batch("2026-03-15"), now_us=after("2026-03-15"))  # sealed straight from the import
+    log.append(batch("2026-03-16"), now_us=parse_ts("2026-03-16T12:00:00Z"))  # open
+    log.append(batch("2026-03-17", source="test:b"), now_us=parse_ts("2026-03-16T12:00:00Z"))
+    assert log.seal("2026-03-16")
+    assert [len(log.read_day(d).snapshots) for d in ("2026-03-15", "2026-03-16", "2026-03-17")] == [20, 20, 20]
+    assert log.append(batch("2026-03-15"), now_us=after("2026-03-17")).skipped == 62
+    assert log.verify().ok
