@@ -922,23 +922,27 @@ class EventLog:
         """Seal a day straight from checked in-memory rows (the day has no open segment)."""
         marker = self.dir / f".{day}.direct"  # tells recovery this seal had no open segment behind it
         _append_bytes(marker, b"sealing from an import\n")
-        with self._db() as con:
-            names = []
-            relations = {}
-            for kind in ROW_KINDS:
-                if kind in fresh:
-                    name = f"pending_{kind}"
-                    con.register(name, _frame(kind, fresh[kind]))
-                    names.append(name)
-                    relations[kind] = name
-                else:
-                    relations[kind] = _empty_sql(kind)
-            try:
-                self._write_sealed(con, day, relations, sources)
-            finally:
-                for name in names:
-                    con.unregister(name)
-        marker.unlink()
+        try:
+            with self._db() as con:
+                names = []
+                relations = {}
+                for kind in ROW_KINDS:
+                    if kind in fresh:
+                        name = f"pending_{kind}"
+                        con.register(name, _frame(kind, fresh[kind]))
+                        names.append(name)
+                        relations[kind] = name
+                    else:
+                        relations[kind] = _empty_sql(kind)
+                try:
+                    self._write_sealed(con, day, relations, sources)
+                finally:
+                    for name in names:
+                        con.unregister(name)
+        finally:
+            # Only a killed process leaves the marker behind; an error here must not let recovery
+            # treat a folder this call did not create as its own half-finished seal.
+            marker.unlink(missing_ok=True)
 
     def _write_sealed(
         self, con: duckdb.DuckDBPyConnection, day: str, relations: dict[str, str], sources: list[tuple[str, str]]

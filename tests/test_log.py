@@ -406,3 +406,16 @@ def test_a_data_folder_path_with_quotes_and_spaces(tmp_path):
     assert [len(log.read_day(d).snapshots) for d in ("2026-03-15", "2026-03-16", "2026-03-17")] == [20, 20, 20]
     assert log.append(batch("2026-03-15"), now_us=after("2026-03-17")).skipped == 62
     assert log.verify().ok
+
+
+def test_a_hand_made_sealed_folder_is_reported_and_never_deleted(home):
+    log = EventLog(home)
+    log.append(batch("2026-03-14"), now_us=after("2026-03-14"))
+    stray = home.log_dir / "sealed" / "2026-03-15"
+    stray.mkdir()
+    (stray / "snapshots.parquet").write_bytes(b"not ours")
+    with pytest.raises(UserError, match="changed by hand"):
+        log.append(batch("2026-03-15"), now_us=after("2026-03-15"))
+    assert "sealed/2026-03-15 is not in the manifest" in _only_problem(log)
+    log.append(CaptureBatch("x", "synth"), now_us=after("2026-03-15"))  # a later write repairs nothing here
+    assert (stray / "snapshots.parquet").read_bytes() == b"not ours"
