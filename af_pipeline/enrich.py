@@ -223,12 +223,16 @@ def resolve_click(
     best_key: tuple[float, int, str] | None = None
     near: list[tuple[float, float, str, Element]] = []
     for e in elements:
-        left, top, width, height = e.left, e.top, e.width, e.height
-        if left is None or top is None or width is None or height is None or width < 0 or height < 0:
+        # cheapest rejections first: most of a tree is nowhere near the click
+        left, width = e.left, e.width
+        if left is None or width is None or not (left - rx <= nx <= left + width + rx):
+            continue  # not even in the ring (NaN bounds never are)
+        top, height = e.top, e.height
+        if top is None or height is None or not (top - ry <= ny <= top + height + ry):
+            continue
+        if width < 0 or height < 0:
             continue
         right, bottom = left + width, top + height
-        if not (left - rx <= nx <= right + rx and top - ry <= ny <= bottom + ry):
-            continue  # not even in the ring (NaN bounds never are)
         if (frame_id is not None and e.snapshot_frame_id != frame_id) or not e.text or e.text.isspace():
             continue  # a nameless box is no answer to "what was clicked"
         if left <= nx <= right and top <= ny <= bottom:
