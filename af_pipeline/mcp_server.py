@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 from bisect import bisect_left
@@ -148,6 +147,8 @@ class Memory:
         self.clock = clock or (lambda: time.time_ns() // 1000)
         self._captures: dict[str, tuple[tuple[Any, ...], DayCapture]] = {}
         self._open: dict[str, dict[str, tuple[int, list[Any]]]] = {}
+        self._ts: dict[tuple[str, str], tuple[list[Any], list[int]]] = {}
+        self._window: tuple[tuple[Any, ...], DayCapture] | None = None
         self._docs: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ periods
@@ -159,7 +160,11 @@ class Memory:
         return local_day(self.now_us(), self.tz)
 
     def known_days(self) -> list[str]:
-        return [s.day for s in self.log.days()]
+        """Days the log holds, sealed or open (from the manifest and the open folders, cheaply)."""
+        days = {e["day"] for e in self.log.manifest()}
+        if self.log.open_dir.is_dir():
+            days.update(p.name for p in self.log.open_dir.iterdir() if p.is_dir() and _is_day(p.name))
+        return sorted(days)
 
     def parse_day_arg(self, day: str | None) -> str:
         text = (day or "today").strip().lower()
@@ -198,11 +203,11 @@ class Memory:
         return Window("day", d, start, end, d)
 
     def require_capture(self, w: Window) -> None:
-        """A clear error when nothing at all was captured in the window's days."""
-        known = self.known_days()
-        days = self._days_of(w)
-        if any(d in known for d in days):
+        """A clear error when nothing at all was captured in the window."""
+        cap = self.capture(w)
+        if cap.snapshots or cap.inputs:
             return
+        known = self.known_days()
         if not known:
             raise BadArgument(f"the log in {self.home.root} holds no capture yet; import or record something first")
         raise BadArgument(
@@ -290,6 +295,23 @@ class Memory:
     def capture(self, w: Window) -> DayCapture:
         if w.kind == "day":
             return self.day_capture(w.day)
+        key = (w.start_us, w.end_us, tuple(self._fingerprint(d) for d in self._days_of(w)))
+        if self._window is not None and self._window[0] == key:
+            return self._window[1]
+        out = self._slice(w)
+        self._window = (key, out)
+        return out
+
+    def _times(self, day: str, kind: str, rows: list[Any]) -> list[int]:
+        """ts_us of a day's rows of one kind (sorted with them), kept while the rows are."""
+        hit = self._ts.get((day, kind))
+        if hit is not None and hit[0] is rows:
+            return hit[1]
+        times = [r.ts_us for r in rows]
+        self._ts[(day, kind)] = (rows, times)
+        return times
+
+    def _slice(self, w: Window) -> DayCapture:
         out = DayCapture(day=w.day, tz=self.tz, sealed=True)
         streams: dict[str, StreamInfo] = {}
         recorders: set[str] = set()
@@ -297,7 +319,7 @@ class Memory:
             cap = self.day_capture(d)
             for kind in ("snapshots", "inputs", "elements"):
                 rows = getattr(cap, kind)
-                keys = [r.ts_us for r in rows]
+                keys = self._times(d, kind, rows)
                 lo, hi = bisect_left(keys, w.start_us), bisect_left(keys, w.end_us)
                 getattr(out, kind).extend(rows[lo:hi])
             out.presence.extend(
@@ -628,6 +650,15 @@ class Memory:
             out.append(item)
         return {"total": len(mined.routines), "routines": out}
 
+    def warm(self) -> None:
+        """Pay one-time costs before the first question: the tokenizer, the compiler's imports and
+        today's rows (the likeliest ask). Best effort: a failure here surfaces on the first call."""
+        _warm_imports()
+        try:
+            self.day_capture(self.today())
+        except (AfError, OSError, ValueError):
+            pass
+
     def capabilities(self) -> str:
         return CAPABILITIES.format(
             tz=self.tz, max_hours=MAX_HOURS, budget=DEFAULT_BUDGET,
@@ -636,6 +667,14 @@ class Memory:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _is_day(name: str) -> bool:
+    try:
+        parse_day(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _manifest_sha(manifest: dict[str, Any], name: str) -> str | None:
@@ -929,10 +968,17 @@ def serve(home: Home, include_typed_text: bool = False, now: str | None = None) 
             fixed = parse_ts(now)
         except ValueError as exc:
             raise UserError(f"--now: {exc}") from None
-        start = time.monotonic_ns() // 1000
-        clock = lambda: fixed + (time.monotonic_ns() // 1000 - start)  # noqa: E731
+        clock = lambda: fixed  # noqa: E731 - a frozen "now": answers are reproducible
     memory = Memory(home, include_typed_text=include_typed_text, clock=clock)
     server = build_server(memory)
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    memory.warm()
     server.run("stdio")
+
+
+def _warm_imports() -> None:
+    from af_pipeline import tokens
+    from af_pipeline.compile import compile_day  # noqa: F401
+    from af_pipeline.emit import context_block  # noqa: F401
+
+    tokens.encoding()
 

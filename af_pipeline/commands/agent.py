@@ -26,8 +26,8 @@ def register(sub: Any) -> None:
     p.add_argument("--include-typed-text", action="store_true",
                    help="let get_steps and documents include typed text (off by default: privacy rule)")
     p.add_argument("--now", metavar="TIMESTAMP",
-                   help="pretend the current time is TIMESTAMP (ISO-8601), e.g. to replay a past day "
-                   "as 'today' in demos and tests")
+                   help="answer as if the time were TIMESTAMP (ISO-8601, frozen), e.g. to replay a past "
+                   "day as 'today' in demos and tests")
     p.set_defaults(func=_mcp)
 
     q = sub.add_parser(

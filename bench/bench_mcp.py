@@ -1,0 +1,182 @@
+"""Benchmark: time to answer get_context for the last 2 hours of a busy day, live.
+
+    .venv/bin/python bench/bench_mcp.py [--seed S] [--calls N] [--keep DIR]
+
+It writes one busy synthetic day (`af synth`, capture/synth.py), shifts it so that it ends a
+minute ago, and lands it in a fresh data folder: the day is today, so it stays OPEN (unsealed)
+in the log, which is the live case the server must handle (compile on request from the open
+JSON-lines segments). Then it measures, for get_context(hours=2):
+
+- over stdio through the SDK's real client (mcp.client.stdio + ClientSession, spawning
+  `python -m af_pipeline.cli mcp --home DIR`): the first call (cold: reads the open day) and N
+  warm calls;
+- the same while a recorder appends: before each call a few rows land in the log (the server
+  must pick them up: it reads only what was appended);
+- in-process (af_pipeline.mcp_server.Memory, no transport), for comparison.
+
+`af mcp` pays its one-time costs (tokenizer, imports, reading today's open rows) before it
+answers initialize; that start-up time is reported apart from the answer times.
+
+Target (issue 6): under 100 ms per warm answer over stdio. Prints a table and JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from capture.home import Home  # noqa: E402
+from capture.importers.screenpipe import read_screenpipe  # noqa: E402
+from capture.log import EventLog  # noqa: E402
+from capture.model import ROW_KINDS, CaptureBatch, Snapshot  # noqa: E402
+from capture.synth import generate  # noqa: E402
+
+TZ = "Europe/Paris"
+
+
+def busy_live_home(root: Path, seed: int) -> tuple[Home, dict[str, int]]:
+    synth = generate(1, seed, root / "synth", start_day="2026-06-01", tz=TZ)
+    batch = read_screenpipe(synth.db_path, tz=TZ)
+    last = max(s.ts_us for s in batch.snapshots)
+    shift = (time.time_ns() // 1000 - 60_000_000) - last  # the day ends a minute ago
+    moved = CaptureBatch(source_id=batch.source_id, recorder=batch.recorder)
+    for kind in ROW_KINDS:
+        rows = batch.rows(kind)
+        if kind == "presence":
+            moved.presence = [replace(p, ts_us=p.ts_us + shift, end_us=p.end_us + shift) for p in rows]
+        else:
+            setattr(moved, kind, [replace(r, ts_us=r.ts_us + shift) for r in rows])
+    home = Home(root / "home")
+    home.init(tz=TZ)
+    report = EventLog(home).append(moved)
+    return home, {k: len(moved.rows(k)) for k in ROW_KINDS} | {"days_sealed": len(report.days_sealed)}
+
+
+class Appender:
+    """Plays a recorder: a new snapshot every call, timestamped now."""
+
+    def __init__(self, home: Home) -> None:
+        self.log = EventLog(home)
+        self.n = 0
+
+    def __call__(self) -> None:
+        self.n += 1
+        now = time.time_ns() // 1000
+        b = CaptureBatch(source_id="bench-live", recorder="recorder")
+        b.snapshots.append(Snapshot(ref=f"bench-live:frames:{self.n}", ts_us=now, stream="monitor_1",
+                                    app="Bench Recorder", window=f"tick {self.n}", source_frame_id=f"b{self.n}"))
+        self.log.append(b)
+
+
+def stats(ms: list[float]) -> dict[str, float]:
+    s = sorted(ms)
+    return {"median_ms": round(statistics.median(s), 2), "p90_ms": round(s[int(0.9 * (len(s) - 1))], 2),
+            "max_ms": round(s[-1], 2), "calls": len(s)}
+
+
+async def over_stdio(home: Home, calls: int, appender: Appender | None) -> dict[str, Any]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "af_pipeline.cli", "mcp", "--home", str(home.root)],
+        cwd=str(REPO), env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")},
+    )
+    with open(os.devnull, "w") as devnull:
+        async with stdio_client(params, errlog=devnull) as (read, write):
+            async with ClientSession(read, write) as s:
+                t0 = time.perf_counter()
+                await s.initialize()
+                init_ms = (time.perf_counter() - t0) * 1000
+                t0 = time.perf_counter()
+                first = await s.call_tool("get_context", {"hours": 2})
+                cold_ms = (time.perf_counter() - t0) * 1000
+                assert not first.is_error, first.content
+                warm: list[float] = []
+                for _ in range(calls):
+                    if appender:
+                        appender()
+                    t0 = time.perf_counter()
+                    res = await s.call_tool("get_context", {"hours": 2})
+                    warm.append((time.perf_counter() - t0) * 1000)
+                    assert not res.is_error, res.content
+                text = res.content[0].text
+                if appender:
+                    assert "Bench Recorder" in text, "live rows must be visible"
+    return {"initialize_ms": round(init_ms, 1), "first_call_ms": round(cold_ms, 1), **stats(warm),
+            "block_chars": len(text)}
+
+
+def in_process(home: Home, calls: int, appender: Appender | None) -> dict[str, Any]:
+    from af_pipeline.mcp_server import Memory
+
+    m = Memory(home)
+    t0 = time.perf_counter()
+    m.warm()  # what `af mcp` does before serving
+    warm_ms = (time.perf_counter() - t0) * 1000
+    t0 = time.perf_counter()
+    m.context(m.resolve(hours=2))
+    cold_ms = (time.perf_counter() - t0) * 1000
+    warm = []
+    for _ in range(calls):
+        if appender:
+            appender()
+        t0 = time.perf_counter()
+        m.context(m.resolve(hours=2))
+        warm.append((time.perf_counter() - t0) * 1000)
+    return {"startup_warm_ms": round(warm_ms, 1), "first_call_ms": round(cold_ms, 1), **stats(warm)}
+
+
+def main() -> int:
+    import anyio
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=11, help="synthetic seed (11: a busy dual-monitor day)")
+    ap.add_argument("--calls", type=int, default=30, help="warm calls per mode")
+    ap.add_argument("--keep", metavar="DIR", help="build the data folder here and keep it")
+    ap.add_argument("--json", action="store_true", help="print JSON only")
+    args = ap.parse_args()
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="af-bench-mcp-"))
+    if root.exists() and args.keep:
+        shutil.rmtree(root)
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        print("building a busy live day ...", file=sys.stderr)
+        home, rows = busy_live_home(root, args.seed)
+        out: dict[str, Any] = {"rows_landed": rows, "calls": args.calls}
+        out["stdio"] = anyio.run(over_stdio, home, args.calls, None)
+        out["stdio_while_appending"] = anyio.run(over_stdio, home, args.calls, Appender(home))
+        out["in_process"] = in_process(home, args.calls, None)
+        out["in_process_while_appending"] = in_process(home, args.calls, Appender(home))
+        out["target_met"] = out["stdio"]["median_ms"] < 100 and out["stdio_while_appending"]["median_ms"] < 100
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"busy live day: {rows['snapshots']:,} snapshots, {rows['inputs']:,} input events, "
+          f"{rows['elements']:,} elements (open, unsealed: {rows['days_sealed']} day(s) sealed)")
+    print(f"get_context(hours=2), {args.calls} warm calls each:")
+    print(f"{'mode':<28}{'first call':>12}{'median':>10}{'p90':>10}{'max':>10}")
+    for mode in ("stdio", "stdio_while_appending", "in_process", "in_process_while_appending"):
+        r = out[mode]
+        print(f"{mode:<28}{r['first_call_ms']:>10.1f}ms{r['median_ms']:>8.1f}ms{r['p90_ms']:>8.1f}ms{r['max_ms']:>8.1f}ms")
+    print(f"target (< 100 ms median over stdio): {'met' if out['target_met'] else 'NOT met'}")
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
