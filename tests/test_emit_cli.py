@@ -83,3 +83,18 @@ def test_clear_errors(home, capsys, tmp_path):
     assert code == 2 and "the last 2 hours has no capture" in err
     code, _, err = run(capsys, "day", DAY, "--home", str(tmp_path / "nowhere"))
     assert code == 2 and "not an activity-frames data folder" in err
+
+
+def test_context_for_recent_hours(home, capsys):
+    import time
+
+    from capture.model import Snapshot
+
+    now = int(time.time() * 1_000_000)
+    rows = [Snapshot(ref=f"recent:frames:{i}", ts_us=now - (40 - i * 10) * 60_000_000 // 10, stream="m1",
+                     app="Editor" if i < 3 else "Browser", window="w") for i in range(5)]
+    EventLog(home).append(CaptureBatch(source_id="recent", recorder="synth", snapshots=rows), seal=False)
+    code, out, err = run(capsys, "context", "--hours", "1", "--budget", "400", "--home", str(home.root))
+    assert code == 0, err
+    assert out.startswith("AF-CONTEXT v1\n")
+    assert "\nEditor | " in out and "\nBrowser | " in out

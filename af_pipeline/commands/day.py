@@ -15,7 +15,7 @@ from af_pipeline.compile import CompileOptions, compile_day
 from capture.errors import UserError
 from capture.home import Home, resolve_home
 from capture.model import DayCapture
-from capture.timeutil import US, local_day, parse_day
+from capture.timeutil import US, local_day, parse_day, to_datetime
 
 _DAY_HELP = """\
 Print one local day (in the data folder's time zone) as the schema v1 document (JSON, YAML,
@@ -173,6 +173,9 @@ def _context(args: argparse.Namespace) -> int:
         capture = EventLog(home).read_range(start, end)
         _require_rows(capture, f"the last {args.hours:g} hours")
         doc = compile_day(capture, options)
+        # the document describes the hours asked for, not the whole day they start in
+        doc["window"] = {"start": to_datetime(start, tz).isoformat(timespec="seconds"),
+                         "end": to_datetime(end, tz).isoformat(timespec="seconds")}
     else:
         day = _check_day(args.day) if args.day else local_day(int(time.time() * US), tz)
         doc = _published(home, day, options) or _live(home, day, options)
