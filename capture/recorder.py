@@ -16,6 +16,7 @@ Refs are ``recorder:<host>:<session>:<seq>`` with one sequence for every row of 
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import re
@@ -43,7 +44,8 @@ SNAPSHOT_GAP_US = US  # interaction snapshots of one window at most this often
 # Around each excluded stretch, input this close to its edges is dropped too: the window manager
 # reports a focus change a little after keys already go to the new window.
 GUARD_US = 500_000
-FLUSH_S = 2.0  # rows go to the log this often
+FLUSH_S = 2.0  # rows go to the log this often (or less often, see FLUSH_COST_FACTOR)
+FLUSH_COST_FACTOR = 4.0  # after an append that took s seconds, wait at least 4 s before the next
 POLL_S = 0.05  # the main loop wakes up this often to read focus and handle input
 MONITOR_CHECK_S = 10.0  # screen layout is re-read this often
 MAX_TYPED_TEXT = 8192  # characters in one text row (the importers' cap)
@@ -571,9 +573,22 @@ def record(
     from capture.x11 import X11Desktop, read_monitors
 
     desktop = X11Desktop(display)
+    previous_hook = threading.excepthook
+
+    def quiet_hook(args: threading.ExceptHookArgs) -> None:
+        # pynput's listener threads die with the X connection; the main loop notices and says
+        # so in one sentence, so their tracebacks would only be noise.
+        from Xlib import error as xerror
+
+        if args.exc_type is not None and issubclass(args.exc_type, (xerror.ConnectionClosedError, OSError)):
+            return
+        previous_hook(args)
+
+    threading.excepthook = quiet_hook
     try:
         return _record(home, options, display, desktop, read_monitors, stop, say)
     finally:
+        threading.excepthook = previous_hook
         desktop.close()
 
 
@@ -587,10 +602,13 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
     settings = home.settings()
     started_ns = time.time_ns()
     session = session_id(started_ns, os.getpid())
-    shots = _Screenshots(home, display, desktop, options.exclusions) if options.screenshots else None
+    writer = _Writer(home, say)
+    # Appends and PNG encoding run on this thread, so the main loop keeps reading focus every
+    # POLL_S however slow the disk or the log is (a missed focus change could misattribute keys).
+    worker = _Worker()
+    shots = _Screenshots(home, display, desktop, options.exclusions, worker) if options.screenshots else None
     core = Recorder(host=host_name(), session=session, tz=settings.tz, exclusions=options.exclusions,
                     typed_text=options.typed_text, on_snapshot=shots.take if shots else None)
-    writer = _Writer(home, say)
     events: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
 
     def on_click(x: int, y: int, button: Any, pressed: bool, injected: bool = False) -> None:
@@ -633,6 +651,7 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
     next_status = time.monotonic() + 60.0
     from Xlib import error as xerror
 
+    worker.start()
     try:
         while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
             batch: list[tuple[Any, ...]] = []
@@ -658,9 +677,18 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
             if mono >= next_monitors:
                 next_monitors = mono + MONITOR_CHECK_S
                 core.set_monitors(now, read_monitors(display))
-            if mono >= next_flush:
-                next_flush = mono + FLUSH_S
-                writer.write(core.take(before_us=now - GUARD_US))
+            if worker.error is not None:
+                raise worker.error
+            if mono >= next_flush and worker.idle():
+                taken = core.take(before_us=now - GUARD_US)
+                worker.submit(functools.partial(writer.write, taken))
+                # Appending costs more as the log grows (it checks refs across the log); waiting
+                # a few times that cost keeps the recorder's share of a core small.
+                next_flush = mono + max(FLUSH_S, FLUSH_COST_FACTOR * worker.last_cost)
+            if not all(lis.is_alive() for lis in listeners):
+                say(f"input listening on {display} stopped (the X server closed the connection); "
+                    "saving what was recorded")
+                break
             if mono >= next_status:
                 next_status = mono + 60.0
                 st = core.stats
@@ -670,9 +698,15 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
         say(f"the X display {display} went away ({exc}); saving what was recorded")
     finally:
         for lis in listeners:
-            lis.stop()
+            try:
+                lis.stop()
+            except (xerror.ConnectionClosedError, OSError):
+                pass  # the display is already gone; the listener thread ends with it
+        worker.finish()
         core.close(_now_us())
         _final_write(writer, core, say)
+        if worker.error is not None:
+            raise worker.error
     return Summary(
         session=session,
         source_id=core.source_id,
@@ -700,14 +734,54 @@ def _final_write(writer: _Writer, core: Recorder, say: Callable[[str], None]) ->
         time.sleep(0.5)
 
 
+class _Worker(threading.Thread):
+    """Runs jobs (log appends, PNG writes) in order, off the main loop; keeps the first error."""
+
+    def __init__(self) -> None:
+        super().__init__(name="af-record-writer", daemon=True)
+        self.jobs: queue.SimpleQueue[Callable[[], object] | None] = queue.SimpleQueue()
+        self.error: BaseException | None = None
+        self.last_cost = 0.0  # seconds the last job took
+        self._pending = 0
+        self._lock = threading.Lock()
+
+    def submit(self, job: Callable[[], object]) -> None:
+        with self._lock:
+            self._pending += 1
+        self.jobs.put(job)
+
+    def idle(self) -> bool:
+        with self._lock:
+            return self._pending == 0
+
+    def run(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            start = time.monotonic()
+            try:
+                if self.error is None:
+                    job()
+            except BaseException as exc:  # handed to the main loop, which stops and reports it
+                self.error = exc
+            self.last_cost = time.monotonic() - start
+            with self._lock:
+                self._pending -= 1
+
+    def finish(self) -> None:
+        """Let queued jobs run, then end the thread."""
+        if self.is_alive():
+            self.jobs.put(None)
+            self.join()
+
+
 class _Screenshots:
     """--screenshots: one PNG per recorded snapshot under <home>/screens/<day>/ (never excluded ones)."""
 
-    def __init__(self, home: Home, display: str, desktop: Any, exclusions: Exclusions):
+    def __init__(self, home: Home, display: str, desktop: Any, exclusions: Exclusions, worker: _Worker):
         import mss
 
         self.dir = home.root / "screens"
         self.desktop = desktop
+        self.worker = worker
         self.exclusions = exclusions
         self.grabber = mss.MSS(display=display)
         self._zone = zone(home.settings().tz)
@@ -726,10 +800,14 @@ class _Screenshots:
         shot = self.grabber.grab({"left": monitor.left, "top": monitor.top,
                                   "width": monitor.width, "height": monitor.height})
         folder = self.dir / local_day(snap.ts_us, self._zone)
-        folder.mkdir(parents=True, exist_ok=True)
         name = (snap.source_frame_id or snap.ref).replace(":", "_") + ".png"
-        mss.tools.to_png(shot.rgb, shot.size, output=str(folder / name))
-        self.saved += 1
+
+        def write() -> None:
+            folder.mkdir(parents=True, exist_ok=True)
+            mss.tools.to_png(shot.rgb, shot.size, output=str(folder / name))
+            self.saved += 1
+
+        self.worker.submit(write)
 
 
 def screens_dir(home: Home) -> Path:

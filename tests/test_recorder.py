@@ -360,3 +360,38 @@ def test_batches_land_in_the_event_log_and_read_back(home):
     assert {(s.stream, s.width_px, s.height_px) for s in day.streams} == {("monitor_1", 1280, 800),
                                                                           ("monitor_2", 1920, 1080)}
     assert HEARTBEAT_US == 30 * S
+
+
+def test_rows_wait_in_memory_while_another_process_holds_the_log(home):
+    """An import running next to the recorder holds the log's lock: nothing is lost, rows land after."""
+    import subprocess
+    import sys
+
+    from capture.recorder import _Writer
+
+    home.log_dir.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, sys; f = open(sys.argv[1], 'a+'); f.write('process 1 (test)'); f.flush(); "
+         "fcntl.flock(f, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
+         str(home.log_dir / ".lock")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        said: list[str] = []
+        writer = _Writer(home, said.append)
+        r = recorder(tz=writer.log.tz)
+        r.focus(T0, EDITOR)
+        assert writer.write(r.take()) is False
+        r.click(T0 + S, 5, 5, "left", EDITOR)
+        assert writer.write(r.take()) is False
+        assert len(said) == 1 and "being written by" in said[0] and "keeping rows in memory" in said[0]
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(10)
+    assert writer.write(r.take()) is True
+    day = EventLog(home).read_day("2026-03-15")
+    assert [s.trigger for s in day.snapshots] == ["start", "click"]
+    assert [e.kind for e in day.inputs] == ["click"]
+    assert len(day.streams) == 2
