@@ -286,3 +286,4 @@ def test_no_display_is_a_clear_usage_error(tmp_path, desktop):
     out = subprocess.run([*base, "--display", unused], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "no X display" in out.stderr and unused in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "h").exists()  # no data folder is created for a run that cannot start

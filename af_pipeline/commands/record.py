@@ -62,12 +62,13 @@ def _say(message: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from capture.recorder import Exclusions, RecordOptions, record
-    from capture.x11 import display_name
+    from capture.x11 import X11Desktop, display_name
 
     if args.duration is not None and not args.duration > 0:
         raise UserError(f"--duration must be a positive number of seconds, not {args.duration:g}")
     exclusions = Exclusions.build(args.exclude_app, args.exclude_title)
     display = display_name(args.display)
+    X11Desktop(display).close()  # unreachable display: say so before creating a data folder
     home = resolve_home(args.home)
     try:
         home.init(tz=args.tz)
