@@ -73,6 +73,16 @@ def test_block_reader_answers_every_question(result: dict[str, Any]) -> None:
     assert result["engines"]["all_agree"]
 
 
+def test_one_stream_estimate_from_the_block_answers_everything(result: dict[str, Any]) -> None:
+    plain, one_stream = result["readings"]
+    assert plain["answerer"] == "block" and one_stream["answerer"] == "block (one-stream estimate)"
+    assert [g for g in one_stream["grades"] if not g["correct"]] == []
+    # it changes only the minutes answers, and only on dual-monitor days
+    changed = {g["id"] for g, h in zip(plain["grades"], one_stream["grades"], strict=True) if g["answer"] != h["answer"]}
+    dual = {a["day"] for a in result["oracle_vs_compiler"] if a["dual_monitor_min"] > 0}
+    assert all(c.endswith("/dominant_minutes") and c.split("/")[0] in dual for c in changed)
+
+
 def test_compiler_agrees_with_the_oracle(result: dict[str, Any]) -> None:
     for a in result["oracle_vs_compiler"]:
         # covered minutes (union over monitors) within a few minutes, same app count

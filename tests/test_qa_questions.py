@@ -149,6 +149,11 @@ def test_block_reader_answers_from_the_block_text() -> None:
     edited = BLOCK.replace("Slack | 61.0", "Slack | 261.0")
     assert r.answer(qs["dominant_app"], edited) == "Slack"
     assert r.answer(_q("domain_visited", "yesno", "yes", subject="google.com"), BLOCK) == "yes"
+    # dual-monitor summary: the one-stream estimate scales minutes by (active - dual) / active
+    dual = BLOCK.replace("active 330.0 min", "active 400.0 min").replace("dual-monitor 0.0 min", "dual-monitor 100.0 min")
+    assert r.answer(qs["dominant_minutes"], dual) == "198.5"
+    assert readers.BlockReader(one_stream=True).answer(qs["dominant_minutes"], dual) == f"{198.5 * 0.75:.1f}"
+    assert readers.BlockReader(one_stream=True).answer(qs["dominant_minutes"], BLOCK) == "198.5"
     with pytest.raises(ValueError, match="not a context block"):
         readers.parse_block("hello")
 

@@ -41,6 +41,8 @@ class ParsedBlock:
     day: str | None = None
     start: str | None = None  # HH:MM
     app_count: int | None = None
+    active_min: float | None = None  # summed over monitor streams
+    dual_monitor_min: float | None = None  # wall minutes two streams were active at once
     apps: list[tuple[str, float]] = field(default_factory=list)  # in block order
     domains: list[str] = field(default_factory=list)
 
@@ -73,6 +75,15 @@ def parse_block(text: str) -> ParsedBlock:
                     out.start = parts[1][:5]
                 elif len(parts) >= 2 and parts[0] == "apps" and parts[1].isdigit():
                     out.app_count = int(parts[1])
+                elif len(parts) >= 2 and parts[0] in ("active", "dual-monitor"):
+                    try:
+                        value = float(parts[1])
+                    except ValueError:
+                        continue
+                    if parts[0] == "active":
+                        out.active_min = value
+                    else:
+                        out.dual_monitor_min = value
             continue
         cells = [c.strip() for c in s.split(" | ")]
         if section == "apps:" and len(cells) >= 2:
@@ -86,13 +97,26 @@ def parse_block(text: str) -> ParsedBlock:
 
 
 class BlockReader:
-    """Deterministic answers from a day's context block text."""
+    """Deterministic answers from a day's context block text.
 
-    name = "block"
+    The block's app minutes are per monitor stream: on a dual-monitor day an app shown on the
+    second screen earns tenure while the user works on the first. With ``one_stream=True`` the
+    reader estimates one-stream minutes (what the oracle measures) from the block's own summary:
+    it scales an app's minutes by covered / active, where covered = active - dual-monitor, i.e.
+    it assumes the overlap is spread over apps in proportion to their minutes. That is an
+    estimate, and the report shows it beside the plain reading.
+    """
+
+    def __init__(self, one_stream: bool = False) -> None:
+        self.one_stream = one_stream
+        self.name = "block (one-stream estimate)" if one_stream else "block"
 
     def answer(self, q: Question, block_text: str) -> str | None:
         b = parse_block(block_text)
-        minutes = {_norm(a): m for a, m in b.apps}
+        scale = 1.0
+        if self.one_stream and b.active_min and b.dual_monitor_min:
+            scale = max(0.0, b.active_min - b.dual_monitor_min) / b.active_min
+        minutes = {_norm(a): m * scale for a, m in b.apps}
         if q.category == "dominant_app":
             return max(b.apps, key=lambda am: am[1])[0] if b.apps else None
         if q.category == "dominant_minutes":
