@@ -273,17 +273,17 @@ def test_no_typed_text_and_screenshots(desktop, tmp_path):
     assert {p.stem.replace("_", ":") for p in shots} <= frames
 
 
-def test_no_display_is_a_clear_usage_error(tmp_path, desktop):
-    env = dict(os.environ)
-    env.pop("DISPLAY", None)
-    base = [sys.executable, "-m", "af_pipeline.cli", "record", "--home", str(tmp_path / "h"), "--duration", "1"]
-    out = subprocess.run(base, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2
-    assert "no X display: set DISPLAY or pass --display" in out.stderr
-    assert "Traceback" not in out.stderr
+def test_no_display_is_a_clear_usage_error(tmp_path, desktop, monkeypatch, capsys):
+    from af_pipeline import cli
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    base = ["record", "--home", str(tmp_path / "h"), "--duration", "1"]
+    assert cli.main(base) == 2
+    err = capsys.readouterr().err
+    assert "no X display: set DISPLAY or pass --display" in err and "Traceback" not in err
     # A display nobody serves: the same sentence, naming the display.
     unused = f":{int(desktop.display[1:]) + 4000}"
-    out = subprocess.run([*base, "--display", unused], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2
-    assert "no X display" in out.stderr and unused in out.stderr and "Traceback" not in out.stderr
+    assert cli.main([*base, "--display", unused]) == 2
+    err = capsys.readouterr().err
+    assert "no X display" in err and unused in err
     assert not (tmp_path / "h").exists()  # no data folder is created for a run that cannot start
