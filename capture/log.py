@@ -684,6 +684,7 @@ class EventLog:
             skipped += _drop_batch_duplicates(grouped)
             # Pass 1: rows whose ref is not yet in their own day.
             candidates: dict[str, dict[str, list[Any]]] = {}
+            already_here: set[str] = set()  # days holding some of this batch's rows already
             for day in touched:
                 by_kind = grouped.pop(day)  # release the grouping as we go: memory stays bounded
                 if day in sealed:
@@ -696,6 +697,8 @@ class EventLog:
                 candidates[day] = {}
                 for kind, rows in by_kind.items():
                     new = [row for row in rows if row.ref not in known]
+                    if len(new) < len(rows):
+                        already_here.add(day)
                     skipped += len(rows) - len(new)
                     if new:
                         candidates[day][kind] = new
@@ -727,10 +730,13 @@ class EventLog:
                         if cols["ref"]:
                             fresh[kind] = cols
                 n_day = sum(len(c["ref"]) for c in fresh.values())
+                folder = self.open_dir / day
                 if not n_day:
+                    if day in already_here and folder.is_dir():
+                        # A re-run after a kill between rows and source record: name the source.
+                        self._note_source(folder, batch)
                     say(f"{head} nothing new")
                     continue
-                folder = self.open_dir / day
                 if seal and self._due(day, now) and not folder.exists():
                     # A whole past day arriving at once seals straight from memory: no open segment
                     # to write and parse back. Killed before its manifest entry, the day is simply
@@ -741,9 +747,9 @@ class EventLog:
                 else:
                     cached = self._ref_cache.get(day) if folder.is_dir() else None
                     folder.mkdir(parents=True, exist_ok=True)
+                    self._note_source(folder, batch)  # before the rows: no row lands without its source
                     for kind, cols in fresh.items():
                         self._write_open(folder, kind, cols)
-                    self._note_source(folder, batch)
                     self._ref_cache.pop(day, None)
                     if cached is not None:  # keep a live day's refs: the recorder appends often
                         cached[1].update(ref for cols in fresh.values() for ref in cols["ref"])
