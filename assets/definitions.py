@@ -1,0 +1,58 @@
+"""The code location: the Definitions object workspace.yaml loads.
+
+Thin by design: it wires partitions, assets, checks, jobs, the schedule and the sensor for one
+data folder ($AF_HOME, else ~/.activity-frames). Everything that computes lives in af_pipeline;
+everything that stores lives in assets/store.py and assets/publish.py.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets import derive
+from assets.partitions import daily_partitions, home_zone
+from assets.resources import resources_for
+from assets.schedules import build_nightly
+from assets.sensors import build_sealed_sensor
+from capture.home import Home, resolve_home
+from checks import invariants, quality
+
+BUILD_JOB = "build"
+CERTIFY_JOB = "certify"
+
+
+def build_definitions(home: Home | None = None) -> dg.Definitions:
+    home = home or resolve_home(None)
+    partitions = daily_partitions(home)
+    day_assets = derive.build_assets(partitions)
+    by_name = {a.key.to_user_string(): a for a in day_assets}
+    quality_checks = quality.build_checks(by_name["raw_day"], by_name["frames"], partitions)
+    invariant_checks = invariants.build_checks(by_name["published_day"], partitions)
+    all_checks = [*quality_checks, *invariant_checks]
+
+    # build: every asset plus the data-quality checks (cheap, and they guard what is derived next);
+    # certify: every check and nothing else, one day per run or a day range in one run.
+    build = dg.define_asset_job(
+        BUILD_JOB,
+        selection=dg.AssetSelection.assets(*day_assets).without_checks() | dg.AssetSelection.checks(*quality_checks),
+        description="Materialize day partitions: log -> warehouse -> documents -> published/.",
+    )
+    certify = dg.define_asset_job(
+        CERTIFY_JOB,
+        selection=dg.AssetSelection.checks(*all_checks),
+        description="Run every certification and data-quality check for a day (checks only, nothing is rebuilt).",
+    )
+    return dg.Definitions(
+        assets=day_assets,
+        asset_checks=all_checks,
+        jobs=[build, certify],
+        schedules=[build_nightly(home, build, home_zone(home))],
+        sensors=[build_sealed_sensor(home, build, partitions)],
+        resources=resources_for(home),
+        executor=dg.in_process_executor,
+    )
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return build_definitions()

@@ -1,0 +1,158 @@
+"""published/<day>/: the files agents read, written atomically, append-only once the day is sealed.
+
+Layout of one day::
+
+    published/<day>/document.json   the schema v1 document, with generated_at (when it was written)
+    published/<day>/document.yaml   the same document as YAML (no generated_at: it is canonical)
+    published/<day>/document.md     a Markdown rendering for people
+    published/<day>/context.txt     the token-budgeted context block for system prompts
+    published/<day>/manifest.json   sha256 and size of each file above, the canonical document hash,
+                                    whether the day was sealed, and the log segments it came from
+
+Each file is written to a temporary name and renamed into place; manifest.json is renamed last,
+so a reader that trusts the manifest never sees a half-written day. Once a day is published
+*sealed*, its files never change: publishing it again with the same content is a no-op (the
+original generated_at is kept), and publishing different content is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from capture.errors import CheckFailed
+
+MANIFEST = "manifest.json"
+MANIFEST_VERSION = 1
+ARTIFACTS = ("document.json", "document.yaml", "document.md", "context.txt")
+
+
+@dataclass(frozen=True)
+class Published:
+    day: str
+    folder: Path
+    manifest: dict[str, Any]
+    written: bool  # False when an identical sealed day was already there
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    return sha256_bytes(path.read_bytes())
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_manifest(published_dir: Path, day: str) -> dict[str, Any] | None:
+    path = published_dir / day / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CheckFailed(f"{path} is not a readable manifest ({exc})") from None
+    return data if isinstance(data, dict) else None
+
+
+def manifest_for(
+    day: str,
+    files: dict[str, bytes],
+    *,
+    canonical_sha256: str,
+    sealed: bool,
+    segments: dict[str, str],
+    code_version: str,
+) -> dict[str, Any]:
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "day": day,
+        "sealed": sealed,
+        "canonical_sha256": canonical_sha256,
+        "code_version": code_version,
+        "segments": dict(sorted(segments.items())),
+        "files": {name: {"sha256": sha256_bytes(data), "bytes": len(data)} for name, data in sorted(files.items())},
+    }
+
+
+def _same_content(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Equal up to document.json, which differs only by generated_at when the canonical hash agrees."""
+    if old.get("canonical_sha256") != new.get("canonical_sha256") or old.get("segments") != new.get("segments"):
+        return False
+    of, nf = old.get("files", {}), new.get("files", {})
+    return set(of) == set(nf) and all(
+        of[name].get("sha256") == nf[name]["sha256"] for name in nf if name != "document.json"
+    )
+
+
+def publish_day(
+    published_dir: Path,
+    day: str,
+    files: dict[str, bytes],
+    *,
+    canonical_sha256: str,
+    sealed: bool,
+    segments: dict[str, str],
+    code_version: str,
+) -> Published:
+    """Write one day's artifacts (see the module docstring for the append-only rule)."""
+    folder = published_dir / day
+    new = manifest_for(
+        day, files, canonical_sha256=canonical_sha256, sealed=sealed, segments=segments, code_version=code_version
+    )
+    old = read_manifest(published_dir, day)
+    if old is not None and old.get("sealed"):
+        if _same_content(old, new):
+            return Published(day, folder, old, written=False)
+        raise CheckFailed(
+            f"published/{day} belongs to a sealed day and would change (canonical sha256 "
+            f"{old.get('canonical_sha256', '?')[:12]} -> {canonical_sha256[:12]}); sealed artifacts are "
+            f"append-only. If the compiler changed on purpose, move {folder} aside and build again"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in sorted(files):
+        _atomic_write(folder / name, files[name])
+    _atomic_write(folder / MANIFEST, (json.dumps(new, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    return Published(day, folder, new, written=True)
+
+
+def verify_day(published_dir: Path, day: str) -> list[str]:
+    """Problems with one published day's files against its manifest (empty when intact)."""
+    manifest = read_manifest(published_dir, day)
+    if manifest is None:
+        return [f"published/{day}/{MANIFEST} is missing"]
+    problems = []
+    files = manifest.get("files")
+    if not isinstance(files, dict) or set(files) != set(ARTIFACTS):
+        problems.append(f"published/{day}/{MANIFEST} lists {sorted(files or [])}, expected {list(ARTIFACTS)}")
+        files = files if isinstance(files, dict) else {}
+    for name, meta in sorted(files.items()):
+        path = published_dir / day / name
+        if not path.is_file():
+            problems.append(f"published/{day}/{name} is missing")
+            continue
+        actual = sha256_file(path)
+        if actual != meta.get("sha256"):
+            problems.append(
+                f"published/{day}/{name} was changed: sha256 {actual[:12]}, its manifest records "
+                f"{str(meta.get('sha256'))[:12]}"
+            )
+    return problems
+
+
+def published_days(published_dir: Path) -> list[str]:
+    if not published_dir.is_dir():
+        return []
+    return sorted(p.name for p in published_dir.iterdir() if p.is_dir() and (p / MANIFEST).exists())

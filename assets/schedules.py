@@ -1,0 +1,39 @@
+"""The nightly compile: yesterday's partition, shortly after the log's grace period has passed."""
+
+
+from datetime import timedelta
+from typing import Any
+
+import dagster as dg
+
+from capture.home import Home
+from capture.timeutil import zone
+
+
+def nightly_hour(grace_hours: float) -> int:
+    """First whole hour after the grace period, so yesterday is usually sealed when it runs."""
+    return min(23, int(grace_hours) + 1)
+
+
+def build_nightly(home: Home, job: Any, tz: str) -> dg.ScheduleDefinition:
+    grace = home.settings().grace_hours if home.exists() else 6.0
+    hour = nightly_hour(grace)
+
+    @dg.schedule(
+        name="nightly_compile",
+        job=job,
+        cron_schedule=f"0 {hour} * * *",
+        execution_timezone=tz,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=f"Every day at {hour:02d}:00 ({tz}): compile and publish yesterday's partition.",
+    )
+    def nightly_compile(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        local = context.scheduled_execution_time.astimezone(zone(tz))
+        day = (local.date() - timedelta(days=1)).isoformat()
+        from assets.partitions import log_days
+
+        if day not in log_days(home):
+            return dg.SkipReason(f"no capture for {day} in the event log")
+        return dg.RunRequest(run_key=f"nightly-{day}", partition_key=day)
+
+    return nightly_compile

@@ -1,0 +1,271 @@
+"""The DuckDB warehouse: one table per derived thing, one ``day`` column, replace-the-day writes.
+
+Every table has ``day`` (the user's local day) and ``seq`` (the row's position in the order the
+producing function returned it), then the record's own columns. Writing a day deletes that day's
+rows and inserts the new ones in one transaction, so re-materializing a partition is idempotent
+and never touches other days. Values that are not scalars (lists, dicts, nested records) are
+stored as canonical JSON text so two builds of the same rows compare equal byte for byte.
+
+Bulk inserts go through a pandas DataFrame (DuckDB's executemany is row-at-a-time and far too
+slow for a day of element rows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from capture.log import COLUMNS, SELECT_SQL, EventLog
+from capture.model import CLASS_OF, ROW_KINDS, DayCapture
+
+RAW_TABLES: dict[str, str] = {kind: f"raw_{kind}" for kind in ROW_KINDS}
+RAW_DAYS = "raw_days"
+RAW_DAYS_COLUMNS = {
+    "tz": "VARCHAR",
+    "sealed": "BOOLEAN",
+    "recorders": "VARCHAR",  # JSON list
+    "segment_hashes": "VARCHAR",  # JSON object, path -> sha256 of the sealed segment read
+}
+
+_SCALAR_TYPES = {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE", str: "VARCHAR"}
+_UnionType = type(int | None)
+
+
+class SchemaChanged(Exception):
+    """A table exists with other columns than the code now writes (the code changed)."""
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def columns_of(cls: type) -> dict[str, str]:
+    """DuckDB column types for a dataclass: scalars map to SQL types, anything else to JSON text."""
+    hints = typing.get_type_hints(cls)
+    out: dict[str, str] = {}
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        base = args[0] if len(args) == 1 and typing.get_origin(hint) in (typing.Union, _UnionType) else hint
+        out[f.name] = _SCALAR_TYPES.get(base, "VARCHAR") if isinstance(base, type) else "VARCHAR"
+    return out
+
+
+def _cell(value: Any, sql_type: str) -> Any:
+    if value is None:
+        return None
+    if sql_type == "VARCHAR" and not isinstance(value, str):
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = dataclasses.asdict(value)
+        return canonical_json(value)
+    return value
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _existing_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]] | None:
+    rows = con.execute(
+        "SELECT column_name, data_type FROM information_schema.columns "
+        "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+        [table],
+    ).fetchall()
+    return [(str(n), str(t)) for n, t in rows] or None
+
+
+def ensure_table(con: duckdb.DuckDBPyConnection, table: str, columns: Mapping[str, str]) -> None:
+    """Create the table, or raise SchemaChanged if it exists with other columns."""
+    wanted = [("day", "VARCHAR"), ("seq", "BIGINT"), *columns.items()]
+    have = _existing_columns(con, table)
+    if have is None:
+        cols = ", ".join(f"{_quote(n)} {t}" for n, t in wanted)
+        con.execute(f"CREATE TABLE {_quote(table)} ({cols})")
+        return
+    if [(n, t.upper()) for n, t in have] != [(n, t.upper()) for n, t in wanted]:
+        raise SchemaChanged(
+            f"warehouse table {table} has columns {[n for n, _ in have]}, the code now writes "
+            f"{[n for n, _ in wanted]}; rebuild the warehouse (`af build --fresh`)"
+        )
+
+
+def replace_day(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    day: str,
+    columns: Mapping[str, str],
+    rows: Iterable[Sequence[Any]],
+) -> int:
+    """Replace one day's rows of a table (created on first use). Returns the rows written."""
+    import pandas as pd
+
+    names = list(columns)
+    types = [columns[n] for n in names]
+    data: list[list[Any]] = [[] for _ in names]
+    n = 0
+    for row in rows:
+        for i, value in enumerate(row):
+            data[i].append(_cell(value, types[i]))
+        n += 1
+    frame = pd.DataFrame(
+        {"day": pd.Series([day] * n, dtype=object), "seq": pd.Series(range(n), dtype=object)}
+        | {f"c{i}": pd.Series(col, dtype=object) for i, col in enumerate(data)}
+    )
+    select = ", ".join(
+        ["CAST(day AS VARCHAR)", "CAST(seq AS BIGINT)"] + [f"CAST(c{i} AS {t})" for i, t in enumerate(types)]
+    )
+    con.execute("BEGIN TRANSACTION")
+    try:
+        ensure_table(con, table, columns)
+        con.execute(f"DELETE FROM {_quote(table)} WHERE day = ?", [day])
+        if n:
+            con.register("_af_rows", frame)
+            try:
+                con.execute(f"INSERT INTO {_quote(table)} SELECT {select} FROM _af_rows")
+            finally:
+                con.unregister("_af_rows")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return n
+
+
+def replace_records(con: duckdb.DuckDBPyConnection, table: str, day: str, cls: type, records: Sequence[Any]) -> int:
+    """replace_day for a list of dataclass instances of one type."""
+    columns = columns_of(cls)
+    names = list(columns)
+    return replace_day(con, table, day, columns, ([getattr(r, n) for n in names] for r in records))
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dict[str, Any]:
+    """Copy one day of the event log into the raw_* tables; returns counts and provenance.
+
+    A sealed day is scanned straight from its Parquet segments after checking each file against
+    the sha256 its manifest entry records; an open day is read through the log.
+    """
+    entry = next((e for e in log.manifest() if e.get("day") == day), None)
+    counts: dict[str, int] = {}
+    hashes: dict[str, str] = {}
+    if entry is None:
+        capture = log.read_day(day)
+        for kind in ROW_KINDS:
+            counts[kind] = replace_records(con, RAW_TABLES[kind], day, CLASS_OF[kind], getattr(capture, kind))
+        sealed, recorders = False, capture.recorders
+    else:
+        folder = log.sealed_dir / day
+        from capture.errors import CheckFailed
+
+        for name, meta in sorted(entry["files"].items()):
+            path = folder / name
+            actual = _file_sha256(path) if path.exists() else "missing"
+            if actual != meta.get("sha256"):
+                raise CheckFailed(
+                    f"sealed segment {path} does not match its manifest entry (sha256 {actual}); run `af log verify`"
+                )
+            hashes[f"sealed/{day}/{name}"] = actual
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for kind in ROW_KINDS:
+                table = RAW_TABLES[kind]
+                ensure_table(con, table, COLUMNS[kind])
+                con.execute(f"DELETE FROM {_quote(table)} WHERE day = ?", [day])
+                path = _sql_path(folder / f"{kind}.parquet")
+                # Sealed files are written in the log's sort order: the file row number is the seq.
+                con.execute(
+                    f"INSERT INTO {_quote(table)} SELECT ?, file_row_number, {SELECT_SQL[kind]} "
+                    f"FROM read_parquet('{path}', file_row_number = true)",
+                    [day],
+                )
+                (counts[kind],) = con.execute(
+                    f"SELECT count(*) FROM {_quote(table)} WHERE day = ?", [day]
+                ).fetchone() or (0,)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        sources = json.loads((folder / "sources.json").read_bytes())
+        sealed, recorders = True, sorted(sources.get("recorders", []))
+    replace_day(
+        con,
+        RAW_DAYS,
+        day,
+        RAW_DAYS_COLUMNS,
+        [(log.tz, sealed, canonical_json(sorted(recorders)), canonical_json(dict(sorted(hashes.items()))))],
+    )
+    return {"counts": counts, "sealed": sealed, "recorders": sorted(recorders), "segment_hashes": hashes}
+
+
+def load_capture(
+    con: duckdb.DuckDBPyConnection, day: str, kinds: Sequence[str] = ROW_KINDS
+) -> DayCapture:
+    """The DayCapture of one day as raw_day stored it (same rows, same order as the log).
+
+    ``kinds`` limits which row kinds are read (element trees are most of a day's bytes)."""
+    meta = con.execute(
+        f"SELECT tz, sealed, recorders, segment_hashes FROM {RAW_DAYS} WHERE day = ?", [day]
+    ).fetchone()
+    if meta is None:
+        raise LookupError(f"day {day} is not in the warehouse; materialize raw_day for it first")
+    tz, sealed, recorders, hashes = meta
+    cap = DayCapture(
+        day=day, tz=str(tz), sealed=bool(sealed), recorders=json.loads(recorders), segment_hashes=json.loads(hashes)
+    )
+    for kind in kinds:
+        cls = CLASS_OF[kind]
+        rows = con.execute(
+            f"SELECT {SELECT_SQL[kind]} FROM {_quote(RAW_TABLES[kind])} WHERE day = ? ORDER BY seq", [day]
+        ).fetchall()
+        setattr(cap, kind, [cls(*r) for r in rows])
+    return cap
+
+
+def tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    rows = con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def day_digests(con: duckdb.DuckDBPyConnection, day: str) -> dict[str, str]:
+    """``rows:sha256`` of each table's rows for one day (every column, in seq order): what
+    rebuilds compare. Hashed inside DuckDB, row by row in its text form, then over the rows."""
+    out: dict[str, str] = {}
+    for table in tables(con):
+        cols = [n for n, _ in _existing_columns(con, table) or [] if n != "day"]
+        if "seq" not in cols:
+            continue
+        sel = ", ".join(_quote(c) for c in cols)
+        n, digest = con.execute(
+            f"SELECT count(*), sha256(COALESCE(string_agg(sha256(CAST(r AS VARCHAR)), '' ORDER BY seq), '')) "
+            f"FROM (SELECT {sel}, seq FROM {_quote(table)} WHERE day = ?) AS r",
+            [day],
+        ).fetchone() or (0, "")
+        out[table] = f"{n}:{digest}"
+    return out
+
+
+def count_day(con: duckdb.DuckDBPyConnection, table: str, day: str) -> int:
+    if table not in tables(con):
+        return 0
+    (n,) = con.execute(f"SELECT count(*) FROM {_quote(table)} WHERE day = ?", [day]).fetchone() or (0,)
+    return int(n)

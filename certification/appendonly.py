@@ -1,0 +1,81 @@
+"""Append-only: sealed segments and the published artifacts of sealed days never change.
+
+Checked against two records written when the data was made: the log's hash-chained manifest
+(each sealed segment's sha256, each entry chained to the one before) and each published day's
+manifest.json (each file's sha256, and the log segments the day was compiled from).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from assets import publish
+from capture.log import EventLog
+
+_VERIFY_CACHE: dict[tuple, tuple[bool, list[str], str | None]] = {}
+
+
+def _fingerprint(log: EventLog) -> tuple:
+    """Sizes and mtimes of the manifest and every sealed file: a full re-verify runs when any changes."""
+    items: list[tuple[str, int, int]] = []
+    for path in [log.manifest_path, *sorted(log.sealed_dir.rglob("*"))] if log.sealed_dir.exists() else [log.manifest_path]:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            continue
+        items.append((str(path), st.st_size, st.st_mtime_ns))
+    return tuple(items)
+
+
+def verify_chain(log: EventLog) -> tuple[bool, list[str], str | None]:
+    """The log's own verification (chain links, entry hashes, every sealed file), cached while unchanged."""
+    key = (str(log.dir), _fingerprint(log))
+    if key not in _VERIFY_CACHE:
+        report = log.verify()
+        _VERIFY_CACHE.clear()
+        _VERIFY_CACHE[key] = (report.ok, list(report.problems), report.head)
+    return _VERIFY_CACHE[key]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def check_day(log: EventLog, published_dir: Path, day: str) -> list[str]:
+    """Problems that break append-only for ``day`` and the sealed days published before it."""
+    problems: list[str] = []
+    ok, chain_problems, _ = verify_chain(log)
+    if not ok:
+        problems.extend(f"event log: {p}" for p in chain_problems)
+    entries = {str(e.get("day")): e for e in log.manifest()}
+    entry = entries.get(day)
+    if entry is not None:
+        # This day's segments, hashed now (not trusting the cache), against its chain entry.
+        for name, meta in sorted(entry.get("files", {}).items()):
+            path = log.sealed_dir / day / name
+            actual = _sha256(path) if path.is_file() else "missing"
+            if actual != meta.get("sha256"):
+                problems.append(f"{day}: sealed segment {name} is {actual[:12]}, the manifest chain records "
+                                f"{str(meta.get('sha256'))[:12]}")
+    for pday in publish.published_days(published_dir):
+        if pday > day:
+            continue
+        manifest = publish.read_manifest(published_dir, pday)
+        if not manifest or not manifest.get("sealed"):
+            if pday == day and entry is not None and manifest is not None:
+                problems.append(f"{day}: sealed in the log but published as open; build it again")
+            continue
+        problems.extend(publish.verify_day(published_dir, pday))
+        chained = entries.get(pday)
+        if chained is None:
+            problems.append(f"{pday}: published as sealed but the log's manifest chain has no entry for it")
+            continue
+        recorded = manifest.get("segments", {})
+        for name, meta in sorted(chained.get("files", {}).items()):
+            rel = f"sealed/{pday}/{name}"
+            if rel in recorded and recorded[rel] != meta.get("sha256"):
+                problems.append(f"{pday}: published from segment {name} {recorded[rel][:12]}, the chain now records "
+                                f"{str(meta.get('sha256'))[:12]}")
+    return problems

@@ -1,0 +1,171 @@
+"""Running builds and certification through Dagster, and writing the certificate.
+
+``af build`` and ``af certify`` call these. Both use the data folder's own Dagster instance
+(``<home>/dagster``, telemetry off) and the in-process executor. A build over a day range is one
+run (a single-run backfill); certification runs the checks-only ``certify`` job once per day,
+which is exactly what ``dagster job execute -m assets.definitions -a defs -j certify --tags
+'{"dagster/partition": "DAY"}'`` does from a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from capture.errors import UserError
+from capture.home import Home
+
+CERTIFICATE_VERSION = 1
+Progress = Callable[[str], None]
+
+
+def _quiet() -> None:
+    # Partitioned asset checks are a Dagster preview feature; the warning is not for our users.
+    warnings.filterwarnings("ignore", message=".*partitions_def on an AssetCheckSpec.*")
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+
+def select_days(home: Home, first: str | None, last: str | None) -> list[str]:
+    """The log's days within [first, last] (each defaults to the log's first / last day)."""
+    from assets.partitions import log_days
+    from capture.timeutil import parse_day
+
+    for label, value in (("--from", first), ("--to", last)):
+        if value is not None:
+            try:
+                parse_day(value)
+            except ValueError as exc:
+                raise UserError(f"{label}: {exc}") from None
+    days = log_days(home)
+    if not days:
+        raise UserError(f"the event log in {home.root} has no days yet; import a capture first (`af import`)")
+    lo, hi = first or days[0], last or days[-1]
+    if lo > hi:
+        raise UserError(f"--from {lo} is after --to {hi}")
+    chosen = [d for d in days if lo <= d <= hi]
+    if not chosen:
+        raise UserError(f"the event log has no days between {lo} and {hi} (it has {days[0]} .. {days[-1]})")
+    return chosen
+
+
+@dataclass
+class BuildOutcome:
+    ok: bool
+    days: list[str]
+    seconds: float
+    run_id: str
+    failures: list[str] = field(default_factory=list)
+
+
+def _failures(result: Any) -> list[str]:
+    out = []
+    for ev in result.all_events:
+        if ev.event_type_value == "ASSET_CHECK_EVALUATION":
+            data = ev.asset_check_evaluation_data
+            if not data.passed:
+                out.append(f"check {data.check_name} failed: {data.description or ''}".strip())
+        elif ev.event_type_value == "STEP_FAILURE":
+            err = ev.step_failure_data.error
+            msg = err.message.strip().splitlines()[0] if err else "failed"
+            if "blocking asset check" not in msg:
+                out.append(f"step {ev.step_key}: {msg}")
+    return out
+
+
+def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None) -> BuildOutcome:
+    """Materialize every asset for the days in one run (single-run backfill, in-process)."""
+    _quiet()
+    from assets.definitions import BUILD_JOB, build_definitions
+    from assets.instance import instance
+
+    inst = instance(home)
+    defs = build_definitions(home)
+    job = defs.resolve_job_def(BUILD_JOB)
+    progress(f"building {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
+    started = time.monotonic()
+    tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
+    result = job.execute_in_process(instance=inst, tags=tags, raise_on_error=False)
+    return BuildOutcome(result.success, days, time.monotonic() - started, result.run_id, _failures(result))
+
+
+def _artifacts(home: Home, day: str) -> dict[str, Any]:
+    from assets import publish
+
+    manifest = publish.read_manifest(home.published_dir, day) or {}
+    return {
+        "sealed": bool(manifest.get("sealed", False)),
+        "canonical_sha256": manifest.get("canonical_sha256"),
+        "files": {name: meta.get("sha256") for name, meta in sorted(manifest.get("files", {}).items())},
+    }
+
+
+def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: None) -> dict[str, Any]:
+    """Run the checks-only job once per day; return the certificate (also written to the folder)."""
+    _quiet()
+    from assets.definitions import CERTIFY_JOB, build_definitions
+    from assets.instance import instance
+    from assets.version import code_version
+    from capture.log import EventLog
+    from certification import rebuild
+
+    inst = instance(home)
+    defs = build_definitions(home)
+    job = defs.resolve_job_def(CERTIFY_JOB)
+    started = time.monotonic()
+    per_day: dict[str, Any] = {}
+    other_env: dict[str, str] = {}
+    for i, day in enumerate(days):
+        t0 = time.monotonic()
+        result = job.execute_in_process(instance=inst, tags={"dagster/partition": day}, raise_on_error=False)
+        checks: dict[str, Any] = {}
+        for ev in result.all_events:
+            if ev.event_type_value != "ASSET_CHECK_EVALUATION":
+                continue
+            data = ev.asset_check_evaluation_data
+            meta = {k: v.value for k, v in data.metadata.items()}
+            for k in ("other process TZ", "other process PYTHONHASHSEED"):
+                if k in meta:
+                    other_env[k.split()[-1]] = str(meta[k])
+            checks[data.check_name] = {
+                "passed": bool(data.passed),
+                "problem": data.description,
+                "details": meta.get("details"),
+            }
+        failed_steps = [f for f in _failures(result) if f.startswith("step ")]
+        ok = result.success and all(c["passed"] for c in checks.values()) and not failed_steps
+        per_day[day] = {
+            "passed": ok,
+            "run_id": result.run_id,
+            "checks": dict(sorted(checks.items())),
+            "errors": failed_steps,
+            "artifacts": _artifacts(home, day),
+        }
+        progress(f"[{i + 1}/{len(days)}] {day}: {'pass' if ok else 'FAIL'} ({time.monotonic() - t0:.1f} s)")
+    log = EventLog(home)
+    cert = {
+        "certificate_version": CERTIFICATE_VERSION,
+        "verdict": "pass" if all(d["passed"] for d in per_day.values()) else "fail",
+        "certified_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "code_version": code_version(),
+        "tz": log.tz,
+        "log": {"chain_head": log.chain_head(), "sealed_days": len(log.manifest())},
+        "other_process": other_env,
+        "days": per_day,
+        "seconds": round(time.monotonic() - started, 2),
+    }
+    write_certificate(home, cert)
+    rebuild.clear()
+    return cert
+
+
+def write_certificate(home: Home, cert: dict[str, Any]) -> None:
+    path = home.certificate_path
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(cert, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

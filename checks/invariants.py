@@ -1,0 +1,109 @@
+"""The three certification invariants as blocking asset checks on published_day.
+
+Thin: each check gathers what it needs from the resources and asks certification/ whether the
+invariant holds for each day of the run. A failure names the day and what differs; being
+blocking, it fails the run (Dagster leaves a run green on a failed non-blocking check).
+"""
+
+
+from collections.abc import Callable, Sequence
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from assets.resources import DataFolder
+
+MAX_LISTED = 20  # problems shown in the UI; the count is always complete
+
+RECOMPILE = "byte_identical_recompile"
+REBUILD = "rebuild_equals_incremental"
+APPEND_ONLY = "append_only"
+INVARIANTS = (RECOMPILE, REBUILD, APPEND_ONLY)
+
+
+def _days(context: dg.AssetCheckExecutionContext) -> list[str]:
+    return list(context.partition_keys)
+
+
+def verdict(days: Sequence[str], problems_of: Callable[[str], list[str]], extra: dict | None = None) -> dg.AssetCheckResult:
+    problems: list[str] = []
+    for day in days:
+        problems.extend(problems_of(day))
+    meta: dict = {"days": len(days), "problems": len(problems)}
+    if problems:
+        meta["details"] = dg.MetadataValue.md("\n".join(f"- {p}" for p in problems[:MAX_LISTED]))
+    meta.update(extra or {})
+    return dg.AssetCheckResult(
+        passed=not problems,
+        metadata=meta,
+        description=problems[0] if problems else None,
+    )
+
+
+def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
+    @dg.asset_check(
+        asset=published_day,
+        name=RECOMPILE,
+        blocking=True,
+        partitions_def=partitions,
+        description="The day compiled from the event log in a separate process with another TZ and "
+        "PYTHONHASHSEED: its canonical bytes and renderings must equal the published files and the warehouse.",
+    )
+    def byte_identical_recompile(
+        context: dg.AssetCheckExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
+    ) -> dg.AssetCheckResult:
+        from certification import rebuild, recompile
+
+        fresh = rebuild.fresh_build(data_folder.home, data_folder.include_typed_text)
+        with warehouse.get_connection() as con:
+
+            def problems(day: str) -> list[str]:
+                row = con.execute("SELECT sha256 FROM day_document WHERE day = ?", [day]).fetchone()
+                return recompile.compare(data_folder.published_dir, fresh.published, day, row[0] if row else "missing")
+
+            return verdict(
+                _days(context),
+                problems,
+                {"other process TZ": fresh.env.get("TZ", ""), "other process PYTHONHASHSEED": fresh.env.get("PYTHONHASHSEED", "")},
+            )
+
+    @dg.asset_check(
+        asset=published_day,
+        name=REBUILD,
+        blocking=True,
+        partitions_def=partitions,
+        description="A fresh warehouse rebuilt from the whole log in one run must hold the same rows for the "
+        "day, in every table, as the warehouse built day by day.",
+    )
+    def rebuild_equals_incremental(
+        context: dg.AssetCheckExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
+    ) -> dg.AssetCheckResult:
+        from certification import rebuild
+
+        fresh = rebuild.fresh_build(data_folder.home, data_folder.include_typed_text)
+        with warehouse.get_connection() as con:
+            return verdict(
+                _days(context),
+                lambda day: rebuild.compare_tables(con, fresh, day),
+                {"fresh days": len(fresh.digests)},
+            )
+
+    @dg.asset_check(
+        asset=published_day,
+        name=APPEND_ONLY,
+        blocking=True,
+        partitions_def=partitions,
+        description="Sealed segments match the log's hash-chained manifest, and the published files of this "
+        "and every earlier sealed day match their manifests and the segments they came from.",
+    )
+    def append_only(context: dg.AssetCheckExecutionContext, data_folder: DataFolder) -> dg.AssetCheckResult:
+        from certification import appendonly
+
+        log = data_folder.log()
+        return verdict(
+            _days(context),
+            lambda day: appendonly.check_day(log, data_folder.published_dir, day),
+            {"chain head": log.chain_head() or "-"},
+        )
+
+    return [byte_identical_recompile, rebuild_equals_incremental, append_only]

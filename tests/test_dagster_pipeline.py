@@ -1,0 +1,262 @@
+"""The Dagster layer on a real instance and a real DuckDB file: partitions, the asset graph,
+idempotent per-day writes, published artifacts, schedule, sensor, the definitions snapshot and
+the webserver loading workspace.yaml."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+from test_dagster_support import corpus, days_of, new_home, only_days
+
+from assets import publish
+from assets.definitions import build_definitions
+from assets.partitions import daily_partitions
+from assets.resources import resources_for
+from capture.errors import CheckFailed
+from capture.home import Home
+from capture.log import EventLog
+
+warnings.filterwarnings("ignore", message=".*AssetCheckSpec.*")
+ROOT = Path(__file__).resolve().parent.parent
+SNAPSHOT = Path(__file__).with_name("test_dagster_definitions.json")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A home with the whole (trimmed) corpus landed and built in one Dagster run."""
+    from certification import harness
+
+    home = new_home(tmp_path_factory.mktemp("built"))
+    EventLog(home).append(corpus())
+    days = harness.select_days(home, None, None)
+    out = harness.run_build(home, days)
+    assert out.ok, out.failures
+    return home, days, out
+
+
+def test_range_build_is_one_run_and_publishes_every_day(built):
+    home, days, out = built
+    instance = dg.DagsterInstance.get()
+    assert len(instance.get_run_records()) == 1  # the whole range was a single run
+    for day in days:
+        folder = home.published_dir / day
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert sorted(manifest["files"]) == sorted(publish.ARTIFACTS)
+        for name, meta in manifest["files"].items():
+            assert publish.sha256_file(folder / name) == meta["sha256"]
+        assert manifest["sealed"] is True
+        doc = json.loads((folder / "document.json").read_text())
+        assert doc["generated_at"].endswith("Z") and doc["day"] == day
+        assert (folder / "context.txt").read_text().startswith("AF-CONTEXT")
+        assert publish.verify_day(home.published_dir, day) == []
+
+
+def test_warehouse_holds_every_table_per_day(built):
+    home, days, _ = built
+    con = duckdb.connect(str(home.warehouse_path), read_only=True)
+    try:
+        for table in ("raw_snapshots", "raw_inputs", "frames", "enriched_input", "page_refs", "day_document", "context_block"):
+            per_day = dict(con.execute(f"SELECT day, count(*) FROM {table} GROUP BY day").fetchall())
+            assert set(per_day) == set(days), table
+            assert all(n > 0 for n in per_day.values()), table
+        # frames never claim more time than wall time, and typed text stays out by default
+        assert con.execute("SELECT count(*) FROM frames WHERE active_us > wall_us").fetchone() == (0,)
+        assert con.execute("SELECT count(*) FROM enriched_input WHERE key_text IS NOT NULL").fetchone() == (0,)
+    finally:
+        con.close()
+
+
+def test_metadata_people_read_in_the_ui(tmp_path):
+    home = new_home(tmp_path)
+    batch = corpus()
+    day = days_of(batch)[0]
+    EventLog(home).append(only_days(batch, {day}))
+    defs = build_definitions(home)
+    result = defs.resolve_job_def("build").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(), partition_key=day
+    )
+    meta = {}
+    for m in result.get_asset_materialization_events():
+        mat = m.step_materialization_data.materialization
+        meta[mat.asset_key.to_user_string()] = {k: v.value for k, v in mat.metadata.items()}
+    assert meta["raw_day"]["rows_snapshots"] > 0 and meta["raw_day"]["sealed"] is True
+    assert meta["frames"]["frames"] > 0 and meta["frames"]["active_minutes"] > 0
+    assert meta["day_document"]["document_tokens"] > meta["context_block"]["context_tokens"] > 0
+    assert meta["context_block"]["preview"].startswith("```text\nAF-CONTEXT")
+    manifest = json.loads((home.published_dir / day / "manifest.json").read_text())
+    assert meta["published_day"]["sha256 context.txt"] == manifest["files"]["context.txt"]["sha256"]
+
+
+def test_materializing_a_day_again_replaces_it_and_keeps_sealed_files(tmp_path):
+    home = new_home(tmp_path)
+    batch = corpus()
+    day = days_of(batch)[1]
+    EventLog(home).append(only_days(batch, {day}))
+    defs = build_definitions(home)
+    assets = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition)]
+    instance = dg.DagsterInstance.ephemeral()
+    dg.materialize(assets, instance=instance, resources=resources_for(home), partition_key=day)
+    first = (home.published_dir / day / "document.json").read_bytes()
+    con = duckdb.connect(str(home.warehouse_path), read_only=True)
+    counts = con.execute("SELECT count(*) FROM frames").fetchone()
+    con.close()
+    time.sleep(1.1)  # a rewrite would carry a later generated_at
+    dg.materialize(assets, instance=instance, resources=resources_for(home), partition_key=day)
+    con = duckdb.connect(str(home.warehouse_path), read_only=True)
+    assert con.execute("SELECT count(*) FROM frames").fetchone() == counts  # replaced, not appended
+    con.close()
+    assert (home.published_dir / day / "document.json").read_bytes() == first  # sealed: untouched
+
+
+def test_sealed_publication_refuses_different_content(tmp_path):
+    files = {name: b"x" for name in publish.ARTIFACTS}
+    kw = {"sealed": True, "segments": {"sealed/2026-06-01/snapshots.parquet": "ab"}, "code_version": "t"}
+    publish.publish_day(tmp_path, "2026-06-01", files, canonical_sha256="1" * 64, **kw)
+    assert not publish.publish_day(tmp_path, "2026-06-01", files, canonical_sha256="1" * 64, **kw).written
+    with pytest.raises(CheckFailed, match="sealed day and would change"):
+        publish.publish_day(tmp_path, "2026-06-01", files, canonical_sha256="2" * 64, **kw)
+
+
+def test_partitions_follow_the_log_in_the_recorded_zone(tmp_path):
+    empty = Home(tmp_path / "empty")
+    empty.init(tz="Asia/Tokyo")
+    now = datetime(2026, 7, 1, 20, 0, tzinfo=UTC)  # already 2 July in Tokyo
+    p = daily_partitions(empty, now)
+    assert p.timezone == "Asia/Tokyo"
+    assert p.get_partition_keys(current_time=now) == ["2026-07-02"]
+    home = Home(tmp_path / "h")
+    home.init(tz="Europe/Paris")
+    EventLog(home).append(only_days(corpus(), {"2026-06-02", "2026-06-03"}))
+    keys = daily_partitions(home, now).get_partition_keys(current_time=now)
+    assert keys[0] == "2026-06-02" and keys[-1] == "2026-07-01"
+    # a log dated after the clock still gets every captured day
+    early = datetime(2026, 5, 1, tzinfo=UTC)
+    assert "2026-06-03" in daily_partitions(home, early).get_partition_keys(current_time=early)
+
+
+def test_schedule_targets_yesterday_and_sensor_finds_sealed_unpublished_days(tmp_path):
+    home = new_home(tmp_path)
+    batch = corpus()
+    EventLog(home).append(only_days(batch, {"2026-06-01", "2026-06-02"}))
+    defs = build_definitions(home)
+    sched = defs.resolve_schedule_def("nightly_compile")
+    repo = defs.get_repository_def()
+    ctx = dg.build_schedule_context(
+        scheduled_execution_time=datetime(2026, 6, 3, 5, 0, tzinfo=UTC), repository_def=repo
+    )
+    req = sched.evaluate_tick(ctx).run_requests
+    assert req and req[0].partition_key == "2026-06-02"
+    sensor = defs.resolve_sensor_def("newly_sealed_days")
+    reqs = sensor.evaluate_tick(dg.build_sensor_context(repository_def=repo)).run_requests
+    assert sorted(r.partition_key for r in reqs) == ["2026-06-01", "2026-06-02"]
+    # once published sealed, the sensor has nothing to do
+    defs.resolve_job_def("build").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(),
+        tags={"dagster/asset_partition_range_start": "2026-06-01", "dagster/asset_partition_range_end": "2026-06-02"},
+    )
+    assert not sensor.evaluate_tick(dg.build_sensor_context(repository_def=repo)).run_requests
+
+
+def _snapshot(defs: dg.Definitions) -> dict:
+    repo = defs.get_repository_def()
+    checks = sorted(
+        f"{k.asset_key.to_user_string()}:{k.name}:{'blocking' if spec.blocking else 'advisory'}"
+        for k, spec in ((s.key, s) for a in defs.asset_checks or [] for s in a.check_specs)
+    )
+    graph = {}
+    for a in defs.assets or []:
+        if isinstance(a, dg.AssetsDefinition):
+            for key in a.keys:
+                graph[key.to_user_string()] = sorted(d.to_user_string() for d in a.asset_deps[key])
+    return {
+        "assets": dict(sorted(graph.items())),
+        "partitions": {
+            a.key.to_user_string(): f"{type(a.partitions_def).__name__} {a.partitions_def.timezone} {a.partitions_def.fmt}"
+            for a in defs.assets or []
+        },
+        "job_checks": {
+            name: sorted(k.name for k in repo.get_job(name).asset_layer.asset_graph.asset_check_keys)
+            for name in ("build", "certify")
+        },
+        "checks": checks,
+        "jobs": sorted(j.name for j in repo.get_all_jobs() if not j.name.startswith("__")),
+        "schedules": sorted(s.name for s in repo.schedule_defs),
+        "sensors": sorted(s.name for s in repo.sensor_defs),
+        "pools": sorted({a.op.pool or "" for a in defs.assets or []}),
+    }
+
+
+def test_definitions_match_the_checked_in_snapshot(tmp_path):
+    """Catches accidental graph changes. After an intended change, regenerate with
+    AF_UPDATE_SNAPSHOT=1 and commit tests/test_dagster_definitions.json."""
+    home = Home(tmp_path / "h")
+    home.init(tz="Europe/Paris")
+    got = _snapshot(build_definitions(home))
+    if os.environ.get("AF_UPDATE_SNAPSHOT"):
+        SNAPSHOT.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
+    assert got == json.loads(SNAPSHOT.read_text())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _graphql(port: int, query: str) -> dict:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return json.loads(resp.read())
+
+
+def test_webserver_loads_workspace_yaml(tmp_path):
+    home = new_home(tmp_path)
+    EventLog(home).append(only_days(corpus(), {"2026-06-01"}))
+    port = _free_port()
+    env = dict(os.environ, AF_HOME=str(home.root), DAGSTER_HOME=str(home.dagster_home))
+    exe = Path(sys.executable).with_name("dagster-webserver")
+    proc = subprocess.Popen(
+        [str(exe), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        keys: list[str] = []
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                data = _graphql(port, "{ assetNodes { assetKey { path } } }")
+                keys = sorted("/".join(n["assetKey"]["path"]) for n in data["data"]["assetNodes"])
+                if keys:
+                    break
+            except OSError:
+                pass
+            time.sleep(1)
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+        assert keys == sorted(
+            ["raw_day", "frames", "enriched_input", "page_refs", "day_document", "context_block", "published_day"]
+        )
+        loc = _graphql(port, "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }")
+        entries = loc["data"]["workspaceOrError"]["locationEntries"]
+        assert [(e["name"], e["loadStatus"]) for e in entries] == [("activity_frames", "LOADED")]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
