@@ -83,10 +83,13 @@ def encode(days: Sequence[Sequence[Action]], vocab: Sequence[str] | None = None)
     day_index = {d: i for i, d in enumerate(day_list)}
     n = len(flat)
     # Session cuts (a new day or a new session number) get a separator before them.
-    keys = [(a.day, a.session) for a in flat]
     cut = np.zeros(n, dtype=bool)
     if n > 1:
-        cut[1:] = np.fromiter((keys[i] != keys[i - 1] for i in range(1, n)), dtype=bool, count=n - 1)
+        cut[1:] = np.fromiter(
+            (b.session != a.session or b.day != a.day for a, b in zip(flat, flat[1:], strict=False)),
+            dtype=bool,
+            count=n - 1,
+        )
     where = np.arange(n, dtype=np.int64) + np.cumsum(cut)  # position of each action in seq
     size = n + int(cut.sum())
 
