@@ -609,7 +609,7 @@ class _Reader:
         sid = self.batch.source_id
         text = self.text
         clock = ClockWatch(self.batch, "ui_events")
-        seen: set[tuple[Any, ...]] = set()
+        seen: set[tuple[int, int]] = set()
         candidates: dict[int, list[tuple[str | None, str, float, float]]] = {}
         n_candidates: dict[str, int] = {}
         kinds: dict[Any, str] = {}  # raw event_type -> normalised kind ("" when unknown)
@@ -635,7 +635,9 @@ class _Reader:
                 self.batch.quarantine(self.file, f"ui_events id={eid}", "unknown event type", f"event_type={etype!r}")
                 continue
             if ts % 1_000_000:  # sub-second clock: an identical row is a duplicate, not a double click
-                key = row[1:]
+                # (time, hash of the rest): a collision would need two different rows at the same
+                # microsecond with equal 64-bit hashes; keeping whole rows would double the memory.
+                key = (ts, hash(row[2:]))
                 if key in seen:
                     self.batch.note("ui_events: duplicate rows skipped (identical apart from the id)")
                     continue
