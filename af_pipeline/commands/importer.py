@@ -24,8 +24,9 @@ how many landed, were already in the log, or were quarantined, and why. See docs
 _KINDS = {
     "screenpipe": (
         "a screenpipe SQLite database (usually ~/.screenpipe/db.sqlite)",
-        "Import a screenpipe database, either schema era. Reading works while screenpipe is running "
-        "(recent rows still in db.sqlite-wal are included).",
+        "Import a screenpipe database, either schema era. It is opened read-only and never changed; "
+        "reading works while screenpipe is running (recent rows still in db.sqlite-wal are included). "
+        "Rows land one local day at a time, so memory holds one day of element rows.",
     ),
     "activitywatch": (
         "an ActivityWatch export JSON, or its sqlite.db",
