@@ -107,18 +107,27 @@ def build_segments(
     """The first pass of Algorithm 1: a new segment on each key change or after a break."""
     raw: list[Segment] = []
     cur: Segment | None = None
+    cur_key: Hashable = None
+    add: Callable[[int], None] = raw.append  # placeholder until the first segment
+    active = 0
     for i, row in enumerate(rows):
         k = keys[i]
-        if cur is None or k != cur.key:
+        if cur is None or k != cur_key:
             cur = Segment(stream, k, row, stream_ts[i])
             raw.append(cur)
+            cur_key, add, active = k, cur.rows.append, 0
         else:
-            cur.rows.append(row)
-        cur.active_us += credit[i]
-        cur.end_us = stream_ts[i] + credit[i]
+            add(row)
+        c = credit[i]
+        active += c
         if brk[i]:
+            cur.active_us = active
+            cur.end_us = stream_ts[i] + c
             cur.broken = True
             cur = None
+        elif i + 1 == len(rows) or keys[i + 1] != cur_key:
+            cur.active_us = active
+            cur.end_us = stream_ts[i] + c
     return raw
 
 
