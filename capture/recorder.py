@@ -48,6 +48,7 @@ FLUSH_S = 2.0  # rows go to the log this often (or less often, see FLUSH_COST_FA
 FLUSH_COST_FACTOR = 4.0  # after an append that took s seconds, wait at least 4 s before the next
 POLL_S = 0.05  # the main loop wakes up this often to read focus and handle input
 MONITOR_CHECK_S = 10.0  # screen layout is re-read this often
+VISIBLE_CHECK_S = 1.0  # with several monitors, what the unfocused ones show is read this often
 MAX_TYPED_TEXT = 8192  # characters in one text row (the importers' cap)
 
 EXCLUDED_APP = "(excluded)"
@@ -192,7 +193,9 @@ class Recorder:
         self._focus: WindowInfo | None = None
         self._focus_excluded = False
         self._frame_id: str | None = None
-        self._last_snapshot_us: int | None = None
+        self._last_snapshot_us: int | None = None  # of the focused window
+        # per stream: (window id, title, excluded) of its latest snapshot, and when it was taken
+        self._shown: dict[str, tuple[tuple[int, str | None, bool], int]] = {}
         self._last_interaction: tuple[int, int] | None = None  # (window id, time) of the last one
         self._last_input_us: int | None = None
         self._title_pending = False
@@ -213,27 +216,32 @@ class Recorder:
         return monitor_for(self._monitors, *window.center())
 
     def _snapshot(self, ts: int, trigger: str, heartbeat: bool = False) -> None:
+        """A snapshot of the focused window (input rows point at the latest one)."""
         window = self._focus
         if window is None:
             return
-        monitor = self._stream_of(window)
-        ref = self._ref()
-        excluded = self._focus_excluded
+        snap = self._write_snapshot(ts, window, self._focus_excluded, self._stream_of(window), trigger,
+                                    heartbeat=heartbeat, focused=True)
+        self._frame_id = snap.source_frame_id
+        self._last_snapshot_us = ts
+        self._title_pending = False
+
+    def _write_snapshot(self, ts: int, window: WindowInfo, excluded: bool, monitor: Monitor | None,
+                        trigger: str, *, heartbeat: bool, focused: bool) -> Snapshot:
+        stream = monitor.stream if monitor else "monitor_1"
         snap = Snapshot(
-            ref=ref,
+            ref=self._ref(),
             ts_us=ts,
-            stream=monitor.stream if monitor else "monitor_1",
+            stream=stream,
             app=EXCLUDED_APP if excluded else window.app,
             window=None if excluded else window.title,
-            focused=True,
+            focused=focused,
             trigger="excluded" if excluded else trigger,
             heartbeat=heartbeat,
             source_frame_id=f"{self.session}:{self._seq}",
         )
         self._rows.append(snap)
-        self._frame_id = snap.source_frame_id
-        self._last_snapshot_us = ts
-        self._title_pending = False
+        self._shown[stream] = ((window.wid, None if excluded else window.title, excluded), ts)
         if excluded:
             self.stats.excluded_markers += 1
         else:
@@ -241,6 +249,7 @@ class Recorder:
             self.stats.heartbeats += heartbeat
             if self.on_snapshot is not None:
                 self.on_snapshot(snap, monitor)
+        return snap
 
     def _interaction_snapshot(self, ts: int, trigger: str) -> None:
         """A snapshot for an interaction, at most one per SNAPSHOT_GAP_US and window."""
@@ -434,6 +443,32 @@ class Recorder:
             quiet_since = max(quiet_since, self._last_input_us or 0)
         if now - quiet_since >= HEARTBEAT_US:
             self._snapshot(now, "idle", heartbeat=True)
+
+    def visible(self, ts: int, windows: list[WindowInfo]) -> None:
+        """The visible windows, bottom to top: monitors other than the focused one get snapshots too.
+
+        Each monitor is its own stream (paper 4.1). The topmost window centred on a monitor is
+        what that monitor shows; it is snapshotted (focused=False) when it changes and every 30 s
+        while it stays, under the same exclusion rules.
+        """
+        if len(self._monitors) < 2:
+            return
+        focus_monitor = self._stream_of(self._focus) if self._focus is not None else None
+        top: dict[str, WindowInfo] = {}
+        for w in windows:
+            m = monitor_for(self._monitors, *w.center())
+            if m is not None:
+                top[m.stream] = w
+        for m in self._monitors:
+            shows = top.get(m.stream)
+            if shows is None or (focus_monitor is not None and m.stream == focus_monitor.stream):
+                continue
+            excluded = self.exclusions.excludes(shows)
+            shown = self._shown.get(m.stream)
+            if shown is None or shown[0] != (shows.wid, None if excluded else shows.title, excluded):
+                self._write_snapshot(ts, shows, excluded, m, "visible", heartbeat=False, focused=False)
+            elif ts - shown[1] >= HEARTBEAT_US:
+                self._write_snapshot(ts, shows, excluded, m, "idle", heartbeat=True, focused=False)
 
     def close(self, now: int) -> None:
         """The session ends: pending typing and scrolling become rows."""
@@ -656,6 +691,7 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
     next_flush = time.monotonic() + FLUSH_S
     next_monitors = time.monotonic() + MONITOR_CHECK_S
+    next_visible = time.monotonic()
     next_status = time.monotonic() + 60.0
     from Xlib import error as xerror
 
@@ -684,7 +720,11 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
             mono = time.monotonic()
             if mono >= next_monitors:
                 next_monitors = mono + MONITOR_CHECK_S
-                core.set_monitors(now, read_monitors(display))
+                monitors = read_monitors(display)
+                core.set_monitors(now, monitors)
+            if len(monitors) > 1 and mono >= next_visible:
+                next_visible = mono + VISIBLE_CHECK_S
+                core.visible(now, desktop.visible_windows())
             if worker.error is not None:
                 raise worker.error
             if mono >= next_flush and worker.idle():

@@ -281,6 +281,39 @@ def test_stream_rows_per_local_day_and_size():
     ]
 
 
+def test_each_monitor_is_its_own_stream():
+    r = recorder()
+    r.focus(T0, EDITOR)  # on monitor_1
+    r.visible(T0 + S, [BROWSER, EDITOR])  # the browser fills monitor_2
+    r.visible(T0 + 2 * S, [BROWSER, EDITOR])  # nothing changed
+    for sec in range(3, 35):
+        r.tick(T0 + sec * S)
+        r.visible(T0 + sec * S, [BROWSER, EDITOR])
+    vault_on_2 = WindowInfo(3, "KeePassXC", "keepassxc", "Passwords.kdbx - KeePassXC", 1500, 100, 600, 400)
+    r.visible(T0 + 40 * S, [BROWSER, vault_on_2, EDITOR])
+    r.focus(T0 + 41 * S, BROWSER)  # focus moves to monitor_2: monitor_1 still shows the editor
+    r.visible(T0 + 42 * S, [EDITOR, BROWSER])
+    snaps, _, _ = rows(r)
+    got = [((s.ts_us - T0) // S, s.stream, s.app, s.focused, s.trigger, s.heartbeat) for s in snaps]
+    assert got == [
+        (0, "monitor_1", "Code", True, "start", False),
+        (1, "monitor_2", "Firefox", False, "visible", False),
+        (30, "monitor_1", "Code", True, "idle", True),
+        (31, "monitor_2", "Firefox", False, "idle", True),
+        (40, "monitor_2", EXCLUDED_APP, False, "excluded", False),
+        (41, "monitor_2", "Firefox", True, "app_switch", False),
+    ]
+
+
+def test_one_monitor_has_one_stream():
+    r = recorder()
+    r.set_monitors(T0, MONITORS[:1])
+    r.focus(T0, EDITOR)
+    r.visible(T0 + S, [BROWSER, EDITOR])
+    snaps, _, _ = rows(r)
+    assert [(s.stream, s.app) for s in snaps] == [("monitor_1", "Code")]
+
+
 # ------------------------------------------------------------------------------ properties
 
 WINDOWS = [EDITOR, BROWSER, VAULT, PRIVATE, None]
@@ -290,6 +323,7 @@ action = st.one_of(
     st.tuples(st.just("click"), st.sampled_from(range(len(WINDOWS)))),
     st.tuples(st.just("scroll"), st.sampled_from(range(len(WINDOWS)))),
     st.tuples(st.just("wait"), st.integers(1, 40_000_000)),
+    st.tuples(st.just("visible"), st.permutations(range(len(WINDOWS) - 1))),
 )
 
 
@@ -320,6 +354,8 @@ def test_nothing_of_an_excluded_window_is_ever_recorded(actions, typed_text):
                     r.click(t, target.x + 1, target.y + 1, "left", target)
                 else:
                     r.scroll(t, target.x + 1, target.y + 1, 0, 1, target)
+        elif what == "visible":
+            r.visible(t, [WINDOWS[i] for i in arg])  # type: ignore[misc]
         else:
             t += arg
         r.tick(t)
