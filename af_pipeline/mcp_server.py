@@ -38,7 +38,8 @@ from capture.model import CLASS_OF, ROW_KINDS, DayCapture, StreamInfo
 from capture.timeutil import US, day_bounds, hhmmss, local_day, parse_day, parse_ts, to_datetime
 
 MAX_HOURS = 72.0
-MAX_PATTERN_DAYS = 90
+MAX_PATTERN_DAYS = 31  # mining reads every day's input events: about a second a day here
+CACHED_DAYS = 8  # day captures kept in memory (a busy day is tens of MB of rows)
 DEFAULT_MIN_MINUTES = 0.5
 DEFAULT_BUDGET = 1500
 MAX_STEPS = 500
@@ -240,13 +241,21 @@ class Memory:
         fp = self._fingerprint(day)
         hit = self._captures.get(day)
         if hit is not None and hit[0] == fp:
+            self._captures[day] = self._captures.pop(day)  # most recently used last
             return hit[1]
         if fp[0] == "sealed":
             self._open.pop(day, None)
             cap = self.log.read_day(day)
         else:
             cap = self._read_open(day)
-        self._captures[day] = (fp, cap)
+        self._captures.pop(day, None)
+        self._captures[day] = (fp, cap)  # most recently used last
+        today = self.today()  # kept: the day live questions ask about
+        while len(self._captures) > CACHED_DAYS:
+            oldest = next(d for d in self._captures if d != today)
+            self._captures.pop(oldest)
+            self._open.pop(oldest, None)
+            self._ts = {k: v for k, v in self._ts.items() if k[0] != oldest}
         return cap
 
     def _read_open(self, day: str) -> DayCapture:
