@@ -108,16 +108,16 @@ def build_segments(
     raw: list[Segment] = []
     cur: Segment | None = None
     cur_key: Hashable = None
-    add: Callable[[int], None] = raw.append  # placeholder until the first segment
+    cur_rows: list[int] = []
     active = 0
     for i, row in enumerate(rows):
         k = keys[i]
         if cur is None or k != cur_key:
             cur = Segment(stream, k, row, stream_ts[i])
             raw.append(cur)
-            cur_key, add, active = k, cur.rows.append, 0
+            cur_key, cur_rows, active = k, cur.rows, 0
         else:
-            add(row)
+            cur_rows.append(row)
         c = credit[i]
         active += c
         if brk[i]:
