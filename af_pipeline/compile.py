@@ -93,7 +93,12 @@ def _key_char(text: str) -> str:
 
 def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
                 rules: Rules = PAPER_RULES) -> dict[str, Any]:
-    """The schema v1 document of one day, without ``generated_at``."""
+    """The schema v1 document of one day (or of any window a DayCapture holds), without
+    ``generated_at``: segmentation per stream, enrichment-backed input accounting, click
+    resolution, page typing, ledger, coverage, blind spots and provenance (docs/document-schema.md).
+
+    Any row order gives the same document; rows in the log's order (capture/log.py) are the
+    fast path. Raises ValueError for a negative floor and UserError for an unknown layout."""
     if options.min_minutes < 0:
         raise ValueError(f"min_minutes must be >= 0, not {options.min_minutes}")
     clock = _Clock(capture.tz, capture.day)
@@ -101,8 +106,8 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     index = SnapIndex(capture.snapshots)
     snaps = index.snaps
     n = len(snaps)
-    apps = [s.app for s in snaps]
-    shared = common_ref_ids([s.ref for s in snaps])
+    apps = list(map(attrgetter("app"), snaps))
+    shared = common_ref_ids(list(map(attrgetter("ref"), snaps)))
 
     def evidence(rows: list[int]) -> dict[str, Any]:
         if shared is not None:
@@ -113,7 +118,7 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     site_cache: dict[str, str | None] = {}
     page_cache: dict[str, tuple[str, str | None]] = {}
     sites: list[str | None] = [None] * n
-    urls = [s.url for s in snaps]
+    urls = list(map(attrgetter("url"), snaps))
     if any(urls):
         site_of, type_url = _entities()
         for pos, url in enumerate(urls):
