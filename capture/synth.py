@@ -23,17 +23,20 @@ import json
 import lzma
 import math
 import os
+import pickle
 import random
 import shutil
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from capture.errors import UserError
@@ -192,7 +195,7 @@ class DaySim:
         self.events: list[list[Any]] = []
         self.seq = 0
         self.screens: dict[str, Screen | None] = {M1: None, M2: None}
-        self.stale: dict[str, str | None] = {M1: None, M2: None}
+        self.stale: dict[str, tuple[str, float] | None] = {M1: None, M2: None}
         self.in_routine = False
         self.occurrences: dict[str, list[dict[str, Any]]] = {k: [] for k in ROUTINES}
         self.flickers: list[dict[str, Any]] = []
@@ -279,10 +282,11 @@ class DaySim:
                   autoid: str | None = None, bounds: str | None = None, row: int = -1) -> int:
         app = scr.app
         stale = self.stale[stream]
-        if stale is not None and etype != "app_switch":
+        if stale is not None and etype != "app_switch" and t > stale[1]:
+            # the first event after the switch was captured still names the previous app
             self.stale[stream] = None
             if not self.in_routine:
-                app = stale
+                app = stale[0]
                 self.stale_events.append(len(self.events))
         self.events.append([t, self._next_seq(), stream, etype, x, y, dx, dy, button, clicks, key_code, modifiers,
                             text, None if text is None or etype not in ("text", "clipboard") else len(text),
@@ -338,20 +342,29 @@ class DaySim:
 
     def switch_to(self, t: float, stream: str, scr: Screen, tree: bool | None = None) -> float:
         cur = self.screens[stream]
-        if cur is not None and cur.app == scr.app and cur.app in BROWSERS:
-            # another tab or page in the same browser: a click, then the page's own capture
-            t = self.click(t, stream, cur)
-            t += self.rng.uniform(0.4, 1.5)
+        if cur is scr:
+            return t  # already there
+        self.stale[stream] = None
+        if cur is not None and cur.app == scr.app:
+            if cur.app in BROWSERS:
+                # another tab or page in the same browser: a click, then the page's own capture
+                t = self.click(t, stream, cur)
+                t += self.rng.uniform(0.4, 1.5)
+                self.screens[stream] = scr
+                self.add_row(t, stream, "visual_change", scr, tree)
+                return t
+            # another window of the same app
             self.screens[stream] = scr
-            self.add_row(t, stream, "visual_change", scr, tree)
-            return t
+            row = self.add_row(t + self.rng.uniform(0.05, 0.3), stream, "visual_change", scr, tree)
+            self.add_event(t, stream, "window_focus", scr, text=scr.window, row=row)
+            return t + 0.3
         self.screens[stream] = scr
         row = self.add_row(t + self.rng.uniform(0.05, 0.3), stream, "app_switch", scr, tree)
         self.add_event(t, stream, "app_switch", scr, text=scr.app, row=row)
         if self.rng.random() < 0.3:
             self.add_event(t + 0.01, stream, "window_focus", scr, text=scr.window, row=row)
-        if cur is not None and cur.app != scr.app and not self.in_routine and self.rng.random() < 0.12:
-            self.stale[stream] = cur.app
+        if cur is not None and not self.in_routine and self.rng.random() < 0.12:
+            self.stale[stream] = (cur.app, self.rows[row][0])
         return t + 0.3
 
     def _pixel(self, stream: str, b: tuple[float, float, float, float], fx: float, fy: float) -> tuple[int, int]:
@@ -889,11 +902,22 @@ class DaySim:
 FMT_SHARES = (0.85, 0.95)  # cumulative: "+00:00" 85 %, "Z" 10 %, space without offset 5 %
 
 
-class Writer:
-    """Owns the database and the global id counters; turns each DaySim into rows."""
+@dataclass
+class DayRows:
+    """One day, ready to insert: table rows with final ids, plus its truth entry and routines."""
 
-    def __init__(self, con: sqlite3.Connection, seed: int):
-        self.con = con
+    frames: list[tuple[Any, ...]]
+    events: list[tuple[Any, ...]]
+    element_stamps: list[tuple[int, int, int, int, str | None]]  # frame, template, kind, first id, title
+    new_templates: list[tuple[Any, ...]]
+    entry: dict[str, Any]
+    occurrences: dict[str, list[dict[str, Any]]]
+
+
+class Writer:
+    """Owns the global id counters; turns each DaySim into rows (pure Python, no database)."""
+
+    def __init__(self, seed: int):
         self.seed = seed
         self.frame_id = 0
         self.event_id = 0
@@ -906,13 +930,7 @@ class Writer:
         self._pids: dict[str, int] = {}
         self._tpl_ids: dict[str, int] = {}
         self._tpl_sizes: dict[int, tuple[int, int]] = {}
-        # Templates' element rows (kind 0: accessibility tree, 1: OCR lines) and, per day, which
-        # frame gets which template at which first id; SQL then stamps out the elements rows.
-        con.execute("CREATE TEMP TABLE tpl_el(tpl INTEGER, kind INTEGER, i INTEGER, source TEXT, role TEXT, "
-                    "text TEXT, parent INTEGER, depth INTEGER, l REAL, t REAL, w REAL, h REAL, conf REAL, "
-                    "PRIMARY KEY (tpl, kind, i)) WITHOUT ROWID")
-        con.execute("CREATE TEMP TABLE day_el(frame_id INTEGER PRIMARY KEY, tpl INTEGER, kind INTEGER, "
-                    "base INTEGER, title TEXT)")
+        self._new_templates: list[tuple[Any, ...]] = []
 
     def ts(self, us: int, fmt: int) -> str:
         """UTC text in one of the three forms screenpipe versions wrote (the minute part is cached)."""
@@ -949,12 +967,12 @@ class Writer:
                 _role, name, _p, _d, b = tpl.nodes[i]
                 assert b is not None
                 rows.append((tid, 1, k, "ocr", None, name, None, 0, *b, round(0.82 + 0.017 * (k % 10), 3)))
-            self.con.executemany("INSERT INTO temp.tpl_el VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            self._new_templates.extend(rows)
             self._tpl_sizes[tid] = (len(tpl.nodes), len(tpl.leaves))
         return tid
 
-    def write_day(self, sim: DaySim) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
-        """Insert the day's rows; return the day's truth entry and its routine occurrences."""
+    def build_day(self, sim: DaySim) -> DayRows:
+        """The day's rows with final ids, its truth entry and its routine occurrences."""
         sim.fill()
         rng = random.Random(f"af-synth/{self.seed}/format/{sim.day}")
         base = sim.base_us
@@ -1020,20 +1038,6 @@ class Writer:
             event_rows.append((self.event_id, self.ts(us, fmt), session, (us - base) // 1000, e[3], e[4], e[5],
                                e[6], e[7], e[8], e[9], e[10], e[11], e[12], e[13], e[14],
                                self.pid(e[14]), e[15], e[16], e[17], e[18], None, None, e[19], e[20], frame_ref))
-        cur = self.con.cursor()
-        cur.executemany("INSERT INTO frames VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", frame_rows)
-        cur.executemany("INSERT INTO ui_events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        event_rows)
-        cur.execute("DELETE FROM temp.day_el")
-        cur.executemany("INSERT INTO temp.day_el VALUES (?,?,?,?,?)", el_rows)
-        # Stamping template rows in SQL is several times faster than binding 2M tuples from Python;
-        # both orders come from primary keys, so no sort is needed and ids arrive ascending.
-        cur.execute(
-            "INSERT INTO elements SELECT d.base + n.i, d.frame_id, n.source, n.role,"
-            " CASE WHEN n.i = 0 AND n.kind = 0 THEN d.title ELSE n.text END, d.base + n.parent, n.depth,"
-            " n.l, n.t, n.w, n.h, n.conf, n.i"
-            " FROM temp.day_el d JOIN temp.tpl_el n ON n.tpl = d.tpl AND n.kind = d.kind"
-            " ORDER BY d.frame_id, n.i")
         n_elements = self.element_id - first_element
         entry = self.truth_of_day(sim, seen_us, frames, frame_rows, event_rows, n_elements, id_of_row, id_of_event,
                                   stream_times, n_tree, n_json)
@@ -1050,7 +1054,23 @@ class Writer:
                 occ[name].append({"day": sim.day, "stream": o["stream"], "app": o["app"],
                                   "start_local": self.local(sim, first_us), "event_ids": ids,
                                   "step_event_ids": steps, "step_frame_ids": step_frames})
-        return entry, occ
+        new_templates, self._new_templates = self._new_templates, []
+        return DayRows(frame_rows, event_rows, el_rows, new_templates, entry, occ)
+
+    def shape(self) -> dict[str, Any]:
+        """Corpus-wide measurements that need every row (the rest comes from the day entries)."""
+        out: dict[str, Any] = {"distinct_urls": len(self.all_urls), "distinct_hosts": len(self.all_hosts)}
+        every: list[float] = []
+        for stream, g in sorted(self.gaps.items()):
+            if g:
+                g.sort()
+                every.extend(g)
+                out[f"gap_{stream}"] = {"median_s": round(statistics.median(g), 3), "p90_s": round(_p90(g), 3)}
+        if every:
+            every.sort()
+            out["gap_all_streams"] = {"median_s": round(statistics.median(every), 3), "p90_s": round(_p90(every), 3)}
+        return out
+
 
     def pid(self, app: str | None) -> int | None:
         if app is None:
@@ -1140,6 +1160,36 @@ class Writer:
         }
 
 
+class Sink:
+    """Inserts DayRows into the database; element rows are stamped out from templates in SQL."""
+
+    def __init__(self, con: sqlite3.Connection):
+        self.con = con
+        # Templates' element rows (kind 0: accessibility tree, 1: OCR lines) and, per day, which
+        # frame gets which template at which first id.
+        con.execute("CREATE TEMP TABLE tpl_el(tpl INTEGER, kind INTEGER, i INTEGER, source TEXT, role TEXT, "
+                    "text TEXT, parent INTEGER, depth INTEGER, l REAL, t REAL, w REAL, h REAL, conf REAL, "
+                    "PRIMARY KEY (tpl, kind, i)) WITHOUT ROWID")
+        con.execute("CREATE TEMP TABLE day_el(frame_id INTEGER PRIMARY KEY, tpl INTEGER, kind INTEGER, "
+                    "base INTEGER, title TEXT)")
+
+    def insert(self, rows: DayRows) -> None:
+        cur = self.con.cursor()
+        cur.executemany("INSERT INTO temp.tpl_el VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows.new_templates)
+        cur.executemany("INSERT INTO frames VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows.frames)
+        cur.executemany("INSERT INTO ui_events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        rows.events)
+        cur.execute("DELETE FROM temp.day_el")
+        cur.executemany("INSERT INTO temp.day_el VALUES (?,?,?,?,?)", rows.element_stamps)
+        # Stamping template rows in SQL is several times faster than binding 2M tuples from Python;
+        # both orders come from primary keys, so no sort is needed and ids arrive ascending.
+        cur.execute(
+            "INSERT INTO elements SELECT d.base + n.i, d.frame_id, n.source, n.role,"
+            " CASE WHEN n.i = 0 AND n.kind = 0 THEN d.title ELSE n.text END, d.base + n.parent, n.depth,"
+            " n.l, n.t, n.w, n.h, n.conf, n.i"
+            " FROM temp.day_el d JOIN temp.tpl_el n ON n.tpl = d.tpl AND n.kind = d.kind"
+            " ORDER BY d.frame_id, n.i")
+
 def _host(url: str | None) -> str | None:
     return urlsplit(url).hostname if url else None
 
@@ -1162,12 +1212,17 @@ def _split_ddl() -> tuple[list[str], list[str]]:
 
 
 def generate(days: int, seed: int, out_dir: Path, start_day: str = "2026-06-01", tz: str = "Europe/Paris",
-             progress: Progress | None = None) -> SynthResult:
-    """Write out_dir/screenpipe.sqlite and out_dir/truth.json for days local days from start_day."""
-    if not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+             progress: Progress | None = None, *, parallel: bool | None = None) -> SynthResult:
+    """Write out_dir/screenpipe.sqlite and out_dir/truth.json for days local days from start_day.
+
+    parallel: simulate in a second process while this one writes SQLite (the default for
+    corpora of PARALLEL_MIN_DAYS days or more on a multi-core machine). The output is the same
+    either way.
+    """
+    if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= MAX_DAYS:
         raise UserError(f"--days must be a whole number from 1 to {MAX_DAYS}, not {days!r}")
     try:
-        first = parse_day(start_day)
+        parse_day(start_day)
         zone(tz)
     except ValueError as exc:
         raise UserError(str(exc)) from None
@@ -1183,10 +1238,13 @@ def generate(days: int, seed: int, out_dir: Path, start_day: str = "2026-06-01",
     for p in (tmp, Path(str(tmp) + "-journal")):
         if p.exists():
             p.unlink()
-    world = World(seed)
-    con = sqlite3.connect(tmp, isolation_level=None)
+    if parallel is None:
+        parallel = days >= PARALLEL_MIN_DAYS and (os.cpu_count() or 1) > 1
+    job = (seed, days, start_day, tz)
     truth_days: list[dict[str, Any]] = []
     occurrences: dict[str, list[dict[str, Any]]] = {k: [] for k in ROUTINES}
+    shape: dict[str, Any] = {}
+    con = sqlite3.connect(tmp, isolation_level=None)
     try:
         # Nothing reads the file until it is complete and renamed: no journal, no fsync.
         con.execute("PRAGMA journal_mode=OFF")
@@ -1196,25 +1254,28 @@ def generate(days: int, seed: int, out_dir: Path, start_day: str = "2026-06-01",
         for s in tables:
             con.execute(s)
         con.execute("BEGIN")
-        writer = Writer(con, seed)
-        for i in range(days):
-            day = (first + timedelta(days=i)).isoformat()
-            sim = DaySim(world, seed, i, day, tz)
-            sim.run()
-            entry, occ = writer.write_day(sim)
-            for name, items in occ.items():
-                occurrences[name].extend(items)
+        sink = Sink(con)
+        items = _produce_elsewhere(job) if parallel else _produce(*job)
+        for item in items:
+            if isinstance(item, dict):
+                shape = item
+                continue
+            sink.insert(item)
+            entry = item.entry
+            for name, occ in item.occurrences.items():
+                occurrences[name].extend(occ)
             truth_days.append(entry)
             if progress is not None:
-                progress(i + 1, days, day, {"frames": entry["frames"], "ui_events": entry["ui_events"],
-                                            "elements": entry["elements"]})
+                progress(len(truth_days), days, entry["day"], {"frames": entry["frames"],
+                                                               "ui_events": entry["ui_events"],
+                                                               "elements": entry["elements"]})
         for s in indexes:
             con.execute(s)
         con.execute("COMMIT")
     finally:
         con.close()
     os.replace(tmp, db_path)
-    truth = _truth(seed, days, start_day, tz, truth_days, occurrences, writer)
+    truth = _truth(seed, days, start_day, tz, truth_days, occurrences, shape)
     truth_path.write_text(json.dumps(truth, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     t = truth["totals"]
     return SynthResult(out_dir=out_dir, db_path=db_path, truth_path=truth_path, days=days,
@@ -1223,13 +1284,76 @@ def generate(days: int, seed: int, out_dir: Path, start_day: str = "2026-06-01",
                        routine_occurrences={k: len(v) for k, v in occurrences.items()})
 
 
+PARALLEL_MIN_DAYS = 8
+
+
+def _produce(seed: int, days: int, start_day: str, tz: str) -> Iterator[DayRows | dict[str, Any]]:
+    """Each day's rows in order, then the corpus-wide shape measurements."""
+    world = World(seed)
+    writer = Writer(seed)
+    first = parse_day(start_day)
+    for i in range(days):
+        sim = DaySim(world, seed, i, (first + timedelta(days=i)).isoformat(), tz)
+        sim.run()
+        yield writer.build_day(sim)
+    yield writer.shape()
+
+
+def produce_to(stream: BinaryIO, job: tuple[int, int, str, str]) -> None:
+    """The child's side of a parallel run (see capture/synth_worker.py): pickled items on stream.
+
+    Items are plain tuples, ("day", fields of DayRows) or ("shape", dict), so they unpickle
+    without any class lookups.
+    """
+    for item in _produce(*job):
+        if isinstance(item, DayRows):
+            payload: tuple[str, Any] = ("day", (item.frames, item.events, item.element_stamps, item.new_templates,
+                                                item.entry, item.occurrences))
+        else:
+            payload = ("shape", item)
+        pickle.dump(payload, stream, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.flush()
+
+
+def _produce_elsewhere(job: tuple[int, int, str, str]) -> Iterator[DayRows | dict[str, Any]]:
+    """Run the simulation in a child Python (a plain subprocess, so callers need no main guard)."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-m", "capture.synth_worker", json.dumps(list(job))],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=env)
+        assert proc.stdout is not None
+        done = False
+        try:
+            while not done:
+                try:
+                    kind, data = pickle.load(proc.stdout)
+                except EOFError:
+                    break
+                if kind == "day":
+                    yield DayRows(*data)
+                else:
+                    done = True
+                    yield data
+        finally:
+            if proc.poll() is None and not done:
+                proc.kill()
+            proc.stdout.close()
+            code = proc.wait()
+        if not done:
+            err.seek(0)
+            detail = err.read().decode("utf-8", "replace").strip().splitlines()[-5:]
+            raise RuntimeError(f"af synth: the generating process stopped (exit code {code}): " + " | ".join(detail))
+
+
 def _p90(sorted_values: list[float]) -> float:
     """Nearest-rank 90th percentile of an ascending list."""
     return sorted_values[min(len(sorted_values) - 1, int(0.9 * len(sorted_values)))]
 
 
 def _truth(seed: int, days: int, start_day: str, tz: str, day_entries: list[dict[str, Any]],
-           occurrences: dict[str, list[dict[str, Any]]], writer: Writer) -> dict[str, Any]:
+           occurrences: dict[str, list[dict[str, Any]]], measured: dict[str, Any]) -> dict[str, Any]:
     totals: Counter[str] = Counter()
     apps: set[str] = set()
     domains: set[str] = set()
@@ -1242,19 +1366,9 @@ def _truth(seed: int, days: int, start_day: str, tz: str, day_entries: list[dict
     shape: dict[str, Any] = {
         "heartbeat_share": round(totals["heartbeat_frames"] / max(1, totals["frames"]), 4),
         "dual_monitor_share_of_minutes": round(totals["dual_monitor_minutes"] / max(1, totals["captured_minutes"]), 4),
-        "distinct_urls": len(writer.all_urls), "distinct_hosts": len(writer.all_hosts),
         "distinct_apps": len(apps), "distinct_domains": len(domains),
         "note": "gaps are per stream, in seconds, counting only gaps up to 300 s; p90 is nearest-rank",
-    }
-    every: list[float] = []
-    for stream, g in sorted(writer.gaps.items()):
-        if g:
-            g.sort()
-            every.extend(g)
-            shape[f"gap_{stream}"] = {"median_s": round(statistics.median(g), 3), "p90_s": round(_p90(g), 3)}
-    if every:
-        every.sort()
-        shape["gap_all_streams"] = {"median_s": round(statistics.median(every), 3), "p90_s": round(_p90(every), 3)}
+    } | measured
     return {
         "tz": tz,
         "generator": {"name": "af synth", "version": GENERATOR_VERSION, "seed": seed, "days": days,

@@ -162,7 +162,7 @@ class Pools:
 
 
 def _hex(rng: random.Random, n: int) -> str:
-    return "".join(rng.choice("0123456789abcdef") for _ in range(n))
+    return f"{rng.getrandbits(4 * n):0{n}x}"
 
 
 def _b64(rng: random.Random, n: int) -> str:

@@ -66,6 +66,14 @@ def test_same_seed_same_output_and_another_seed_differs(tmp_path):
     assert table_digest(a / DB_NAME, "frames") != table_digest(c / DB_NAME, "frames")
 
 
+def test_a_second_process_gives_the_same_corpus(tmp_path):
+    generate(2, 9, tmp_path / "one", parallel=False)
+    generate(2, 9, tmp_path / "two", parallel=True)
+    assert (tmp_path / "one" / TRUTH_NAME).read_bytes() == (tmp_path / "two" / TRUTH_NAME).read_bytes()
+    for t in TABLES:
+        assert table_digest(tmp_path / "one" / DB_NAME, t) == table_digest(tmp_path / "two" / DB_NAME, t), t
+
+
 def test_a_short_corpus_is_a_prefix_of_a_longer_one(tmp_path, corpus):
     out6, _con, truth6 = corpus
     generate(1, 11, tmp_path)
@@ -417,5 +425,42 @@ def test_refuses_to_overwrite_a_database_it_did_not_write(tmp_path):
 @settings(max_examples=200, deadline=None)
 @given(us=st.integers(min_value=946_684_800_000_000, max_value=4_102_444_799_999_999), fmt=st.sampled_from([0, 1, 2]))
 def test_every_timestamp_form_reads_back_exactly(us, fmt):
-    w = Writer(sqlite3.connect(":memory:"), 0)
+    w = Writer(0)
     assert parse_ts(w.ts(us, fmt)) == us
+
+
+@pytest.mark.parametrize(("tz", "day"), [("America/Los_Angeles", "2026-06-01"), ("Asia/Kolkata", "2026-06-01"),
+                                         ("Europe/Paris", "2026-03-30")])
+def test_days_follow_the_users_zone(tmp_path, tz, day):
+    # Monday after the spring DST change in Paris; LA evenings fall on the next UTC day; Kolkata is +05:30.
+    generate(1, 4, tmp_path, start_day=day, tz=tz)
+    con = sqlite3.connect(f"file:{tmp_path / DB_NAME}?mode=ro", uri=True)
+    local = [to_datetime(parse_ts(ts), tz) for (ts,) in con.execute("SELECT timestamp FROM frames")]
+    con.close()
+    assert {d.date().isoformat() for d in local} == {day}
+    assert 7 <= min(local).hour <= 10 and max(local).hour >= 17
+
+
+def test_stale_attribution_events_name_the_previous_app(corpus):
+    _out, con, truth = corpus
+    stale = [i for d in truth["days"] for i in d["stale_app_event_ids"]]
+    assert len(stale) >= 20
+    for eid in stale:
+        app, frame_app = con.execute("SELECT e.app_name, f.app_name FROM ui_events e JOIN frames f "
+                                     "ON f.id = e.frame_id WHERE e.id = ?", (eid,)).fetchone()
+        assert app != frame_app
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=st.floats(min_value=0, max_value=1512), y=st.floats(min_value=0, max_value=982),
+       view=st.sampled_from(["main", "compose", "file_menu"]), app=st.sampled_from(["Mail", "Preview", "Slack"]))
+def test_generator_resolver_agrees_with_an_independent_reading(x, y, view, app):
+    from capture.synth_world import Templates, resolve_click
+
+    tpl = Templates().get(app, view)
+    cls, node = resolve_click(tpl, x, y, 1512, 982)
+    tree = [(n[1], n[4]) for n in tpl.nodes]
+    want_cls, want_name = _resolve(tree, x, y, 1512, 982)
+    assert cls == want_cls
+    if node is not None:
+        assert tpl.nodes[node][1] == want_name
