@@ -37,9 +37,21 @@ class WindowInfo:
     width: int = 0
     height: int = 0
     hidden: bool = False  # minimised (_NET_WM_STATE_HIDDEN)
+    # The window manager's decorations around it (_NET_FRAME_EXTENTS: left, right, top, bottom):
+    # a title bar shows the title, so "on screen" and "under the pointer" include it.
+    frame: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     def center(self) -> tuple[int, int]:
         return self.x + self.width // 2, self.y + self.height // 2
+
+    def outer(self) -> tuple[int, int, int, int]:
+        """(x, y, width, height) including the decorations."""
+        left, right, top, bottom = self.frame
+        return self.x - left, self.y - top, self.width + left + right, self.height + top + bottom
+
+    def covers(self, x: int, y: int) -> bool:
+        ox, oy, ow, oh = self.outer()
+        return ox <= x < ox + ow and oy <= y < oy + oh
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +68,8 @@ class Monitor:
         return self.left <= x < self.left + self.width and self.top <= y < self.top + self.height
 
     def intersects(self, w: WindowInfo) -> bool:
-        return (w.x < self.left + self.width and self.left < w.x + w.width
-                and w.y < self.top + self.height and self.top < w.y + w.height)
+        x, y, width, height = w.outer()
+        return x < self.left + self.width and self.left < x + width and y < self.top + self.height and self.top < y + height
 
 
 def monitor_for(monitors: list[Monitor], x: int, y: int) -> Monitor | None:
@@ -118,6 +130,7 @@ class X11Desktop:
         self._wm_state = atom("WM_STATE")
         self._net_state = atom("_NET_WM_STATE")
         self._hidden = atom("_NET_WM_STATE_HIDDEN")
+        self._extents = atom("_NET_FRAME_EXTENTS")
 
     def close(self) -> None:
         try:
@@ -146,7 +159,7 @@ class X11Desktop:
     def window_at(self, x: int, y: int) -> WindowInfo | None:
         """The client window under a desktop point, topmost first (None over the bare desktop)."""
         for info in reversed(self.visible_windows()):
-            if info.x <= x < info.x + info.width and info.y <= y < info.y + info.height:
+            if info.covers(x, y):
                 return info
         return None
 
@@ -171,6 +184,7 @@ class X11Desktop:
             geo = window.get_geometry()
             pos = self.root.translate_coords(window, 0, 0)
             states = self._list_property(window, self._net_state)
+            extents = self._list_property(window, self._extents)
         except self._error.XError:
             return None
         instance = _clean(wm_class[0], MAX_APP) if wm_class else None
@@ -185,6 +199,7 @@ class X11Desktop:
             width=int(geo.width),
             height=int(geo.height),
             hidden=self._hidden in states,
+            frame=(extents[0], extents[1], extents[2], extents[3]) if len(extents) == 4 else (0, 0, 0, 0),
         )
 
     # -- property helpers -------------------------------------------------------------------

@@ -305,6 +305,21 @@ def test_each_monitor_is_its_own_stream():
     ]
 
 
+def test_title_bars_count_as_the_window():
+    # openbox decorations: 1 px sides, a 20 px title bar, a 5 px bottom handle
+    vault = WindowInfo(3, "KeePassXC", "keepassxc", "Passwords.kdbx - KeePassXC", 1290, 30, 600, 400,
+                       frame=(1, 1, 20, 5))
+    assert vault.covers(1300, 15) and vault.covers(1289, 429) and not vault.covers(1300, 9)
+    assert MONITORS[1].intersects(vault) and not MONITORS[0].intersects(vault)
+    bar_only = WindowInfo(3, "KeePassXC", None, None, 100, 805, 600, 400, frame=(0, 0, 20, 0))
+    assert MONITORS[0].intersects(bar_only)  # the title bar (y 785..804) is on monitor_1
+    r = recorder()
+    r.focus(T0, EDITOR)
+    r.click(T0 + S, 1300, 15, "left", vault)  # on the title bar: window_at() names the vault
+    _, inputs, _ = rows(r)
+    assert not [e for e in inputs if e.kind == "click"]
+
+
 def test_one_monitor_has_one_stream():
     r = recorder()
     r.set_monitors(T0, MONITORS[:1])
