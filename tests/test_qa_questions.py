@@ -46,13 +46,14 @@ def test_selection_without_an_overflowing_day_says_so() -> None:
     assert "no earlier day's raw rows overflow" in sel.note
 
 
-def test_selection_wants_consecutive_days() -> None:
-    # a hole on the 12th: the most recent run of 7 consecutive days ends on the 11th
-    active = [d for d in _days("2026-05-01", 14) if d != "2026-05-12"]
+def test_selection_takes_the_latest_active_days_without_skipping_any() -> None:
+    # a weekday-only corpus: the seven latest active days span nine calendar days, and it says so
+    active = [d for d in _days("2026-05-01", 14) if date.fromisoformat(d).weekday() < 5]
     sel = questions.select_days(active, lambda d: 0)
-    assert sel.recent == _days("2026-05-05", 7)
+    assert sel.recent == active[-7:] and sel.days == active[-8:]
+    assert "span 9 calendar days" in sel.note
     few = questions.select_days(["2026-05-01", "2026-05-03"], lambda d: 0)
-    assert few.days == ["2026-05-01", "2026-05-03"] and "no 7 consecutive" in few.note
+    assert few.days == ["2026-05-01", "2026-05-03"] and "only 2 active day(s)" in few.note
 
 
 def _oracle_day() -> OracleDay:

@@ -19,16 +19,17 @@ The last two are the absent-fact probes (two a day, 16 over eight days). Every c
 a fixed rule over oracle values, with ties broken by name, so the same corpus always yields the
 same questions.
 
-Day selection (``select_days``): the seven most recent consecutive active days, plus the nearest
-earlier active day whose raw rows JSON overflows a 200k-token window; when no earlier day
-overflows, the nearest earlier active day is taken instead and the selection says so.
+Day selection (``select_days``): the seven most recent active days (consecutive among active
+days: none skipped; the note says when inactive calendar days lie between them), plus the
+nearest earlier active day whose raw rows JSON overflows a 200k-token window; when no earlier
+day overflows, the nearest earlier active day is taken instead and the selection says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 from af_pipeline.qa.oracle import OracleDay
@@ -87,19 +88,6 @@ class DaySelection:
     raw_tokens: dict[str, int] = field(default_factory=dict)
 
 
-def _consecutive_run(active: Sequence[str], n: int) -> list[str]:
-    """The most recent run of n consecutive calendar days, all active (else the n latest)."""
-    days = sorted(active)
-    run: list[str] = []
-    for d in reversed(days):
-        if run and date.fromisoformat(run[-1]) - date.fromisoformat(d) != timedelta(days=1):
-            run = []
-        run.append(d)
-        if len(run) == n:
-            return sorted(run)
-    return days[-n:]
-
-
 def select_days(
     active_days: Sequence[str],
     raw_tokens: Callable[[str], int],
@@ -108,10 +96,9 @@ def select_days(
 ) -> DaySelection:
     """Paper 6.2's rule; raw_tokens(day) counts the day's raw rows JSON (called lazily)."""
     active = sorted(set(active_days))
-    run = _consecutive_run(active, recent)
-    consecutive = len(run) == recent and (
-        date.fromisoformat(run[-1]) - date.fromisoformat(run[0]) == timedelta(days=recent - 1)
-    )
+    # "consecutive active days": the latest active days with no active day skipped between them
+    run = active[-recent:]
+    span = (date.fromisoformat(run[-1]) - date.fromisoformat(run[0])).days + 1 if run else 0
     earlier = [d for d in active if d < run[0]] if run else []
     counted: dict[str, int] = {}
     overflow = None
@@ -121,8 +108,12 @@ def select_days(
             overflow = d
             break
     notes = []
-    if not consecutive:
-        notes.append(f"no {recent} consecutive active days; took the {len(run)} most recent active days")
+    if len(run) < recent:
+        notes.append(f"only {len(run)} active day(s); evaluating all of them")
+    elif span > recent:
+        notes.append(f"the {recent} most recent active days span {span} calendar days (inactive days between)")
+    else:
+        notes.append(f"the {recent} most recent active days are consecutive calendar days")
     if overflow is not None:
         extra = overflow
         notes.append(f"{overflow} overflows a {window:,}-token window ({counted[overflow]:,} raw tokens)")
