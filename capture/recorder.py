@@ -16,6 +16,7 @@ Refs are ``recorder:<host>:<session>:<seq>`` with one sequence for every row of 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import queue
@@ -186,7 +187,8 @@ class Recorder:
         self.typed_text = typed_text
         self.on_snapshot = on_snapshot
         self.stats = Stats()
-        self._seq = 0
+        self._seq = 0  # rows numbered so far (refs)
+        self._frames = 0  # snapshots so far (frame ids)
         self._rows: list[Snapshot | InputEvent | StreamInfo] = []
         self._monitors: list[Monitor] = []
         self._stream_rows: set[tuple[str, str, int, int]] = set()  # (day, stream, w, h) written
@@ -207,8 +209,9 @@ class Recorder:
     # -- ids and rows ---------------------------------------------------------------------
 
     def _ref(self) -> str:
-        self._seq += 1
-        return f"{self.source_id}:{self._seq}"
+        # Refs are numbered when rows leave (take), so input dropped by the exclusion guard leaves
+        # no gap in the sequence that would count what was typed next to an excluded window.
+        return ""
 
     def _stream_of(self, window: WindowInfo | None) -> Monitor | None:
         if window is None:
@@ -229,6 +232,7 @@ class Recorder:
     def _write_snapshot(self, ts: int, window: WindowInfo, excluded: bool, monitor: Monitor | None,
                         trigger: str, *, heartbeat: bool, focused: bool) -> Snapshot:
         stream = monitor.stream if monitor else "monitor_1"
+        self._frames += 1
         snap = Snapshot(
             ref=self._ref(),
             ts_us=ts,
@@ -238,7 +242,7 @@ class Recorder:
             focused=focused,
             trigger="excluded" if excluded else trigger,
             heartbeat=heartbeat,
-            source_frame_id=f"{self.session}:{self._seq}",
+            source_frame_id=f"{self.session}:f{self._frames}",
         )
         self._rows.append(snap)
         self._shown[stream] = ((window.wid, None if excluded else window.title, excluded), ts)
@@ -506,6 +510,8 @@ class Recorder:
             self._rows = [r for r in self._rows if r.ts_us >= before_us]
         batch = CaptureBatch(source_id=self.source_id, recorder=RECORDER)
         for r in out:
+            self._seq += 1
+            r = dataclasses.replace(r, ref=f"{self.source_id}:{self._seq}")
             if isinstance(r, Snapshot):
                 batch.snapshots.append(r)
             elif isinstance(r, InputEvent):
