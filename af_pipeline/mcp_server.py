@@ -49,7 +49,7 @@ FRAME_ID = re.compile(r"^f-[0-9]{4,}$")
 MAIL_APPS = ("mail", "outlook", "thunderbird", "spark", "airmail", "mimestream", "superhuman")
 CHAT_APPS = (
     "slack", "teams", "discord", "telegram", "whatsapp", "signal", "messages", "messenger",
-    "zoom", "skype", "element", "wechat", "line", "mattermost", "rocket.chat",
+    "skype", "element", "wechat", "line", "mattermost", "rocket.chat",
 )
 MAIL_SITES = ("mail.google.com", "outlook.live.com", "outlook.office.com", "outlook.office365.com",
               "mail.yahoo.com", "mail.proton.me", "app.fastmail.com", "icloud.com")

@@ -313,3 +313,11 @@ def test_live_reads_follow_appends_and_equal_the_log(home: Home) -> None:
     for kind in ("snapshots", "inputs", "elements", "presence", "streams"):
         assert getattr(after, kind) == getattr(fresh, kind), kind
     assert "Late Arrival |" in m.context(m.resolve(hours=1))[0]
+
+
+def test_af_mcp_refuses_a_folder_that_is_not_a_data_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from af_pipeline import cli
+
+    assert cli.main(["mcp", "--home", str(tmp_path / "nothing")]) == 2
+    assert "not an activity-frames data folder" in capsys.readouterr().err
+    assert not (tmp_path / "nothing").exists()
