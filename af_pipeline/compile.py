@@ -111,7 +111,7 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
 
     def evidence(rows: list[int]) -> dict[str, Any]:
         if shared is not None:
-            return {"snapshots": [{"prefix": shared[0], "ids": id_runs([shared[1][p] for p in rows])}]}
+            return {"snapshots": [{"prefix": shared[0], "ids": id_runs(list(map(shared[1].__getitem__, rows)))}]}
         return {"snapshots": encode_refs([snaps[p].ref for p in rows])}
 
     # -- keys: (app, site); site and page type are pure functions of the URL, cached per URL --

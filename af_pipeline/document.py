@@ -135,6 +135,8 @@ def encode_refs(refs: list[str]) -> list[dict[str, str]]:
 def id_runs(values: list[int]) -> str:
     """"1-3,7,9-10": sorted distinct ids, a run written "a-b" only when every id in it is there."""
     ids = sorted(set(values))
+    if ids[-1] - ids[0] == len(ids) - 1:  # one unbroken run, the usual case
+        return f"{ids[0]}-{ids[-1]}" if len(ids) > 1 else str(ids[0])
     parts: list[str] = []
     start = prev = ids[0]
     for v in ids[1:]:
