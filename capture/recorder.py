@@ -520,9 +520,6 @@ class Recorder:
                 batch.streams.append(r)
         return batch
 
-    def pending(self) -> int:
-        return len(self._rows)
-
 
 # ---------------------------------------------------------------------------- the live loop
 
@@ -548,6 +545,8 @@ class Summary:
     days: list[str]
     days_sealed: list[str]
     seconds: float
+    quarantined: int = 0
+    quarantine_reasons: dict[str, int] = field(default_factory=dict)
 
 
 def host_name() -> str:
@@ -575,6 +574,8 @@ class _Writer:
         self.landed: dict[str, int] = {}
         self.days: set[str] = set()
         self.sealed: list[str] = []
+        self.quarantined = 0  # rows the log refused (e.g. for a day sealed while recording)
+        self.reasons: dict[str, int] = {}
         self._warned = False
 
     def write(self, batch: CaptureBatch, *, seal: bool = False) -> bool:
@@ -604,6 +605,9 @@ class _Writer:
                 self.landed[k] = self.landed.get(k, 0) + v
             self.days.update(report.days_touched)
             self.sealed.extend(report.days_sealed)
+            self.quarantined += report.quarantined
+            for reason, n in report.quarantine_reasons.items():
+                self.reasons[reason] = self.reasons.get(reason, 0) + n
         return True
 
 
@@ -773,6 +777,8 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
         days=sorted(writer.days),
         days_sealed=sorted(writer.sealed),
         seconds=round((time.time_ns() - started_ns) / 1e9, 1),
+        quarantined=writer.quarantined,
+        quarantine_reasons=dict(sorted(writer.reasons.items())),
     )
 
 

@@ -449,3 +449,18 @@ def test_rows_wait_in_memory_while_another_process_holds_the_log(home):
     assert [s.trigger for s in day.snapshots] == ["start", "click"]
     assert [e.kind for e in day.inputs] == ["click"]
     assert len(day.streams) == 2
+
+
+def test_rows_for_a_day_sealed_meanwhile_are_quarantined_and_counted(home):
+    from capture.recorder import _Writer
+
+    writer = _Writer(home, lambda _m: None)
+    r = recorder(tz=writer.log.tz)
+    r.focus(T0, EDITOR)
+    assert writer.write(r.take())
+    writer.log.seal("2026-03-15")  # `af log seal` run by hand while recording
+    r.click(T0 + S, 5, 5, "left", EDITOR)
+    assert writer.write(r.take())
+    assert writer.quarantined == 2  # the click and its snapshot
+    assert list(writer.reasons) == ["day 2026-03-15 is sealed"]
+    assert writer.landed == {"elements": 0, "inputs": 0, "presence": 0, "snapshots": 1, "streams": 2}

@@ -109,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
             "landed": summary.landed,
             "days": summary.days,
             "days_sealed": summary.days_sealed,
+            "quarantined": summary.quarantined,
+            "quarantine_reasons": summary.quarantine_reasons,
         })
         return 0
     print(f"recorded {summary.display} for {summary.seconds:.0f} s (session {summary.session}) into {home.root}")
@@ -122,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
     if options.screenshots:
         print(f"  screenshots:         {summary.screenshots} saved, {summary.screenshots_skipped} skipped "
               "(an excluded window was on screen)")
+    if summary.quarantined:
+        reasons = "; ".join(f"{r}: {n}" for r, n in summary.quarantine_reasons.items())
+        print(f"  quarantined:         {summary.quarantined} rows the log refused ({reasons})")
     print(f"  days:                {', '.join(summary.days) or 'none'}"
           + (f"; sealed {', '.join(summary.days_sealed)}" if summary.days_sealed else ""))
     return 0
