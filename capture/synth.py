@@ -2,7 +2,7 @@
 
 The simulated user works office days (morning, lunch, afternoon, sometimes an evening stint),
 switches among dozens of apps and thousands of pages, sometimes docks a second monitor, types
-on an AZERTY keyboard on some days, and repeats four routines. The recorder model follows the
+on an AZERTY keyboard on some days, and repeats five routines. The recorder model follows the
 paper's corpus (sections 4.1, 6): one row per interaction or visual change, an ``idle``
 heartbeat after about 30 s without one, one stream per monitor.
 
@@ -167,8 +167,6 @@ class World:
         self.m2_weights = [w for _a, w, m in APPS if m]
         self.families = [f for f, _w in SITE_WEIGHTS]
         self.family_weights = [w for _f, w in SITE_WEIGHTS]
-        self.pids = {a: 400 + 37 * i for i, a in enumerate(self.apps)}
-        self.pids.setdefault(BROWSER, 401)
 
 
 class DaySim:
@@ -181,9 +179,8 @@ class DaySim:
         self.rng = random.Random(f"af-synth/{seed}/day/{day}")
         d = parse_day(day)
         self.weekday = d.weekday()
-        z = zone(tz)
-        self.zone = z
-        off = z.utcoffset(datetime(d.year, d.month, d.day, 12))
+        # office hours are well clear of DST switches (at night), so noon's offset holds all day
+        off = zone(tz).utcoffset(datetime(d.year, d.month, d.day, 12))
         assert off is not None
         midnight = (d - date(1970, 1, 1)).days * 86400
         self.base_us = (midnight - int(off.total_seconds())) * _US

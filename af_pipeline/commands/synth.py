@@ -13,7 +13,7 @@ from capture.synth import DB_NAME, TRUTH_NAME, generate
 DESCRIPTION = f"""\
 Generate a realistic sample capture: office days with breaks, dozens of apps,
 thousands of pages, a second monitor part of the time, heartbeat rows,
-accessibility trees, input events, four recurring routines and some AZERTY days.
+accessibility trees, input events, five recurring routines and some AZERTY days.
 
 Writes DIR/{DB_NAME} in screenpipe's current SQLite layout and DIR/{TRUTH_NAME},
 the ground truth of what was planted. The same --seed gives the same contents,
