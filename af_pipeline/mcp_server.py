@@ -438,6 +438,11 @@ class Memory:
         if doc is None:
             opts = CompileOptions(min_minutes=min_minutes, include_typed_text=self.include_typed_text)
             doc = compile_day(cap, opts)
+            if w.kind == "hours":  # the document covers the asked window, not the whole start day
+                doc["window"] = {
+                    "start": to_datetime(w.start_us, self.tz).isoformat(timespec="seconds"),
+                    "end": to_datetime(w.end_us, self.tz).isoformat(timespec="seconds"),
+                }
             if len(self._docs) > 64:
                 self._docs.clear()
             self._docs[key] = doc

@@ -228,10 +228,15 @@ def test_bad_arguments_get_clear_errors(replay: dict[str, Any], args: tuple[str,
 
 def test_live_last_hour_sees_unsealed_capture_and_writes_nothing(home: Home) -> None:
     before = _tree(home.root)
-    calls = [("get_context", {"hours": 1}), ("get_steps", {"query": "live editor", "hours": 1})]
+    calls = [("get_context", {"hours": 1}), ("get_activity", {"hours": 1}),
+             ("get_steps", {"query": "live editor", "hours": 1})]
     r = anyio.run(lambda: _session(home, calls=calls))
     err, block, _ = _result(r, "get_context", {"hours": 1})
     assert not err and "Live Editor |" in block and "example.org" in block
+    err, text, _ = _result(r, "get_activity", {"hours": 1})
+    doc = json.loads(text)
+    start, end = (parse_ts(doc["window"][k]) for k in ("start", "end"))
+    assert not err and end - start == 3600 * 1_000_000 and doc["served"]["window"]["kind"] == "hours"
     err, _, steps = _result(r, "get_steps", {"query": "live editor", "hours": 1})
     assert not err and all("typed_text" not in s for s in steps["steps"])
     assert "excluded" in steps["typed_text"]
