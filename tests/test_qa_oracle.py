@@ -190,3 +190,21 @@ def test_source_is_never_written(tmp_path: Path) -> None:
     sp.day(DAY, TZ)
     sp.close()
     assert db.read_bytes() == before
+
+
+@given(
+    st.lists(st.integers(1, 60_000), min_size=1, max_size=40),  # gaps in ms, all under the cap
+    st.lists(apps, min_size=41, max_size=41),
+)
+@settings(max_examples=40, deadline=None)
+def test_one_stream_without_long_gaps_credits_its_whole_span(gaps: list[int], names: list[str]) -> None:
+    start, _ = day_bounds(DAY, TZ)
+    t = start + 3_600_000_000
+    snaps = []
+    for i, app in enumerate(names[: len(gaps) + 1]):
+        snaps.append(Snapshot(ref=f"p:{i}", ts_us=t, stream="monitor_1", app=app))
+        if i < len(gaps):
+            t += gaps[i] * 1000
+    got = oracle.DuckDBOracle().day_from_rows(DAY, snaps, TZ)
+    assert sum(got.app_dwell_us.values()) == snaps[-1].ts_us - snaps[0].ts_us
+    assert got.rows == len(snaps) and got.first_us == snaps[0].ts_us
