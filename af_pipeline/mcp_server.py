@@ -11,8 +11,8 @@ Where the answers come from:
   and context block, checked against the sha256 their manifest records;
 - today, "the last N hours", or a day not published: compiled on request from the log with the
   same pure functions the build uses (``compile_day``, ``context_block``), so an agent sees what
-  happened minutes ago. Day captures are cached in the process and re-read when the log's files
-  for that day change.
+  happened minutes ago. Open days are followed incrementally (only appended lines are parsed);
+  a few recent day captures are kept in memory.
 
 Periods are resolved in the user's time zone recorded in the data folder: ``day`` is "today",
 "yesterday" or YYYY-MM-DD; ``hours`` is a window ending now (at most 72 hours).
@@ -45,7 +45,7 @@ DEFAULT_BUDGET = 1500
 MAX_STEPS = 500
 FRAME_ID = re.compile(r"^f-[0-9]{4,}$")
 
-# Mail and messaging surfaces, by application name (casefolded substring) and by site.
+# Mail and messaging surfaces: by a word of the application name, by site, or by page kind.
 MAIL_APPS = ("mail", "outlook", "thunderbird", "spark", "airmail", "mimestream", "superhuman")
 CHAT_APPS = (
     "slack", "teams", "discord", "telegram", "whatsapp", "signal", "messages", "messenger",
@@ -71,7 +71,7 @@ last N hours (0 < N <= {max_hours:g}). Give one or the other; the default is tod
 Tools (all read-only, idempotent, closed-world):
 - get_context: the compact context block (about {budget} tokens), for a system prompt.
 - get_activity: the full schema v1 document (frames, pages, input, evidence).
-- get_steps: the step list (click / type / paste / copy / app / nav, with resolved targets) of a
+- get_steps: the step list (click / type / paste / copy / cut / focus / nav, with resolved targets) of a
   frame id, or of the task best matching a text query.
 - get_day_summary: per-app ledger: minutes, sessions, longest session, top windows.
 - get_patterns: workflow patterns and top routines over the last N days.
