@@ -438,3 +438,44 @@ def test_elements_without_a_frame_index_read_the_same(tmp_path: Path) -> None:
     assert [x[0] for x in strip(a.elements)] == [x[0] for x in strip(b.elements)]
     assert [(e.text, e.parent_ref is None, e.ts_us) for _r, e in strip(a.elements)] == [
         (e.text, e.parent_ref is None, e.ts_us) for _r, e in strip(b.elements)]
+
+
+def _clicks_db(path: Path, screen: tuple[int, int], offset: tuple[int, int] = (0, 0),
+               scramble: bool = False) -> Path:
+    """Clicks on named buttons whose pixel bounds are rounded to whole pixels, as recorders do."""
+    w, h = screen
+    frames, ui, elements = [], [], []
+    for i in range(1, 25):
+        left, top, bw, bh = 0.05 + 0.03 * i, 0.1 + 0.025 * i, 0.06 + 0.004 * (i % 5), 0.035
+        frames.append(dict(id=i, timestamp=f"2026-03-15T10:00:{i:02d}.5Z", app_name="App", focused=1,
+                           device_name="monitor_2"))
+        elements.append(dict(id=i, frame_id=i, source="accessibility", role="AXButton", text=f"B{i}",
+                             left_bound=left, top_bound=top, width_bound=bw, height_bound=bh))
+        px = {"left": round(left * w) + offset[0], "top": round(top * h) + offset[1],
+              "width": round(bw * w), "height": round(bh * h)}
+        if scramble:  # the recorder's element does not match the tree's: sizes say nothing
+            px["width"], px["height"] = 40 + 37 * (i % 7), 20 + 53 * (i % 3)
+        ui.append(dict(id=i, timestamp=f"2026-03-15T10:00:{i:02d}.6Z", event_type="click", x=1, y=1,
+                       element_role="AXButton", element_name=f"B{i}", element_bounds=json.dumps(px), frame_id=i))
+    return make_db(path, CURRENT_DDL, frames, ui, elements)
+
+
+def _size(b) -> tuple:
+    return {(s.width_px, s.height_px) for s in b.streams}.pop()
+
+
+def test_screen_size_is_exact_despite_pixel_rounding(tmp_path: Path) -> None:
+    assert _size(read_screenpipe(_clicks_db(tmp_path / "a.sqlite", (1512, 982)))) == (1512, 982)
+    assert _size(read_screenpipe(_clicks_db(tmp_path / "b.sqlite", (2560, 1440)))) == (2560, 1440)
+
+
+def test_screen_size_with_offset_positions_falls_back_to_sizes(tmp_path: Path) -> None:
+    """A secondary monitor whose pixel positions include its offset: positions are not used."""
+    w, h = _size(read_screenpipe(_clicks_db(tmp_path / "c.sqlite", (2560, 1440), offset=(1512, 0))))
+    assert abs(w - 2560) <= 0.01 * 2560 and abs(h - 1440) <= 0.015 * 1440
+
+
+def test_screen_size_is_never_guessed(tmp_path: Path) -> None:
+    b = read_screenpipe(_clicks_db(tmp_path / "d.sqlite", (1512, 982), scramble=True))
+    assert _size(b) == (None, None)
+    assert b.notes["screen size of monitor_2: estimates disagree (left unknown)"] == 1

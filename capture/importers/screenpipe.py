@@ -64,6 +64,7 @@ ACCESSIBILITY_MAX_GAP_US = 30 * 1_000_000
 MAX_TREE_NODES = 20_000  # per accessibility_tree_json; deeper/larger trees are cut and counted
 MAX_TREE_DEPTH = 256
 SIZE_CANDIDATES = 200  # click events examined per monitor to derive its screen size
+Box = tuple[float, float, float, float]  # left, top, width, height
 DUPLICATE_FRAMES = "frames: duplicate rows skipped (identical apart from the id)"
 WHAT = "a screenpipe database (usually ~/.screenpipe/db.sqlite)"
 
@@ -233,7 +234,7 @@ class _Reader:
         legacy_text: list[Element] = []
         if "accessibility" in self.tables:
             legacy_text = self._accessibility()
-        candidates: dict[int, list[tuple[str | None, str, float, float]]] = {}
+        candidates: dict[int, list[tuple[str | None, str, Box]]] = {}
         if "ui_events" in self.tables:
             candidates = self._ui_events()
         sizes = self._derive_sizes(candidates)
@@ -600,7 +601,7 @@ class _Reader:
             ))
         return out
 
-    def _ui_events(self) -> dict[int, list[tuple[str | None, str, float, float]]]:
+    def _ui_events(self) -> dict[int, list[tuple[str | None, str, Box]]]:
         wanted = ["id", "timestamp", "event_type", "x", "y", "button", "key_code", "modifiers",
                   "text_content", "app_name", "window_title", "browser_url", "element_role",
                   "element_name", "element_automation_id", "element_bounds", "frame_id"]
@@ -610,7 +611,7 @@ class _Reader:
         text = self.text
         clock = ClockWatch(self.batch, "ui_events")
         seen: set[tuple[int, int]] = set()
-        candidates: dict[int, list[tuple[str | None, str, float, float]]] = {}
+        candidates: dict[int, list[tuple[str | None, str, Box]]] = {}
         n_candidates: dict[str, int] = {}
         kinds: dict[Any, str] = {}  # raw event_type -> normalised kind ("" when unknown)
         stream_of = self.stream_of
@@ -693,30 +694,26 @@ class _Reader:
                 None if fid is None else str(fid),
             ))
             if px_bounds and stream is not None and elem_name and n_candidates.get(stream, 0) < SIZE_CANDIDATES:
-                w_px, h_px = px_bounds[1]
-                if w_px > 0 and h_px > 0 and fid is not None:
-                    candidates.setdefault(fid, []).append((elem_role, elem_name, w_px, h_px))
+                if px_bounds[1][2] > 0 and px_bounds[1][3] > 0 and fid is not None:
+                    candidates.setdefault(fid, []).append((elem_role, elem_name, px_bounds[1]))
                     n_candidates[stream] = n_candidates.get(stream, 0) + 1
         clock.finish()
         return candidates
 
     def _derive_sizes(
-        self, candidates: dict[int, list[tuple[str | None, str, float, float]]]
+        self, candidates: dict[int, list[tuple[str | None, str, Box]]]
     ) -> dict[str, tuple[int, int]]:
         """Screen size per stream from elements known both in pixels and normalised."""
-        estimates: dict[str, list[tuple[float, float, float, float]]] = {}
+        estimates: dict[str, list[tuple[Box, Box]]] = {}
         for fid, nodes in self._normalised_nodes(sorted(candidates)):
             stream = self.stream_of.get(fid)
             if stream is None:
                 continue
-            for role, name, w_px, h_px in candidates[fid]:
-                match = nodes.get((role, name)) or nodes.get((None, name))
-                if match is None:
-                    continue
-                wn, hn = match
+            for role, name, px in candidates[fid]:
+                norm = nodes.get((role, name)) or nodes.get((None, name))
                 # Tiny elements make the ratio noisy; a hundredth of the screen is too small.
-                if wn >= 0.01 and hn >= 0.01:
-                    estimates.setdefault(stream, []).append((w_px, wn, h_px, hn))
+                if norm is not None and norm[2] >= 0.01 and norm[3] >= 0.01:
+                    estimates.setdefault(stream, []).append((px, norm))
         sizes: dict[str, tuple[int, int]] = {}
         for stream, pairs in sorted(estimates.items()):
             size = _consensus(pairs)
@@ -727,22 +724,21 @@ class _Reader:
                 self.batch.note(f"screen size of {stream}: derived from click element bounds", len(pairs))
         return sizes
 
-    def _normalised_nodes(
-        self, fids: list[int]
-    ) -> Iterator[tuple[int, dict[tuple[str | None, str], tuple[float, float]]]]:
-        """For each candidate frame: (role, name) -> (width, height) normalised, from its tree."""
+    def _normalised_nodes(self, fids: list[int]) -> Iterator[tuple[int, dict[tuple[str | None, str], Box]]]:
+        """For each candidate frame: (role, name) -> normalised bounds, from its tree."""
         has_tree = "accessibility_tree_json" in self.frame_cols
         has_elements = "elements" in self.tables
         for i in range(0, len(fids), 200):
             chunk = fids[i:i + 200]
             marks = ",".join("?" * len(chunk))
-            found: dict[int, dict[tuple[str | None, str], tuple[float, float]]] = {f: {} for f in chunk}
+            found: dict[int, dict[tuple[str | None, str], Box]] = {f: {} for f in chunk}
             if has_elements:
-                for fid, role, etext, w, h in self.con.execute(
-                    f"SELECT frame_id, role, text, width_bound, height_bound FROM elements WHERE frame_id IN ({marks})",
+                for fid, role, etext, left, top, w, h in self.con.execute(
+                    "SELECT frame_id, role, text, left_bound, top_bound, width_bound, height_bound "
+                    f"FROM elements WHERE frame_id IN ({marks})",
                     chunk,
                 ):
-                    _index_node(found[fid], role, etext, w, h)
+                    _index_node(found[fid], role, etext, (left, top, w, h))
             if has_tree:
                 for fid, raw in self.con.execute(
                     f"SELECT id, accessibility_tree_json FROM frames WHERE id IN ({marks})", chunk
@@ -750,30 +746,35 @@ class _Reader:
                     for node in _walk(_parse_tree(raw) or []):
                         bd = node.get("bounds")
                         b: dict[str, Any] = bd if isinstance(bd, dict) else {}
-                        _index_node(found[fid], node.get("role"), node.get("name"), b.get("width"), b.get("height"))
+                        _index_node(found[fid], node.get("role"), node.get("name"),
+                                    (b.get("left"), b.get("top"), b.get("width"), b.get("height")))
             yield from found.items()
 
 
-def _index_node(index: dict[tuple[str | None, str], tuple[float, float]], role: Any, name: Any,
-                w: Any, h: Any) -> None:
+def _index_node(index: dict[tuple[str | None, str], Box], role: Any, name: Any, bounds: tuple[Any, ...]) -> None:
     if not isinstance(name, str) or not name:
         return
-    wn, hn = _unit(w), _unit(h)
-    if wn is None or hn is None:
+    vals = [_unit(v) for v in bounds]
+    if any(v is None for v in vals):
         return
+    box = (float(vals[0] or 0.0), float(vals[1] or 0.0), float(vals[2] or 0.0), float(vals[3] or 0.0))
     r = role if isinstance(role, str) else None
-    index.setdefault((r, name), (wn, hn))
-    index.setdefault((None, name), (wn, hn))
+    index.setdefault((r, name), box)
+    index.setdefault((None, name), box)
 
 
-def _consensus(pairs: list[tuple[float, float, float, float]]) -> tuple[int, int] | None:
-    """Screen size from (width px, width normalised, height px, height normalised) of matched elements.
+def _consensus(pairs: list[tuple[Box, Box]]) -> tuple[int, int] | None:
+    """Screen size from matched elements' (pixel bounds, normalised bounds).
 
-    The size is the ratio of sums (large elements weigh more, so pixel rounding averages out); it
-    is only returned when most single-element estimates agree with it, never as a guess.
+    Sizes first: the ratio of summed pixel to summed normalised widths (heights), reported only
+    when most single-element estimates agree with it, never as a guess. Pixel rounding limits
+    that to about 1 %; positions (left / left_norm) are more precise, so when the position
+    estimates of an axis agree tightly with each other and with the size estimate they refine
+    it. On a secondary monitor whose pixel positions carry its offset they disagree and are
+    not used.
     """
-    w = sum(p[0] for p in pairs) / sum(p[1] for p in pairs)
-    h = sum(p[2] for p in pairs) / sum(p[3] for p in pairs)
+    w = sum(px[2] for px, _n in pairs) / sum(n[2] for _p, n in pairs)
+    h = sum(px[3] for px, _n in pairs) / sum(n[3] for _p, n in pairs)
     if not (200 <= w <= 20000 and 200 <= h <= 20000):
         return None
 
@@ -781,10 +782,26 @@ def _consensus(pairs: list[tuple[float, float, float, float]]) -> tuple[int, int
         # within 3 %, or within what rounding the pixel value to 1 px can explain
         return abs(px / norm - size) <= max(0.03 * size, 1.0 / norm)
 
-    agree = sum(1 for pw, nw, ph, nh in pairs if close(pw, nw, w) and close(ph, nh, h))
+    agree = sum(1 for px, n in pairs if close(px[2], n[2], w) and close(px[3], n[3], h))
     if agree * 5 < len(pairs) * 3:  # fewer than 60 % agree
         return None
-    return int(round(w)), int(round(h))
+    return int(round(_refine(pairs, 0, w))), int(round(_refine(pairs, 1, h)))
+
+
+def _refine(pairs: list[tuple[Box, Box]], axis: int, size: float) -> float:
+    """The size along one axis from element positions, when they agree; else ``size``."""
+    points = [(px[axis], n[axis]) for px, n in pairs if n[axis] >= 0.1 and px[axis] > 0]
+    est = sorted(p / n for p, n in points)
+    if len(est) < 3:
+        return size
+    mid = est[len(est) // 2]
+    tight = [(p, n) for p, n in points if abs(p / n - mid) <= 0.005 * mid]
+    if len(tight) * 5 < len(est) * 4 or abs(mid - size) > 0.03 * size:  # need 80 % within 0.5 %
+        return size
+    # Each pixel position was rounded to 1 px: the true size lies in every [(p-0.5)/n, (p+0.5)/n].
+    lo = max((p - 0.5) / n for p, n in tight)
+    hi = min((p + 0.5) / n for p, n in tight)
+    return (lo + hi) / 2 if lo <= hi else mid
 
 
 def _parse_tree(raw: Any) -> list[Any] | None:
@@ -814,8 +831,8 @@ def _walk(nodes: list[Any]) -> Iterator[dict[str, Any]]:
                 stack.extend(children)
 
 
-def _bounds_json(raw: Any) -> tuple[str, tuple[float, float]] | None:
-    """Pixel bounds as canonical JSON {"left","top","width","height"}, plus (width, height)."""
+def _bounds_json(raw: Any) -> tuple[str, Box] | None:
+    """Pixel bounds as canonical JSON {"left","top","width","height"}, plus the numbers."""
     if raw is None:
         return None
     try:
@@ -832,7 +849,7 @@ def _bounds_json(raw: Any) -> tuple[str, tuple[float, float]] | None:
     nums = [round(float(v), 1) for v in vals if isinstance(v, (int, float))]
     text = json.dumps({"left": nums[0], "top": nums[1], "width": nums[2], "height": nums[3]},
                       sort_keys=True, separators=(",", ":"))
-    return text, (nums[2], nums[3])
+    return text, (nums[0], nums[1], nums[2], nums[3])
 
 
 def _nearest(
