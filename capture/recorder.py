@@ -696,6 +696,9 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
     now = _now_us()
     core.set_monitors(now, monitors)
     core.focus(now, desktop.active_window())
+    if os.environ.get("XDG_SESSION_TYPE", "").lower() == "wayland" or os.environ.get("WAYLAND_DISPLAY"):
+        say("this is a Wayland session: only X11 (XWayland) windows and their input can be seen; "
+            "log in with an X11 session to record everything")
     sizes = ", ".join(f"{m.stream} {m.width}x{m.height}" for m in monitors)
     say(f"recording {display} ({sizes}) into {home.root}; session {session}; Ctrl-C to stop")
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
@@ -842,6 +845,9 @@ class _Screenshots:
         import mss
 
         self.dir = home.root / "screens"
+        # Pixels are the most sensitive thing kept: only the user may list or read them.
+        self.dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)
         self.desktop = desktop
         self.worker = worker
         self.exclusions = exclusions

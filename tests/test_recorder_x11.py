@@ -149,7 +149,8 @@ class Recording:
         cmd = [sys.executable, "-m", "af_pipeline.cli", "record", "--home", str(home), "--tz", "UTC",
                "--display", desktop.display, "--json", *args]
         env = dict(os.environ)
-        env.pop("DISPLAY", None)  # --display alone must be enough
+        for var in ("DISPLAY", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE"):  # --display alone must be enough
+            env.pop(var, None)
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         assert self.proc.stderr is not None
@@ -263,6 +264,7 @@ def test_no_typed_text_and_screenshots(desktop, tmp_path):
     assert "topsecret" not in dump(cap) and summary["typed_text"] is False
 
     # Screenshots: PNGs of 1280x800 for snapshots taken before the vault was open, none after.
+    assert (tmp_path / "home" / "screens").stat().st_mode & 0o777 == 0o700
     shots = sorted((tmp_path / "home" / "screens").rglob("*.png"))
     assert len(shots) == summary["screenshots"] >= 1
     png = shots[0].read_bytes()
