@@ -5,7 +5,8 @@
    event names none or an unknown one), found by binary search; that snapshot's app, window and
    URL are authoritative, and the distance is kept in milliseconds.
 2. Anonymous clicks (coordinates, no element name) are resolved against the nearest snapshot's
-   element tree: the smallest element containing the point ("exact"), else the nearest element
+   element tree (labelled elements only; accessibility nodes before OCR words): the smallest
+   element containing the point ("exact"), else the nearest element
    within a 40 px ring measured per axis in the stream's real pixels ("tolerance"), else the
    coarse screen zone ("zone", e.g. "top-left"). Element bounds are normalised 0..1, clicks are
    pixels: without the stream's real screen size nothing can be matched, and the click stays
@@ -220,8 +221,8 @@ def resolve_click(
         return "unresolved", None, None  # off this screen: the stream is wrong or the size is
     rx, ry = RING_PX / w, RING_PX / h  # the ring, per axis, in this screen's units
     best: Element | None = None
-    best_key: tuple[float, int, str] | None = None
-    near: list[tuple[float, float, str, Element]] = []
+    best_key: tuple[bool, float, int, str] | None = None
+    near: list[tuple[bool, float, float, str, Element]] = []
     for e in elements:
         # cheapest rejections first: most of a tree is nowhere near the click
         left, width = e.left, e.width
@@ -235,18 +236,20 @@ def resolve_click(
         right, bottom = left + width, top + height
         if (frame_id is not None and e.snapshot_frame_id != frame_id) or not e.text or e.text.isspace():
             continue  # a nameless box is no answer to "what was clicked"
+        # a control (accessibility node) names a click better than an OCR word inside it
+        ocr = e.source == "ocr"
         if left <= nx <= right and top <= ny <= bottom:
-            key = (width * height, -(e.depth or 0), e.ref)
+            key = (ocr, width * height, -(e.depth or 0), e.ref)
             if best_key is None or key < best_key:
                 best, best_key = e, key
         elif best is None:
             dx = (left - nx if nx < left else (nx - right if nx > right else 0.0)) * w
             dy = (top - ny if ny < top else (ny - bottom if ny > bottom else 0.0)) * h
-            near.append((dx * dx + dy * dy, width * height, e.ref, e))
+            near.append((ocr, dx * dx + dy * dy, width * height, e.ref, e))
     if best is not None:
         return "exact", _label(best.text or ""), best.role
     if near:
-        e = min(near, key=lambda t: t[:3])[3]
+        e = min(near, key=lambda t: t[:4])[4]
         return "tolerance", _label(e.text or ""), e.role
     row = 0 if ny < 1 / 3 else (1 if ny < 2 / 3 else 2)
     col = 0 if nx < 1 / 3 else (1 if nx < 2 / 3 else 2)

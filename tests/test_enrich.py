@@ -185,3 +185,14 @@ def test_vectorised_attribution_equals_binary_search(snaps, events):
     pos, dist = index.attribute([T0 + t * US for t, _ in events], [s for _, s in events])
     expected = [index.nearest(s, T0 + t * US) for t, s in events]
     assert list(zip(pos.tolist(), dist.tolist(), strict=True)) == expected
+
+
+def test_controls_name_clicks_before_ocr_words():
+    els = [box(1, "1", "Send message", 0.10, 0.10, 0.30, 0.10),
+           Element(ref="t:el:2", ts_us=T0, snapshot_frame_id="1", source="ocr", text="Send",
+                   left=0.11, top=0.11, width=0.05, height=0.03)]
+    (e,) = enrich(day([snap(1, 0, "Mail")], [ev(1, 1, "click", x=260, y=125)], els, SCREEN))
+    assert (e.resolution, e.target_name) == ("exact", "Send message")
+    ocr_only = [els[1]]
+    (e,) = enrich(day([snap(1, 0, "Mail")], [ev(1, 1, "click", x=260, y=125)], ocr_only, SCREEN))
+    assert (e.resolution, e.target_name, e.target_role) == ("exact", "Send", None)
