@@ -328,6 +328,7 @@ def test_bad_rows_are_quarantined_or_repaired_with_reasons(tmp_path: Path) -> No
         dict(id=9, timestamp="1970-01-01 00:00:00", app_name="Mail", focused=1),
         dict(id=10, timestamp="2026-03-15T18:00:07Z", app_name="Mail", focused=1,
              accessibility_tree_json="{not json"),
+        dict(id=11, timestamp="2026-03-15T18:00:08Z", app_name="Mail", focused=1, accessibility_tree_json=""),
     ]
     ui = [
         dict(id=1, timestamp="2026-03-15T18:00:01.5Z", event_type="key", text_content="a"),
@@ -349,7 +350,8 @@ def test_bad_rows_are_quarantined_or_repaired_with_reasons(tmp_path: Path) -> No
     assert ("frames id=10 accessibility_tree_json", "accessibility tree is not valid JSON") in q
     assert all(x.source == str(db) for x in b.quarantined)
     snaps = {s.source_frame_id: s for s in b.snapshots}
-    assert set(snaps) == {"3", "4", "6", "7", "10"}  # 8 duplicates 7; frame 10 keeps its snapshot
+    assert set(snaps) == {"3", "4", "6", "7", "10", "11"}  # 8 duplicates 7; frame 10 keeps its snapshot
+    assert not any("id=11" in x.row for x in b.quarantined)  # an empty tree is no tree, not bad JSON
     assert snaps["3"].window == "Caf\ufffd menu"
     assert len(snaps["4"].window or "") == 1024
     assert b.notes["frames.window_name: invalid UTF-8 replaced with U+FFFD"] == 1

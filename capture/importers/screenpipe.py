@@ -2,11 +2,12 @@
 
 What is mapped (docs/importers.md says the same for users):
 
-- ``frames`` -> Snapshot, one per capture cycle and monitor. The stream is ``device_name``
-  (empty -> ``monitor_1``). Legacy databases (no ``capture_trigger`` column, no ``elements``
-  table) hold one row per visible window per cycle: only the ``focused`` row of a cycle (rows
-  with the same timestamp and monitor) becomes the snapshot; a cycle without a focused row gives
-  no snapshot and its rows are quarantined ("capture cycle without a focused window").
+- ``frames`` -> Snapshot. The stream is ``device_name`` (empty -> ``monitor_1``). Current
+  databases write one row per capture event: each row is a snapshot. Legacy databases (no
+  ``capture_trigger`` column, no ``elements`` table) hold one row per visible window per cycle:
+  only the ``focused`` row of a cycle (rows with the same timestamp and monitor) becomes the
+  snapshot; a cycle without a focused row gives no snapshot and its rows are quarantined
+  ("capture cycle without a focused window").
   ``capture_trigger`` is kept as the trigger; the heartbeat flag is set for the idle fallback
   triggers in HEARTBEAT_TRIGGERS.
 - ``ui_events`` -> InputEvent. ``app_switch`` keeps the app in ``text_content``; clipboard keeps
@@ -15,6 +16,8 @@ What is mapped (docs/importers.md says the same for users):
   ``frame_id`` is set, else unknown (None).
 - ``elements`` and ``frames.accessibility_tree_json`` -> Element (bounds normalised 0..1); the
   legacy ``accessibility`` table -> one text-only Element tied to the nearest snapshot.
+- Rows come out as one batch per local day (:func:`iter_screenpipe`); element rows are read
+  day by day so memory holds one day of them.
 - StreamInfo per monitor and local day; the screen size comes from ``--screen`` or is derived
   from click events whose element bounds are known both in pixels (``ui_events.element_bounds``)
   and normalised (the same element in the frame's tree). It is never guessed from coordinates.
@@ -290,7 +293,8 @@ class _Reader:
         wanted = ["id", "timestamp", "app_name", "window_name", "focused", "browser_url", "device_name",
                   "capture_trigger"]
         # Trees are read day by day later; here only whether a frame has one.
-        has_tree = ("(accessibility_tree_json IS NOT NULL AND length(accessibility_tree_json) > 0)"
+        # (typeof() does not load the text itself, so this pass skips the JSON's bytes.)
+        has_tree = ("typeof(accessibility_tree_json) = 'text'"
                     if "accessibility_tree_json" in self.frame_cols else "0")
         total = self._total("frames")
         cur = self.con.execute(self._select("frames", wanted).replace(" FROM ", f", {has_tree} FROM ", 1))
@@ -412,6 +416,8 @@ class _Reader:
             for fid, raw in self.con.execute(
                 f"SELECT id, accessibility_tree_json FROM frames WHERE id IN ({marks}) ORDER BY id", chunk
             ):
+                if isinstance(raw, str) and not raw.strip():
+                    continue  # an empty tree column: nothing recorded
                 ts, fid_text = self.kept[fid]
                 self._tree(fid, fid_text, ts, raw, out)
         return out
