@@ -7,6 +7,7 @@ or xdotool are not installed (`make test` installs them on CI).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -32,17 +33,39 @@ pytestmark = pytest.mark.skipif(
 )
 ROOT = Path(__file__).resolve().parent.parent
 
-# A tiny X client: one window per (class, title) argument, each 420x320, kept open until killed.
+# A tiny X client: one window per [class, title] (or [class, title, x, y] for a fixed place)
+# argument, 420x320, kept open until killed. With a second argument [[x, width, height], ...] it
+# first defines those RandR monitors; they last as long as this client's connection.
 WINDOWS_PROGRAM = r"""
 import json, sys
-from Xlib import X, display
+from Xlib import X, Xutil, display
+from Xlib.ext import randr
+from Xlib.protocol import rq
+
+class SetMonitor(rq.Request):  # RandR 1.5 SetMonitor, spelled out field by field
+    _request = rq.Struct(
+        rq.Card8("opcode"), rq.Opcode(43), rq.RequestLength(), rq.Window("window"),
+        rq.Card32("name"), rq.Bool("primary"), rq.Bool("automatic"), rq.LengthOf("outputs", 2),
+        rq.Int16("x"), rq.Int16("y"), rq.Card16("width"), rq.Card16("height"),
+        rq.Card32("width_mm"), rq.Card32("height_mm"), rq.List("outputs", rq.Card32Obj))
+
 d = display.Display()
 s = d.screen()
+if len(sys.argv) > 2:
+    outputs = s.root.xrandr_get_screen_resources().outputs
+    for i, (x, width, height) in enumerate(json.loads(sys.argv[2])):
+        SetMonitor(display=d.display, opcode=d.display.get_extension_major(randr.extname), window=s.root,
+                   name=d.intern_atom(f"TEST-{i}"), primary=i == 0, automatic=False, x=x, y=0,
+                   width=width, height=height, width_mm=width // 4, height_mm=height // 4,
+                   outputs=outputs[:1] if i == 0 else [])
 utf8, net_name = d.intern_atom("UTF8_STRING"), d.intern_atom("_NET_WM_NAME")
 ids = []
-for cls, title in json.loads(sys.argv[1]):
-    w = s.root.create_window(0, 0, 420, 320, 0, s.root_depth, X.InputOutput, X.CopyFromParent,
+for spec in json.loads(sys.argv[1]):
+    cls, title, x, y = (spec + [0, 0])[:4]
+    w = s.root.create_window(x, y, 420, 320, 0, s.root_depth, X.InputOutput, X.CopyFromParent,
                              background_pixel=s.white_pixel, event_mask=X.KeyPressMask)
+    if len(spec) > 2:
+        w.set_wm_normal_hints(flags=Xutil.USPosition | Xutil.PPosition, x=x, y=y)
     w.set_wm_class(cls.lower(), cls)
     w.set_wm_name(title)
     w.change_property(net_name, utf8, 8, title.encode())
@@ -97,8 +120,10 @@ class Desktop:
     def type(self, text: str) -> None:
         self.xdotool("type", "--delay", "20", text)
 
-    def open_windows(self, specs: list[tuple[str, str]]) -> tuple[subprocess.Popen[str], list[int]]:
-        proc = subprocess.Popen([sys.executable, "-c", WINDOWS_PROGRAM, json.dumps(specs)], env=self.env,
+    def open_windows(self, specs: list[list[Any]], monitors: list[list[int]] | None = None,
+                     ) -> tuple[subprocess.Popen[str], list[int]]:
+        args = [json.dumps(specs)] + ([json.dumps(monitors)] if monitors else [])
+        proc = subprocess.Popen([sys.executable, "-c", WINDOWS_PROGRAM, *args], env=self.env,
                                 stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         ids = json.loads(proc.stdout.readline())
@@ -111,11 +136,11 @@ class Desktop:
         return proc, ids
 
 
-@pytest.fixture(scope="module")
-def desktop() -> Iterator[Desktop]:
+@contextlib.contextmanager
+def x_session(size: str) -> Iterator[Desktop]:
     """Xvfb on a display it picks itself (-displayfd: no race with other test runs) plus openbox."""
     read_fd, write_fd = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{size}x24", "-nolisten", "tcp"],
                             pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.close(write_fd)
     procs: list[subprocess.Popen[Any]] = [xvfb]
@@ -139,6 +164,12 @@ def desktop() -> Iterator[Desktop]:
                 p.wait(5)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+@pytest.fixture(scope="module")
+def desktop() -> Iterator[Desktop]:
+    with x_session("1280x800") as d:
+        yield d
 
 
 class Recording:
@@ -178,10 +209,10 @@ def dump(cap: DayCapture) -> str:
 
 def test_records_windows_clicks_typing_and_never_excluded_windows(desktop, tmp_path):
     proc, (alpha, beta, vault, payroll) = desktop.open_windows([
-        ("AlphaApp", "Alpha document"),
-        ("BetaApp", "Beta notes"),
-        ("KeePassXC", "Passwords.kdbx - KeePassXC"),  # excluded by default
-        ("Sheets", "Payroll 2026"),  # excluded by --exclude-title below
+        ["AlphaApp", "Alpha document"],
+        ["BetaApp", "Beta notes"],
+        ["KeePassXC", "Passwords.kdbx - KeePassXC"],  # excluded by default
+        ["Sheets", "Payroll 2026"],  # excluded by --exclude-title below
     ])
     try:
         desktop.activate(alpha)
@@ -237,7 +268,7 @@ def test_records_windows_clicks_typing_and_never_excluded_windows(desktop, tmp_p
 
 
 def test_no_typed_text_and_screenshots(desktop, tmp_path):
-    proc, (alpha,) = desktop.open_windows([("AlphaApp", "Alpha document")])
+    proc, (alpha,) = desktop.open_windows([["AlphaApp", "Alpha document"]])
     vault_proc = None
     try:
         desktop.activate(alpha)
@@ -246,7 +277,7 @@ def test_no_typed_text_and_screenshots(desktop, tmp_path):
         desktop.type("topsecret")
         time.sleep(0.5)
         # A password manager opens (and takes focus); back in Alpha it is still on screen.
-        vault_proc, (vault,) = desktop.open_windows([("KeePassXC", "Passwords.kdbx - KeePassXC")])
+        vault_proc, (vault,) = desktop.open_windows([["KeePassXC", "Passwords.kdbx - KeePassXC"]])
         desktop.wait_active(vault)
         desktop.activate(alpha)
         desktop.click_in(alpha)
@@ -289,3 +320,32 @@ def test_no_display_is_a_clear_usage_error(tmp_path, desktop, monkeypatch, capsy
     err = capsys.readouterr().err
     assert "no X display" in err and unused in err
     assert not (tmp_path / "h").exists()  # no data folder is created for a run that cannot start
+
+
+def test_two_monitors_are_two_streams(tmp_path):
+    """Monitors 1280x800 and 1024x768 side by side: each is a stream with its own size, clicks are
+    in the pixels of their monitor, and the unfocused monitor is snapshotted too."""
+    with x_session("2304x800") as dual:
+        proc, (alpha, beta) = dual.open_windows(
+            [["AlphaApp", "Alpha document", 100, 100], ["BetaApp", "Beta notes", 1500, 100]],
+            monitors=[[0, 1280, 800], [1280, 1024, 768]])
+        try:
+            dual.activate(alpha)
+            rec = Recording(dual, tmp_path / "home")
+            time.sleep(1.5)  # the unfocused monitor is looked at once a second
+            bx, by = dual.click_in(beta)
+            time.sleep(1.0)
+            summary = rec.stop()
+        finally:
+            proc.kill()
+            proc.wait()
+    cap = rec.day()
+    assert sorted((s.stream, s.width_px, s.height_px) for s in cap.streams) == [
+        ("monitor_1", 1280, 800), ("monitor_2", 1024, 768)]
+    assert summary["monitors"] == ["monitor_1 1280x800", "monitor_2 1024x768"]
+    snaps = [(s.stream, s.app, s.focused, s.trigger) for s in cap.snapshots]
+    assert snaps[0] == ("monitor_1", "AlphaApp", True, "start")
+    assert ("monitor_2", "BetaApp", False, "visible") in snaps
+    assert ("monitor_2", "BetaApp", True, "app_switch") in snaps
+    clicks = [(e.stream, e.x, e.y, e.app) for e in cap.inputs if e.kind == "click"]
+    assert clicks == [("monitor_2", bx - 1280, by, "BetaApp")]
