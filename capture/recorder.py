@@ -16,7 +16,9 @@ Refs are ``recorder:<host>:<session>:<seq>`` with one sequence for every row of 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import functools
 import os
 import queue
@@ -25,7 +27,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -621,6 +623,36 @@ def record(
 ) -> Summary:
     """Record the X display until ``stop`` is set or the duration has passed."""
     say = progress or (lambda _m: None)
+    with _one_recorder(home):
+        return _record_display(home, options, display, stop, say)
+
+
+RECORDER_LOCK = "recorder.lock"
+
+
+@contextlib.contextmanager
+def _one_recorder(home: Home) -> Iterator[None]:
+    """One recorder per data folder: a second one would write every snapshot twice."""
+    path = home.root / RECORDER_LOCK
+    with open(path, "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            raise UserError(f"{holder} is already recording into {home.root}; stop it first") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"af record (process {os.getpid()})\n")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _record_display(home: Home, options: RecordOptions, display: str, stop: threading.Event,
+                    say: Callable[[str], None]) -> Summary:
     # pynput picks its backend from $DISPLAY when imported; set it first, and check it works.
     os.environ["DISPLAY"] = display
     from capture.x11 import X11Desktop, read_monitors

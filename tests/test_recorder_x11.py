@@ -267,12 +267,17 @@ def test_records_windows_clicks_typing_and_never_excluded_windows(desktop, tmp_p
     assert cap.recorders == ["recorder"]
 
 
-def test_no_typed_text_and_screenshots(desktop, tmp_path):
+def test_no_typed_text_and_screenshots(desktop, tmp_path, capsys):
     proc, (alpha,) = desktop.open_windows([["AlphaApp", "Alpha document"]])
     vault_proc = None
     try:
         desktop.activate(alpha)
         rec = Recording(desktop, tmp_path / "home", "--no-typed-text", "--screenshots", "--duration", "6")
+        # A second recorder on the same data folder would write everything twice: refused.
+        from af_pipeline import cli
+
+        assert cli.main(["record", "--home", str(tmp_path / "home"), "--display", desktop.display]) == 2
+        assert "is already recording into" in capsys.readouterr().err
         desktop.click_in(alpha)
         desktop.type("topsecret")
         time.sleep(0.5)
