@@ -288,7 +288,7 @@ class Memory:
                     rows = rows + new
                 offset += end
             state[kind] = (offset, rows)
-            setattr(cap, kind, list(rows))
+            setattr(cap, kind, rows)  # shared, never mutated: a change makes a new list
         sources = folder / "sources.jsonl"
         if sources.exists():
             lines = [ln for ln in sources.read_bytes().split(b"\n") if ln.strip()]
