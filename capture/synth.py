@@ -1247,6 +1247,8 @@ def generate(days: int, seed: int, out_dir: Path, start_day: str = "2026-06-01",
         con.execute("PRAGMA journal_mode=OFF")
         con.execute("PRAGMA synchronous=OFF")
         con.execute("PRAGMA temp_store=MEMORY")
+        # a page cache as big as a 61-day corpus: pages are written once, at commit
+        con.execute("PRAGMA cache_size=-512000")
         tables, indexes = _split_ddl()
         for s in tables:
             con.execute(s)
