@@ -4,13 +4,16 @@ agrees with the oracle, and the block-only reader answers every question."""
 from __future__ import annotations
 
 import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from af_pipeline import cli
-from af_pipeline.qa import oracle
+from af_pipeline.qa import oracle, report
 from capture.home import Home
 from capture.log import EventLog
 
@@ -116,3 +119,42 @@ def test_llm_answerer_needs_its_configuration(corpus: tuple[Home, Path], monkeyp
         monkeypatch.delenv(k, raising=False)
     assert cli.main(["qa", "--home", str(home.root), "--answerer", "llm", "--quiet"]) == 2
     assert "AF_QA_LLM_URL" in capsys.readouterr().err
+
+
+class _YesMan(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint that answers "yes" to every question it is asked."""
+
+    bodies: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        _YesMan.bodies.append(body)
+        ids = re.findall(r"^(\d{4}-\d{2}-\d{2}/\w+): ", body["messages"][1]["content"], re.MULTILINE)
+        reply = {"choices": [{"message": {"content": json.dumps(dict.fromkeys(ids, "yes"))}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_llm_answerer_end_to_end_with_infeasible_days(corpus: tuple[Home, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = HTTPServer(("127.0.0.1", 0), _YesMan)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    monkeypatch.setenv("AF_QA_LLM_URL", f"http://127.0.0.1:{srv.server_port}/v1/chat/completions")
+    monkeypatch.setenv("AF_QA_LLM_MODEL", "yes-man")
+    try:
+        home, _db = corpus
+        r = report.run(home, answerer="llm", representation="document", window_tokens=35_000)
+    finally:
+        srv.shutdown()
+    docs = {d["day"]: d["document"] for d in r["tokens"]["per_day"]}
+    too_big = sorted(d for d, t in docs.items() if t > 35_000)
+    assert r["infeasible_days"] == too_big and len(_YesMan.bodies) == DAYS - len(too_big)
+    assert all('"schema_version":1' in b["messages"][1]["content"] for b in _YesMan.bodies)  # the document
+    fit = DAYS - len(too_big)
+    # "yes" to everything: every absent-fact probe of an answered day is a hallucination
+    assert r["hallucinations"] == 2 * fit and r["by_category"]["domain_visited"]["correct"] == fit

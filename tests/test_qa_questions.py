@@ -203,3 +203,12 @@ def test_llm_reader_over_a_local_openai_compatible_endpoint() -> None:
     assert got == {"d/app_count": "4", "d/absent_app": "no", "d/start_time": None}
     assert _FakeOpenAI.seen[-1]["auth"] == "Bearer k"
     assert _FakeOpenAI.seen[-1]["body"]["model"] == "local"
+
+
+def test_reply_shapes_of_both_apis() -> None:
+    qs = [_q("app_count", "number", 4.0)]
+    anthropic = {"content": [{"type": "text", "text": '{"d/app_count": 4}'}]}
+    openai = {"choices": [{"message": {"content": 'Here: {"d/app_count": "4"}'}}]}
+    assert readers.parse_answers(readers.response_text("anthropic", anthropic), qs) == {"d/app_count": "4"}
+    assert readers.parse_answers(readers.response_text("openai", openai), qs) == {"d/app_count": "4"}
+    assert readers.parse_answers("no JSON at all", qs) == {"d/app_count": None}
