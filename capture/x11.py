@@ -8,7 +8,9 @@ query treats a vanished window as "no window" instead of failing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +19,8 @@ from capture.errors import UserError
 # Caps on what a window may tell us (the same caps the importers apply).
 MAX_APP = 256
 MAX_TITLE = 1024
+# The focused window's geometry and state are read in full this often (its title every time).
+DESCRIBE_EVERY_S = 1.0
 # How deep below a top-level frame the client window is looked for (window managers reparent
 # the client into one or two frame windows).
 _CLIENT_SEARCH_DEPTH = 3
@@ -131,6 +135,7 @@ class X11Desktop:
         self._net_state = atom("_NET_WM_STATE")
         self._hidden = atom("_NET_WM_STATE_HIDDEN")
         self._extents = atom("_NET_FRAME_EXTENTS")
+        self._active_cache: tuple[WindowInfo, float] | None = None
 
     def close(self) -> None:
         try:
@@ -154,7 +159,20 @@ class X11Desktop:
             return self.describe(client) if client is not None else None
         if wid == 0:
             return None
-        return self.describe(self.d.create_resource_object("window", wid))
+        window = self.d.create_resource_object("window", wid)
+        now = time.monotonic()
+        cached = self._active_cache
+        if cached is not None and cached[0].wid == wid and now - cached[1] < DESCRIBE_EVERY_S:
+            # The focus is read 20 times a second: between full reads only the title can change
+            # fast enough to matter (one round trip instead of about nine).
+            try:
+                title = self._title(window)
+            except self._error.XError:
+                return None
+            return dataclasses.replace(cached[0], title=title)
+        info = self.describe(window)
+        self._active_cache = (info, now) if info is not None else None
+        return info
 
     def window_at(self, x: int, y: int) -> WindowInfo | None:
         """The client window under a desktop point, topmost first (None over the bare desktop)."""
