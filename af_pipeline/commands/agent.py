@@ -78,8 +78,7 @@ def _qa(args: argparse.Namespace) -> int:
             if progress:
                 progress(f"wrote {p}")
     if args.json:
-        cli.emit_json({k: v for k, v in result.items() if k not in ("grades", "oracle")}
-                      | {"grades": result["grades"]})
+        cli.emit_json(result)
     else:
         print(report.to_markdown(result), end="")
     engines_ok = result["engines"] is None or result["engines"]["all_agree"]
