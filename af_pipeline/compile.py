@@ -139,11 +139,15 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     for stream in streams:
         ts, pos_list = index.by_stream[stream]
         c, b = credits(ts, rules)
-        for r, p in enumerate(pos_list):
-            credit[p] = c[r]
-            brk[p] = b[r]
-            srank[p] = r
-        keys = [(apps[p], sites[p]) for p in pos_list]
+        if len(pos_list) == n:  # one stream: positions are the stream's own order
+            credit, brk, srank = c, b, list(range(n))
+            keys = list(zip(apps, sites, strict=True))
+        else:
+            for r, p in enumerate(pos_list):
+                credit[p] = c[r]
+                brk[p] = b[r]
+                srank[p] = r
+            keys = [(apps[p], sites[p]) for p in pos_list]
         segments.extend(flicker_merge(build_segments(stream, pos_list, ts, keys, c, b), rules))
     segments.sort(key=lambda f: (f.start_us, f.stream, snaps[f.rows[0]].ref))
 
