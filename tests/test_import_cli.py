@@ -77,6 +77,9 @@ def test_rpm_and_activitywatch_through_the_cli(tmp_path: Path, capsys) -> None:
         {"timestamp": "2026-03-15T09:00:00Z", "duration": 60, "data": {"status": "afk"}}]}}}))
     a = run_json(capsys, ["import", "activitywatch", str(aw), "--home", home])
     assert a["landed"]["presence"] == 1
+    for kind, path in (("rpm", STUDENT), ("activitywatch", aw)):  # re-imports land nothing
+        again = run_json(capsys, ["import", kind, str(path), "--home", home])
+        assert sum(again["landed"].values()) == 0 and again["skipped"] == sum(again["read"].values())
 
 
 @pytest.mark.parametrize(
