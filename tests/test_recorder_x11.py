@@ -26,10 +26,11 @@ from capture.home import Home
 from capture.log import EventLog
 from capture.model import DayCapture, row_to_dict
 
-TOOLS = ("Xvfb", "openbox", "xdotool")
+TOOLS = ("Xvfb", "openbox", "xdotool", "xprop", "xwininfo")
 pytestmark = pytest.mark.skipif(
     any(shutil.which(t) is None for t in TOOLS),
-    reason=f"needs {', '.join(TOOLS)} (Debian: apt-get install xvfb openbox xdotool x11-utils)",
+    reason=f"needs {', '.join(t for t in TOOLS if shutil.which(t) is None)} "
+    "(Debian: apt-get install xvfb openbox xdotool x11-utils; `make test` installs them)",
 )
 ROOT = Path(__file__).resolve().parent.parent
 
