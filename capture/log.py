@@ -59,6 +59,9 @@ TS_MAX_US = 4_102_444_800 * 1_000_000
 # Above this many new rows of one kind for one day, rows are encoded by DuckDB (C speed) instead of
 # row by row in Python; below it, pandas is not worth importing.
 BULK_ROWS = 2_000
+# From this many new refs in one append, refs are checked against sealed days through an in-memory
+# hash index instead of a scan of every sealed day (small appends, e.g. a recorder's, just scan).
+INDEX_MIN_REFS = 5_000
 # fsync makes a landed record survive power loss, not just a killed process. Tests that only
 # check logic may turn it off to run faster; nothing else should.
 FSYNC = True
@@ -454,6 +457,9 @@ class EventLog:
         self._manifest_cache: tuple[tuple[int, int, int], list[dict[str, Any]]] | None = None
         self._con_lock = threading.RLock()
         self._thread_lock = threading.RLock()
+        # Sorted hashes of the refs of sealed days, built on the first large append (see _maybe_sealed).
+        self._index: Any = None
+        self._index_days: set[str] = set()
 
     @contextmanager
     def _db(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -621,29 +627,82 @@ class EventLog:
         """Which of these refs are anywhere in the log (sealed Parquet or open segments)."""
         if not refs:
             return set()
-        sealed = [self.sealed_dir / day / f"{k}.parquet" for day in self._sealed() for k in ROW_KINDS]
+        sealed_days = sorted(self._sealed())
+        open_days = self._open_days()
+        found: set[str] = set()
+        if open_days:
+            found |= self._scan_refs(refs, [], open_days)
+        if sealed_days:
+            if len(refs) < INDEX_MIN_REFS and self._index is None:
+                found |= self._scan_refs(refs, sealed_days, [])
+            else:
+                maybe = self._maybe_sealed(refs, sealed_days)
+                if maybe:
+                    found |= self._scan_refs(maybe, sealed_days, [])
+        return found
+
+    def _scan_refs(self, refs: list[str], sealed_days: list[str], open_days: list[str]) -> set[str]:
+        """Exact lookup: scan the ref column of the given days."""
+        parts = []
+        if sealed_days:
+            files = [self.sealed_dir / day / f"{k}.parquet" for day in sealed_days for k in ROW_KINDS]
+            parts.append(f"SELECT ref FROM read_parquet({_sql_list(files)})")
         opened = [
             self.open_dir / day / f"{k}.jsonl"
-            for day in self._open_days()
+            for day in open_days
             for k in ROW_KINDS
             if (self.open_dir / day / f"{k}.jsonl").exists()
         ]
-        if not sealed and not opened:
-            return set()
-        parts = []
-        if sealed:
-            parts.append(f"SELECT ref FROM read_parquet({_sql_list(sealed)})")
         if opened:
             parts.append(
                 f"SELECT ref FROM read_json({_sql_list(opened)}, "
                 "format = 'newline_delimited', columns = {'ref': 'VARCHAR'})"
             )
+        if not parts:
+            return set()
         with self._db() as con:
             found = con.execute(
                 f"SELECT DISTINCT ref FROM ({' UNION ALL '.join(parts)}) WHERE ref IN (SELECT unnest($refs))",
                 {"refs": refs},
             ).fetchall()
         return {r[0] for r in found}
+
+    def _maybe_sealed(self, refs: list[str], sealed_days: list[str]) -> list[str]:
+        """Refs whose hash matches a ref of a sealed day (a superset of those present).
+
+        Scanning every sealed day for each large append would grow with the log's age; instead
+        this process keeps a sorted array of the hashes of sealed refs (8 bytes a row, extended
+        as days seal) and only the rare matches are checked exactly. Python's str hash is salted
+        per process, which is fine: the array never leaves the process.
+        """
+        import numpy as np
+
+        missing = [day for day in sealed_days if day not in self._index_days]
+        if missing:
+            files = [self.sealed_dir / day / f"{k}.parquet" for day in missing for k in ROW_KINDS]
+            with self._db() as con:
+                found = con.execute(f"SELECT ref FROM read_parquet({_sql_list(files)})").fetchnumpy()["ref"]
+            self._index_add(missing, found.tolist())
+        index = self._index
+        if index is None or not len(index):
+            return []
+        hashes = np.fromiter(map(hash, refs), dtype=np.int64, count=len(refs))
+        order = np.argsort(hashes, kind="stable")  # sorted queries search the index far faster
+        ordered = hashes[order]
+        pos = np.minimum(np.searchsorted(index, ordered), len(index) - 1)
+        hits = np.sort(order[index[pos] == ordered])
+        return [refs[i] for i in hits.tolist()]
+
+    def _index_add(self, days: list[str], refs: list[str]) -> None:
+        """Merge the refs of newly sealed days into the hash index."""
+        import numpy as np
+
+        new = np.sort(np.fromiter(map(hash, refs), dtype=np.int64, count=len(refs)))
+        if self._index is None:
+            self._index = new
+        else:
+            self._index = np.insert(self._index, np.searchsorted(self._index, new), new)
+        self._index_days.update(days)
 
     def append(
         self,
@@ -743,6 +802,8 @@ class EventLog:
                     # absent, and running the import again lands it.
                     self._seal_columns(day, fresh, [(batch.source_id, batch.recorder)])
                     days_sealed.append(day)
+                    if self._index is not None:  # the day's refs are all here: index them now
+                        self._index_add([day], [ref for cols in fresh.values() for ref in cols["ref"]])
                     state = "landed and sealed"
                 else:
                     cached = self._ref_cache.get(day) if folder.is_dir() else None

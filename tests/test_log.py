@@ -419,3 +419,21 @@ def test_a_hand_made_sealed_folder_is_reported_and_never_deleted(home):
     assert "sealed/2026-03-15 is not in the manifest" in _only_problem(log)
     log.append(CaptureBatch("x", "synth"), now_us=after("2026-03-15"))  # a later write repairs nothing here
     assert (stray / "snapshots.parquet").read_bytes() == b"not ours"
+
+
+@pytest.mark.parametrize("index_min", [10**9, 0])  # scan the sealed days / use the hash index
+def test_a_ref_already_on_another_day_is_skipped_not_landed_twice(home, monkeypatch, index_min):
+    import capture.log as log_module
+
+    monkeypatch.setattr(log_module, "INDEX_MIN_REFS", index_min)
+    log = EventLog(home)
+    log.append(batch("2026-03-15", n=3), now_us=after("2026-03-15"))  # sealed
+    log.append(batch("2026-03-16", n=3), now_us=parse_ts("2026-03-16T12:00:00Z"))  # open
+    moved = CaptureBatch("test:a", "synth")  # same refs, clock shifted by a day (a re-parsed source)
+    for day, shift in (("2026-03-15", 24), ("2026-03-16", -24)):
+        for s in batch(day, n=3).snapshots:
+            moved.snapshots.append(Snapshot(s.ref, s.ts_us + shift * HOUR, s.stream, s.app))
+    r = EventLog(home).append(moved, now_us=parse_ts("2026-03-16T12:00:00Z"))
+    assert r.skipped == 6 and sum(r.landed.values()) == 0 and r.quarantined == 0
+    assert [len(log.read_day(d).snapshots) for d in ("2026-03-14", "2026-03-15", "2026-03-16", "2026-03-17")] == [
+        0, 3, 3, 0]

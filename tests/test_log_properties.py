@@ -164,9 +164,16 @@ def test_direct_seal_and_open_then_seal_store_the_same_bytes(batch):
         assert [e["files"] for e in direct.manifest()] == [e["files"] for e in stepwise.manifest()]
 
 
+@pytest.fixture(params=["scan", "index"])
+def lookup(request, monkeypatch):
+    """Check refs against sealed days both ways: scanning them, and through the hash index."""
+    monkeypatch.setattr(log_module, "INDEX_MIN_REFS", 10**9 if request.param == "scan" else 0)
+    return request.param
+
+
 @SETTINGS
 @given(first=batches(source="a"), second=batches(source="b"), cut=st.sampled_from(DAYS))
-def test_sealed_bytes_never_change_and_sealed_days_refuse_new_rows(first, second, cut):
+def test_sealed_bytes_never_change_and_sealed_days_refuse_new_rows(lookup, first, second, cut):
     with fresh_log() as log:
         # Seal every day up to `cut`, then append more capture for all days.
         log.append(first, now_us=EARLY)
