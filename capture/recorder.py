@@ -442,13 +442,15 @@ class Recorder:
             self._snapshot(now, "title_change")
         if self._focus is None:
             return
-        # An excluded stretch beats every 30 s whatever happens in it: its markers keep the stream
-        # alive and say nothing about input (none of which is recorded there).
-        quiet_since = self._last_snapshot_us or 0
-        if not self._focus_excluded:
-            quiet_since = max(quiet_since, self._last_input_us or 0)
-        if now - quiet_since >= HEARTBEAT_US:
+        # No focused stream goes 30 s without a snapshot. Without input in that time it is a
+        # heartbeat; with input (typing or scrolling on without a pause) an ordinary one. An
+        # excluded stretch beats the same way whatever happens in it, saying nothing about input.
+        if now - (self._last_snapshot_us or 0) < HEARTBEAT_US:
+            return
+        if self._focus_excluded or now - (self._last_input_us or 0) >= HEARTBEAT_US:
             self._snapshot(now, "idle", heartbeat=True)
+        else:
+            self._snapshot(now, "typing" if self._burst else "scroll" if self._scroll else "input")
 
     def visible(self, ts: int, windows: list[WindowInfo]) -> None:
         """The visible windows, bottom to top: monitors other than the focused one get snapshots too.

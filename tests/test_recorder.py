@@ -464,3 +464,30 @@ def test_rows_for_a_day_sealed_meanwhile_are_quarantined_and_counted(home):
     assert writer.quarantined == 2  # the click and its snapshot
     assert list(writer.reasons) == ["day 2026-03-15 is sealed"]
     assert writer.landed == {"elements": 0, "inputs": 0, "presence": 0, "snapshots": 1, "streams": 2}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["tick", "click", "type", "switch"]), st.integers(1, 50)),
+                min_size=1, max_size=30))
+def test_the_focused_stream_never_goes_30_seconds_without_a_snapshot(steps):
+    """Whatever the user does or does not do, a window in focus is snapshotted at least every
+    30 s (the main loop ticks many times a second; here once a second)."""
+    r = recorder()
+    windows = [EDITOR, WindowInfo(5, "Code", "code", "other.py - Code", 0, 0, 1000, 700), VAULT]
+    current = 0
+    r.focus(T0, windows[current])
+    t = T0
+    for what, n in steps:
+        for _ in range(n):
+            t += S
+            if what == "click":
+                r.click(t, 10, 10, "left", windows[current])
+            elif what == "type":
+                type_text(r, t, "ab", step=1000)
+            elif what == "switch":
+                current = (current + 1) % len(windows)
+                r.focus(t, windows[current])
+            r.tick(t)
+    stamps = [s.ts_us for s in r.take().snapshots if s.stream == "monitor_1"]
+    gaps = [b - a for a, b in zip(stamps, [*stamps[1:], t], strict=True)]
+    assert max(gaps) <= HEARTBEAT_US + S
