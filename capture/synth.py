@@ -225,7 +225,7 @@ class DaySim:
             s = rng.uniform(10.0, 16.0) * 3600
             self.sessions.append((s, s + rng.uniform(25, 110) * 60))
             return
-        dock = rng.random() < 0.75
+        dock = rng.random() < 0.7
         start = rng.gauss(9.0, 0.35) * 3600
         lunch = rng.uniform(12.2, 13.0) * 3600
         lunch_len = rng.uniform(40, 75) * 60
@@ -248,7 +248,7 @@ class DaySim:
             self.sessions.append((es, es + rng.uniform(20, 70) * 60))
         if dock:
             span = self.sessions[-1][1] - self.sessions[0][0]
-            length = min(span * 0.7, rng.uniform(2.5, 5.5) * 3600)
+            length = min(span * 0.7, rng.uniform(2.2, 5.0) * 3600)
             ds = rng.uniform(self.sessions[0][0], self.sessions[0][0] + span - length)
             self.docked.append((ds, ds + length))
 
@@ -263,7 +263,7 @@ class DaySim:
     def add_row(self, t: float, stream: str, trigger: str, scr: Screen, tree: bool | None = None) -> int:
         rng = self.rng
         if tree is None:
-            share = 0.66 if trigger != "idle" else 0.15
+            share = 0.7 if trigger != "idle" else 0.15
             tree = rng.random() < share
         if tree:
             mode: str | None = "json" if rng.random() < 0.2 else "elements"
@@ -334,7 +334,7 @@ class DaySim:
         """Seconds to the user's next action: mostly quick, sometimes a reading pause."""
         r = self.rng.random()
         if r < 0.885:
-            return min(26.0, self.rng.lognormvariate(math.log(2.9), 0.85))
+            return min(26.0, self.rng.lognormvariate(math.log(2.75), 0.85))
         return self.rng.uniform(31.0, 100.0)
 
     def switch_to(self, t: float, stream: str, scr: Screen, tree: bool | None = None) -> float:
