@@ -20,7 +20,7 @@ import pytest
 from capture.home import Home
 from capture.log import EventLog
 from capture.model import CaptureBatch, Element, InputEvent, Snapshot
-from capture.timeutil import day_bounds, days_between
+from capture.timeutil import day_bounds, days_between, local_day
 
 pytestmark = pytest.mark.skipif(not os.environ.get("AF_LOG_BENCH"), reason="benchmark: set AF_LOG_BENCH=1")
 
@@ -83,6 +83,21 @@ def test_bench_append_seal_reimport_verify_read(tmp_path):
     report = log.verify()
     results.append(("verify chain + sha256", time.perf_counter() - wall, time.process_time() - cpu, rows))
     assert report.ok and report.entries == len(DAYS)
+
+    # The screenpipe importer appends one local day at a time: the same corpus, 61 appends.
+    per_day: dict[str, CaptureBatch] = {}
+    for kind in ("snapshots", "inputs", "elements"):
+        for row in batch.rows(kind):
+            day = local_day(row.ts_us, TZ)
+            per_day.setdefault(day, CaptureBatch(batch.source_id, batch.recorder)).rows(kind).append(row)
+    home2 = Home(tmp_path / "home-per-day")
+    home2.init(tz=TZ)
+    log2 = EventLog(home2)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for day in sorted(per_day):
+        log2.append(per_day[day], now_us=now)
+    results.append(("append + seal, day by day", time.perf_counter() - wall, time.process_time() - cpu, rows))
+    assert len(log2.days()) == len(DAYS) and log2.chain_head() and log2.verify().ok
 
     walls, cpus = [], []
     for day in DAYS[:15]:
