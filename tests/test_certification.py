@@ -1,0 +1,190 @@
+"""Certification: each invariant passes on an honest build and fails (and fails the run) when
+something is tampered with: a sealed byte, a published file, one warehouse row, a stale day."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+from test_dagster_support import check_results, corpus, days_of, new_home, only_days
+
+from af_pipeline import cli
+from assets.definitions import build_definitions
+from assets.instance import use_home
+from capture.home import Home
+from capture.log import EventLog
+from capture.timeutil import day_bounds
+from certification import harness, rebuild
+
+warnings.filterwarnings("ignore", message=".*AssetCheckSpec.*")
+ROOT = Path(__file__).resolve().parent.parent
+INVARIANTS = {"byte_identical_recompile", "rebuild_equals_incremental", "append_only"}
+
+
+def certify(home, day):
+    """One certify run for one day: (run succeeded, {check: (passed, description)})."""
+    job = build_definitions(home).resolve_job_def("certify")
+    result = job.execute_in_process(
+        instance=dg.DagsterInstance.get(), tags={"dagster/partition": day}, raise_on_error=False
+    )
+    return result.success, check_results(result)
+
+
+@pytest.fixture(scope="module")
+def built_incrementally(tmp_path_factory):
+    """Two days that arrived one at a time, each built as it arrived (appends between builds)."""
+    home = new_home(tmp_path_factory.mktemp("incremental"))
+    batch = corpus()
+    days = days_of(batch)[:2]
+    log = EventLog(home)
+    for day in days:
+        log.append(only_days(batch, {day}))
+        out = harness.run_build(home, [day])
+        assert out.ok, out.failures
+    yield home, days
+    rebuild.clear()
+
+
+@pytest.fixture
+def incremental(built_incrementally, tmp_path):
+    """A private copy of that folder, free to tamper with."""
+    home, days = built_incrementally
+    copy = Home(tmp_path / "home")
+    shutil.copytree(home.root, copy.root)
+    use_home(copy)
+    return copy, days
+
+
+def test_honest_incremental_build_certifies_and_writes_the_certificate(incremental):
+    home, days = incremental
+    assert cli.main(["certify", "--home", str(home.root)]) == 0
+    cert = json.loads(home.certificate_path.read_text())
+    assert cert["verdict"] == "pass"
+    assert cert["log"]["chain_head"] == EventLog(home).chain_head()
+    assert cert["code_version"].startswith("0.")
+    assert cert["other_process"]["TZ"] not in ("", "Europe/Paris", os.environ.get("TZ"))
+    assert cert["other_process"]["PYTHONHASHSEED"] != os.environ.get("PYTHONHASHSEED")
+    for day in days:
+        entry = cert["days"][day]
+        assert set(entry["checks"]) == INVARIANTS | {"raw_rows_quality", "frames_quality"}
+        assert all(c["passed"] for c in entry["checks"].values())
+        manifest = json.loads((home.published_dir / day / "manifest.json").read_text())
+        assert entry["artifacts"]["files"] == {k: v["sha256"] for k, v in manifest["files"].items()}
+
+
+def test_rewritten_sealed_byte_fails_append_only(incremental):
+    home, days = incremental
+    seg = home.log_dir / "sealed" / days[0] / "inputs.parquet"
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    seg.write_bytes(bytes(data))
+    ok, checks = certify(home, days[1])  # a later day's check still sees the earlier day's change
+    assert not ok
+    assert checks["append_only"][0] is False
+    assert "inputs.parquet" in (checks["append_only"][1] or "")
+
+
+def test_altered_published_file_fails_append_only_and_recompile(incremental):
+    home, days = incremental
+    ctx = home.published_dir / days[0] / "context.txt"
+    ctx.write_text(ctx.read_text() + "the user also visited evil.example\n")
+    ok, checks = certify(home, days[0])
+    assert not ok
+    assert checks["append_only"][0] is False and "context.txt was changed" in checks["append_only"][1]
+    assert checks["byte_identical_recompile"][0] is False
+
+
+def test_published_file_altered_with_its_manifest_still_fails_recompile(incremental):
+    home, days = incremental
+    folder = home.published_dir / days[0]
+    md = folder / "document.md"
+    md.write_text(md.read_text().replace("|", "/", 1))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"]["document.md"]["sha256"] = __import__("hashlib").sha256(md.read_bytes()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    ok, checks = certify(home, days[0])
+    assert not ok
+    assert checks["append_only"][0] is True  # consistent forgery: the manifests agree with the files
+    assert checks["byte_identical_recompile"][0] is False
+    assert "document.md" in checks["byte_identical_recompile"][1]
+
+
+def test_perturbed_frame_row_fails_quality_and_rebuild(incremental):
+    home, days = incremental
+    con = duckdb.connect(str(home.warehouse_path))
+    con.execute("UPDATE frames SET active_us = wall_us + 1 WHERE day = ? AND seq = 0", [days[1]])
+    con.close()
+    ok, checks = certify(home, days[1])
+    assert not ok
+    assert checks["frames_quality"][0] is False
+    assert "active_us" in checks["frames_quality"][1]
+    assert checks["rebuild_equals_incremental"][0] is False
+    assert "frames" in checks["rebuild_equals_incremental"][1]
+
+
+def test_perturbed_raw_order_fails_raw_quality(incremental):
+    home, days = incremental
+    con = duckdb.connect(str(home.warehouse_path))
+    con.execute("UPDATE raw_snapshots SET ts_us = ts_us - 3600000000 WHERE day = ? AND seq = 5", [days[0]])
+    con.close()
+    ok, checks = certify(home, days[0])
+    assert not ok
+    assert checks["raw_rows_quality"][0] is False and "prev_ts_us" in checks["raw_rows_quality"][1]
+
+
+def test_open_day_built_before_more_capture_arrived_fails_rebuild(tmp_path):
+    home = new_home(tmp_path)
+    batch = corpus()
+    day = days_of(batch)[2]
+    start, end = day_bounds(day, "Europe/Paris")
+    half = start + 10 * 3_600_000_000  # 10:00 local: the first half of the kept hours
+    log = EventLog(home)
+    log.append(only_days(batch, {day}, before_us=half), now_us=end - 1)  # the day stays open
+    assert harness.run_build(home, [day]).ok
+    ok, checks = certify(home, day)
+    assert ok, checks
+    log.append(only_days(batch, {day}), now_us=end - 1)  # the rest of the day lands, no rebuild
+    ok, checks = certify(home, day)
+    assert not ok and checks["rebuild_equals_incremental"][0] is False
+    assert harness.run_build(home, [day]).ok  # building it again brings it back in line
+    ok, checks = certify(home, day)
+    assert ok, checks
+    rebuild.clear()
+
+
+def test_af_certify_fails_with_exit_1_and_a_fail_certificate(incremental, capsys):
+    home, days = incremental
+    (home.published_dir / days[1] / "document.yaml").write_text("tampered: true\n")
+    assert cli.main(["certify", "--home", str(home.root), "--from", days[1], "--to", days[1]]) == 1
+    cert = json.loads(home.certificate_path.read_text())
+    assert cert["verdict"] == "fail" and list(cert["days"]) == [days[1]]
+    assert "document.yaml" in capsys.readouterr().out
+
+
+def test_bad_range_is_a_usage_error(incremental, capsys):
+    home, _ = incremental
+    assert cli.main(["certify", "--home", str(home.root), "--from", "2026-13-01"]) == 2
+    assert cli.main(["build", "--home", str(home.root), "--from", "2020-01-01", "--to", "2020-01-02"]) == 2
+    assert "no days between" in capsys.readouterr().err
+
+
+def test_dagster_job_execute_runs_the_certify_job_and_fails_on_tampering(incremental):
+    home, days = incremental
+    env = dict(os.environ, AF_HOME=str(home.root), DAGSTER_HOME=str(home.dagster_home))
+    exe = Path(sys.executable).with_name("dagster")
+    cmd = [str(exe), "job", "execute", "-m", "assets.definitions", "-a", "defs", "-j", "certify",
+           "--tags", json.dumps({"dagster/partition": days[0]})]
+    (home.published_dir / days[0] / "context.txt").write_text("tampered\n")
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stderr + proc.stdout
+    assert proc.returncode != 0
+    assert "Asset check 'append_only' on 'published_day' did not pass" in out
+    assert "Asset check 'raw_rows_quality' on 'raw_day' passed" in out  # the job really ran every check
