@@ -18,6 +18,7 @@ apps, domains, first activity, dual-monitor minutes).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import json
 import lzma
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -1224,6 +1225,14 @@ def generate(days: int, seed: int, out_dir: Path, start_day: str = "2026-06-01",
     except ValueError as exc:
         raise UserError(str(exc)) from None
     out_dir = Path(out_dir)
+    try:
+        return _write(days, seed, out_dir, start_day, tz, progress, parallel)
+    except (OSError, sqlite3.Error) as exc:  # unwritable folder, disk full, ...
+        raise UserError(f"cannot write the sample into {out_dir}: {exc}") from None
+
+
+def _write(days: int, seed: int, out_dir: Path, start_day: str, tz: str, progress: Progress | None,
+           parallel: bool | None) -> SynthResult:
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"{out_dir} exists and is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -1255,19 +1264,20 @@ def generate(days: int, seed: int, out_dir: Path, start_day: str = "2026-06-01",
         con.execute("BEGIN")
         sink = Sink(con)
         items = _produce_elsewhere(job) if parallel else _produce(*job)
-        for item in items:
-            if isinstance(item, dict):
-                shape = item
-                continue
-            sink.insert(item)
-            entry = item.entry
-            for name, occ in item.occurrences.items():
-                occurrences[name].extend(occ)
-            truth_days.append(entry)
-            if progress is not None:
-                progress(len(truth_days), days, entry["day"], {"frames": entry["frames"],
-                                                               "ui_events": entry["ui_events"],
-                                                               "elements": entry["elements"]})
+        with contextlib.closing(items):  # on any error, close it now: that stops a child process
+            for item in items:
+                if isinstance(item, dict):
+                    shape = item
+                    continue
+                sink.insert(item)
+                entry = item.entry
+                for name, occ in item.occurrences.items():
+                    occurrences[name].extend(occ)
+                truth_days.append(entry)
+                if progress is not None:
+                    progress(len(truth_days), days, entry["day"], {"frames": entry["frames"],
+                                                                   "ui_events": entry["ui_events"],
+                                                                   "elements": entry["elements"]})
         for s in indexes:
             con.execute(s)
         con.execute("COMMIT")
@@ -1286,7 +1296,7 @@ def generate(days: int, seed: int, out_dir: Path, start_day: str = "2026-06-01",
 PARALLEL_MIN_DAYS = 8
 
 
-def _produce(seed: int, days: int, start_day: str, tz: str) -> Iterator[DayRows | dict[str, Any]]:
+def _produce(seed: int, days: int, start_day: str, tz: str) -> Generator[DayRows | dict[str, Any], None, None]:
     """Each day's rows in order, then the corpus-wide shape measurements."""
     world = World(seed)
     writer = Writer(seed)
@@ -1314,7 +1324,7 @@ def produce_to(stream: BinaryIO, job: tuple[int, int, str, str]) -> None:
     stream.flush()
 
 
-def _produce_elsewhere(job: tuple[int, int, str, str]) -> Iterator[DayRows | dict[str, Any]]:
+def _produce_elsewhere(job: tuple[int, int, str, str]) -> Generator[DayRows | dict[str, Any], None, None]:
     """Run the simulation in a child Python (a plain subprocess, so callers need no main guard)."""
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[1])

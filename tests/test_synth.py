@@ -466,3 +466,12 @@ def test_generator_resolver_agrees_with_an_independent_reading(x, y, view, app):
     assert cls == want_cls
     if node is not None:
         assert tpl.nodes[node][1] == want_name
+
+
+def test_an_unwritable_folder_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(UserError, match="exists and is not a folder"):
+        generate(1, 1, blocker)
+    with pytest.raises(UserError, match="cannot write the sample into"):
+        generate(1, 1, blocker / "below")
