@@ -745,7 +745,7 @@ class EventLog:
             candidates: dict[str, dict[str, list[Any]]] = {}
             already_here: set[str] = set()  # days holding some of this batch's rows already
             for day in touched:
-                by_kind = grouped.pop(day)  # release the grouping as we go: memory stays bounded
+                by_kind = grouped.pop(day)
                 if day in sealed:
                     known = self._sealed_refs(day)
                 elif (self.open_dir / day).is_dir():
@@ -766,7 +766,7 @@ class EventLog:
                                            for row in rows])
             # Pass 3: refuse rows of sealed days, land the rest day by day.
             for n_done, day in enumerate(touched, start=1):
-                by_kind = candidates.pop(day, {})
+                by_kind = candidates.pop(day, {})  # drop each day once landed: memory shrinks as we go
                 if elsewhere:
                     for kind, rows in list(by_kind.items()):
                         by_kind[kind] = [row for row in rows if row.ref not in elsewhere]
