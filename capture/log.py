@@ -869,7 +869,7 @@ class EventLog:
         good = []
         for i, row in enumerate(rows):
             if not _exact(row, cls):
-                refused.add(f"{kind} row is a {type(row).__name__}, not a {cls.__name__}",
+                refused.add(f"{kind} row is of type {type(row).__name__}, not {cls.__name__}",
                             row=f"{kind}[{i}]", raw=repr(row))
                 continue
             ts, ref = row.ts_us, row.ref

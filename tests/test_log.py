@@ -437,3 +437,19 @@ def test_a_ref_already_on_another_day_is_skipped_not_landed_twice(home, monkeypa
     assert r.skipped == 6 and sum(r.landed.values()) == 0 and r.quarantined == 0
     assert [len(log.read_day(d).snapshots) for d in ("2026-03-14", "2026-03-15", "2026-03-16", "2026-03-17")] == [
         0, 3, 3, 0]
+
+
+def test_rows_of_the_wrong_kind_or_without_time_are_quarantined_not_dropped(home):
+    log = EventLog(home)
+    b = batch(n=2)
+    b.snapshots.append(InputEvent("odd:1", parse_ts("2026-03-15T10:00:00Z"), "click"))  # type: ignore[arg-type]
+    b.inputs.append(InputEvent("odd:2", 5, "click"))  # 1970: a broken clock, no day to file it under
+    b.elements.append(Element("", parse_ts("2026-03-15T10:00:00Z"), "f", "ocr"))
+    r = log.append(b, now_us=parse_ts("2026-03-15T12:00:00Z"))
+    assert r.landed["snapshots"] == 2 and r.landed["inputs"] == 2 and r.landed["elements"] == 2
+    reasons = {q["row"]: q["reason"] for q in log.quarantine_rows()}
+    assert reasons == {
+        "snapshots[2]": "snapshots row is of type InputEvent, not Snapshot",
+        "odd:2": "inputs row has no usable ts_us (a time between 1990 and 2100)",
+        "elements[2]": "elements row has no ref",
+    }
