@@ -579,8 +579,8 @@ class DaySim:
         else:
             b = self.web(BROWSER, rng.choice(("x", "gmail", "gcal", "youtube"))) if a.app == BROWSER else \
                 self.screen("Finder", "main", self.window_title("Finder"))
-        if (b.app, _host(b.url)) == (a.app, _host(a.url)):
-            return t  # same frame key: not a detour
+        if b.app == a.app and _site(b.url) == _site(a.url):
+            return t  # same frame key (by host or by registrable domain): not a detour
         t += rng.uniform(1.0, 3.0)
         start_rows = len(self.rows)
         t = self.switch_to(t, stream, b)
@@ -1190,6 +1190,12 @@ class Sink:
 
 def _host(url: str | None) -> str | None:
     return urlsplit(url).hostname if url else None
+
+
+def _site(url: str | None) -> str | None:
+    """Registrable domain of a URL's host: mail.google.com and www.google.com are one site."""
+    host = _host(url)
+    return _domain(host) if host else None
 
 
 _PSL: Any = None
