@@ -1,0 +1,138 @@
+"""Benchmark: importing a screenpipe database the way a user does, then re-importing it.
+
+    .venv/bin/python bench/bench_import.py [--days 61] [--seed 1] [--tz Europe/Paris] [--json]
+
+The corpus is `af synth --days N --seed S` (capture/synth.py), written once and kept in
+.bench/corpus-<N>d-seed<S>/; at 61 days it is about 140k frames, 350k input events and 2M
+element rows, the size issue 2 asks for. Each step runs `af` as a child process into a fresh
+data folder (.bench/import-<N>d/home, replaced every run) and is measured from outside: wall
+time, CPU time (user + system) and the child's own peak resident memory (os.wait4):
+
+1. import:    af import screenpipe DB --home H --tz ZONE   (every past day lands and seals)
+2. re-import: the same command again                        (idempotent: everything skipped)
+3. verify:    af log verify --home H                        (rehash every sealed segment)
+
+Rows per second count every row the step handled (landed by the import, read and skipped by the
+re-import). Prints a table, or the results as JSON with --json. Exit 1 if a step fails or the
+re-import lands anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import BENCH_DIR, Measured, af_command, corpus, dir_mb, run_measured, say  # noqa: E402
+
+KINDS = ("snapshots", "inputs", "elements", "presence", "streams")
+
+
+class StepFailed(RuntimeError):
+    pass
+
+
+def _step(name: str, cmd: list[str], timeout: float) -> tuple[Measured, dict[str, Any]]:
+    say(f"{name}: {' '.join(cmd)}")
+    m = run_measured(cmd, timeout=timeout)
+    if m.timed_out:
+        raise StepFailed(f"{name} did not finish within {timeout:.0f} s")
+    try:
+        report = json.loads(m.stdout)
+    except json.JSONDecodeError:
+        report = None
+    if not isinstance(report, dict):
+        raise StepFailed(f"{name} exited {m.returncode} without a JSON report: {m.tail()}")
+    return m, report
+
+
+def _figures(m: Measured, rows: int) -> dict[str, Any]:
+    return {"wall_s": round(m.wall_s, 2), "cpu_s": round(m.cpu_s, 2), "peak_mb": round(m.peak_mb, 1),
+            "rows": rows, "rows_per_s": round(rows / m.wall_s) if m.wall_s > 0 else None}
+
+
+def run(days: int, seed: int = 1, tz: str = "Europe/Paris", timeout: float = 3600) -> dict[str, Any]:
+    """Generate (or reuse) the corpus, import it, re-import it, verify the log; return the figures."""
+    db = corpus(days, seed)
+    home = BENCH_DIR / f"import-{days}d" / "home"
+    if home.exists():
+        shutil.rmtree(home)
+    home.parent.mkdir(parents=True, exist_ok=True)
+    af = af_command()
+    imp = [*af, "import", "screenpipe", str(db), "--home", str(home), "--tz", tz, "--json"]
+
+    m1, first = _step("import", imp, timeout)
+    if m1.returncode != 0:
+        raise StepFailed(f"import exited {m1.returncode}: {m1.tail()}")
+    landed = {k: int(first["landed"].get(k, 0)) for k in KINDS}
+    read = {k: int(first["read"].get(k, 0)) for k in KINDS}
+    log_mb = dir_mb(home)
+
+    m2, again = _step("re-import", imp, timeout)
+    if m2.returncode != 0:
+        raise StepFailed(f"re-import exited {m2.returncode}: {m2.tail()}")
+    relanded = sum(int(v) for v in again["landed"].values())
+    reread = sum(int(v) for v in again["read"].values())
+
+    m3, verify = _step("verify", [*af, "log", "verify", "--home", str(home), "--json"], timeout)
+
+    return {
+        "days": days, "seed": seed, "tz": tz, "db": str(db), "db_mb": round(db.stat().st_size / 1e6, 1),
+        "home": str(home), "log_mb": round(log_mb, 1),
+        "read": read, "landed": landed, "quarantined": int(first.get("quarantined", 0)),
+        "days_sealed": len(first.get("days_sealed", [])),
+        "import": _figures(m1, sum(landed.values())),
+        "reimport": _figures(m2, reread) | {"landed": relanded, "skipped": int(again.get("skipped", 0)),
+                                             "idempotent": relanded == 0},
+        "verify": _figures(m3, 0) | {"ok": bool(verify.get("ok")) and m3.returncode == 0,
+                                     "entries": verify.get("entries")},
+    }
+
+
+def table(r: dict[str, Any]) -> str:
+    kinds = " | ".join(f"{k} {r['landed'][k]:,}" for k in KINDS)
+    lines = [
+        f"{r['days']}-day corpus (af synth --seed {r['seed']}, {r['db_mb']:.0f} MB): landed {kinds}; "
+        f"quarantined {r['quarantined']:,}; {r['days_sealed']} days sealed; log on disk {r['log_mb']:.0f} MB",
+        "",
+        "| step | rows | wall s | CPU s | rows/s (wall) | peak MB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for key, label in (("import", "import (all land)"), ("reimport", "re-import (all skipped)"),
+                       ("verify", "af log verify")):
+        s = r[key]
+        rows = f"{s['rows']:,}" if s["rows"] else "-"
+        rate = f"{s['rows_per_s']:,}" if s["rows"] else "-"
+        lines.append(f"| {label} | {rows} | {s['wall_s']:.1f} | {s['cpu_s']:.1f} | {rate} | {s['peak_mb']:.0f} |")
+    lines.append("")
+    lines.append(f"re-import landed {r['reimport']['landed']:,} rows (skipped {r['reimport']['skipped']:,}); "
+                 f"log verify: {'ok' if r['verify']['ok'] else 'FAILED'} ({r['verify']['entries']} entries)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--days", type=int, default=61, help="corpus length in days (default 61, the issue's size)")
+    ap.add_argument("--seed", type=int, default=1, help="af synth seed (default 1)")
+    ap.add_argument("--tz", default="Europe/Paris", help="the data folder's zone (default Europe/Paris)")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds allowed per step (default 3600)")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args(argv)
+    if args.days < 1:
+        ap.error("--days must be at least 1")
+    try:
+        r = run(args.days, args.seed, args.tz, args.timeout)
+    except StepFailed as exc:
+        say(f"bench_import: {exc}")
+        return 1
+    print(json.dumps(r, indent=2) if args.json else table(r))
+    return 0 if r["reimport"]["idempotent"] and r["verify"]["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
