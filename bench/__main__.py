@@ -260,11 +260,16 @@ def table_rows(s: Sizes, res: dict[str, Any], errors: dict[str, str]) -> list[di
     add("qa", f"context block vs raw rows JSON, busiest day of the {s.import_days}-day import (cl100k)",
         "paper: 86x fewer tokens", ">= 100x, losing no oracle answer", tokens_)
 
-    add("pipeline", "day-N compile cost vs history (2nd half / 1st half mean)", "paper: 0.86",
+    add("pipeline", "day-N compile cost vs history (2nd half / 1st half mean; compile_day alone)", "paper: 0.86",
         "<= 1.1 at 365 days",
         lambda r: (f"{r['compile_growth_ratio_second_half_over_first']:.3f} at {r['days']} days "
                    f"(median day {r['compile_ms_median']:.0f} ms)",
                    _met(r["compile_growth_ratio_second_half_over_first"] <= 1.1)))
+    add("import", "the same, reading each day from the sealed log + compiling it", "paper: 0.86",
+        "<= 1.1 at 365 days",
+        lambda r: (f"{r['growth']['ratio']:.3f} at {r['growth']['days']} active days (read alone "
+                   f"{r['growth']['read_ratio']:.3f}; median day {r['growth']['median_ms']:.0f} ms)",
+                   _met(r["growth"]["ratio"] <= 1.1)))
     add("pipeline", f"full rebuild through Dagster, {s.pipeline_days} days (one run)", "-", "(report)",
         lambda r: (f"{r['full_rebuild_seconds']:.1f} s ({r['full_rebuild_per_day_ms']:.0f} ms a day)", "-"))
     add("pipeline", "nightly: one day through Dagster", "-", "(report)",
@@ -341,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         (BENCH_DIR / "results.partial.json").write_text(json.dumps({"results": results, "errors": errors}, indent=2))
     finished = dt.datetime.now(dt.UTC)
     rows = table_rows(sizes, results, errors)
+    if args.only:
+        rows = [r for r in rows if r["ours"] != "not run"]
     head = (f"Benchmarks, {'quick' if args.quick else 'full'} mode, {started:%Y-%m-%d %H:%M}-{finished:%H:%M} UTC, "
             f"{os.cpu_count()} CPUs, load average before {load_before[:1] or '?'} / after {_load()[:1] or '?'}")
     if args.quick:

@@ -11,6 +11,10 @@ time, CPU time (user + system) and the child's own peak resident memory (os.wait
 1. import:    af import screenpipe DB --home H --tz ZONE   (every past day lands and seals)
 2. re-import: the same command again                        (idempotent: everything skipped)
 3. verify:    af log verify --home H                        (rehash every sealed segment)
+4. growth:    in this process, each active day in log order: EventLog.read_day (hash check
+              and Parquet read) plus compile_day, best of 2; the ratio of the mean over the
+              second half of the days to the first half. A day's cost must not grow with the
+              history in front of it (target at most 1.1). --no-growth skips it.
 
 Rows per second count every row the step handled (landed by the import, read and skipped by the
 re-import). Prints a table, or the results as JSON with --json. Exit 1 if a step fails or the
@@ -22,7 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +62,43 @@ def _figures(m: Measured, rows: int) -> dict[str, Any]:
             "rows": rows, "rows_per_s": round(rows / m.wall_s) if m.wall_s > 0 else None}
 
 
-def run(days: int, seed: int = 1, tz: str = "Europe/Paris", timeout: float = 3600) -> dict[str, Any]:
+def growth(home: Path, rounds: int = 2) -> dict[str, Any]:
+    """Per-day cost of reading a sealed day and compiling it, in log order (best of rounds)."""
+    from af_pipeline.compile import compile_day
+    from capture.home import Home
+    from capture.log import EventLog
+
+    log = EventLog(Home(home))
+    days = [d.day for d in log.days() if d.sealed and d.counts.get("snapshots", 0)]
+    read_s: list[float] = []
+    total_s: list[float] = []
+    for i, day in enumerate(days, 1):
+        print(f"\r  growth: day {i}/{len(days)} {day}", end="", file=sys.stderr, flush=True)
+        best_read = best_total = float("inf")
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            cap = log.read_day(day)
+            t1 = time.perf_counter()
+            compile_day(cap)
+            t2 = time.perf_counter()
+            best_read, best_total = min(best_read, t1 - t0), min(best_total, t2 - t0)
+        read_s.append(best_read)
+        total_s.append(best_total)
+    print(file=sys.stderr)
+
+    def ratio(xs: list[float]) -> float | None:
+        half = len(xs) // 2
+        if half == 0:
+            return None
+        return round(statistics.mean(xs[len(xs) - half:]) / statistics.mean(xs[:half]), 3)
+
+    return {"days": len(days), "rounds": rounds, "ratio": ratio(total_s), "read_ratio": ratio(read_s),
+            "median_ms": round(1000 * statistics.median(total_s), 1) if total_s else None,
+            "read_median_ms": round(1000 * statistics.median(read_s), 1) if read_s else None}
+
+
+def run(days: int, seed: int = 1, tz: str = "Europe/Paris", timeout: float = 3600,
+        with_growth: bool = True) -> dict[str, Any]:
     """Generate (or reuse) the corpus, import it, re-import it, verify the log; return the figures."""
     db = corpus(days, seed)
     home = BENCH_DIR / f"import-{days}d" / "home"
@@ -80,6 +122,7 @@ def run(days: int, seed: int = 1, tz: str = "Europe/Paris", timeout: float = 360
     reread = sum(int(v) for v in again["read"].values())
 
     m3, verify = _step("verify", [*af, "log", "verify", "--home", str(home), "--json"], timeout)
+    grown = growth(home) if with_growth else None
 
     return {
         "days": days, "seed": seed, "tz": tz, "db": str(db), "db_mb": round(db.stat().st_size / 1e6, 1),
@@ -91,6 +134,7 @@ def run(days: int, seed: int = 1, tz: str = "Europe/Paris", timeout: float = 360
                                              "idempotent": relanded == 0},
         "verify": _figures(m3, 0) | {"ok": bool(verify.get("ok")) and m3.returncode == 0,
                                      "entries": verify.get("entries")},
+        "growth": grown,
     }
 
 
@@ -112,6 +156,11 @@ def table(r: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"re-import landed {r['reimport']['landed']:,} rows (skipped {r['reimport']['skipped']:,}); "
                  f"log verify: {'ok' if r['verify']['ok'] else 'FAILED'} ({r['verify']['entries']} entries)")
+    g = r.get("growth")
+    if g and g["ratio"] is not None:
+        lines.append(f"read_day + compile_day in log order, {g['days']} active days: second half / first half "
+                     f"{g['ratio']:.3f} (read alone {g['read_ratio']:.3f}); median day {g['median_ms']:.0f} ms "
+                     f"(read {g['read_median_ms']:.0f} ms)")
     return "\n".join(lines)
 
 
@@ -121,12 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="af synth seed (default 1)")
     ap.add_argument("--tz", default="Europe/Paris", help="the data folder's zone (default Europe/Paris)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds allowed per step (default 3600)")
+    ap.add_argument("--no-growth", action="store_true", help="skip the read+compile growth step")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args(argv)
     if args.days < 1:
         ap.error("--days must be at least 1")
     try:
-        r = run(args.days, args.seed, args.tz, args.timeout)
+        r = run(args.days, args.seed, args.tz, args.timeout, with_growth=not args.no_growth)
     except StepFailed as exc:
         say(f"bench_import: {exc}")
         return 1
