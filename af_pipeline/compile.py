@@ -275,12 +275,23 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
         aw = app_windows.setdefault(slot_keys[o][0], {})
         aw[w] = aw.get(w, 0) + cp
 
+    # The timeline ledger: every monitor's rows interleaved into ONE timeline (SnapIndex order:
+    # time, stream, ref) and credited with the same dwell and gap rules, so each instant counts
+    # once whatever the number of monitors. The per-monitor ledger above stays the paper's
+    # tenure (frames add up to it); on one stream the two are the same numbers.
+    tl_credit = credits(index.all_ts, rules)[0] if len(streams) > 1 else credit
+    app_tl: dict[str, int] = {}
+    for a, cp in zip(apps, tl_credit, strict=True):
+        app_tl[a] = app_tl.get(a, 0) + cp
+
     # domains: minutes, and visits = runs of adjacent rows of a stream on that domain
     domain_us: dict[str, int] = {}
+    domain_tl: dict[str, int] = {}
     domain_visits: dict[str, int] = {}
     for p in [p for p in range(n) if sites[p] is not None]:
         site = cast(str, sites[p])
         domain_us[site] = domain_us.get(site, 0) + credit[p]
+        domain_tl[site] = domain_tl.get(site, 0) + tl_credit[p]
         r = srank[p]
         prev = index.by_stream[snaps[p].stream][1][r - 1] if r else -1
         if prev < 0 or sites[prev] != site or brk[prev]:
@@ -347,6 +358,7 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
         "first_activity": clock.hms(first_us) if first_us is not None else None,
         "last_activity": clock.hms(last_us) if last_us is not None else None,
         "active_min": _minutes(total_active),
+        "timeline_min": _minutes(sum(tl_credit)),
         "covered_min": _minutes(covered_us),
         "span_min": _minutes(last_us - first_us) if first_us is not None and last_us is not None else 0.0,
         "dual_monitor_min": _minutes(dual_us),
@@ -371,19 +383,22 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     }
 
     apps_out = []
-    for app in sorted(app_minutes, key=lambda a: (-app_minutes[a], a)):
+    # most time on the one timeline first (what "which app dominated" asks), then per monitor
+    for app in sorted(app_minutes, key=lambda a: (-app_tl[a], -app_minutes[a], a)):
         wins = app_windows.get(app, {})
         apps_out.append({
             "app": app,
             "minutes": _minutes(app_minutes[app]),
+            "timeline_minutes": _minutes(app_tl[app]),
             "frames": app_frames.get(app, 0),
             "interruptions": app_interrupts.get(app, 0),
             "longest_frame_min": _minutes(app_longest.get(app, 0)),
             "top_windows": [{"title": w, "minutes": _minutes(wins[w])}
                             for w in sorted(wins, key=lambda t: (-wins[t], t))[:TOP_WINDOWS]],
         })
-    domains_out = [{"domain": d, "minutes": _minutes(domain_us[d]), "visits": domain_visits[d]}
-                   for d in sorted(domain_us, key=lambda d: (-domain_us[d], d))]
+    domains_out = [{"domain": d, "minutes": _minutes(domain_us[d]), "timeline_minutes": _minutes(domain_tl[d]),
+                    "visits": domain_visits[d]}
+                   for d in sorted(domain_us, key=lambda d: (-domain_tl[d], -domain_us[d], d))]
 
     start_us, end_us = day_bounds(capture.day, clock.zone)
     doc: dict[str, Any] = {
@@ -570,7 +585,8 @@ def _blind_spots(capture: DayCapture, coverage: dict[str, Any], sizes: dict[str,
     if len(streams) > 1:
         spots.append({"kind": "multi_monitor_double_credit",
                       "note": "Each monitor stream earns its own dwell: minutes shown on two monitors "
-                              "at once count in both, in frames and in the app ledger.",
+                              "at once count in both, in frames and in the ledger's per-monitor minutes "
+                              "(timeline minutes count each instant once).",
                       "minutes": coverage["dual_monitor_min"]})
     if capture.snapshots and not capture.elements:
         spots.append({"kind": "no_element_trees",

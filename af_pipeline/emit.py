@@ -21,6 +21,9 @@ from af_pipeline.document import strip_typed_text
 FORMATS = ("json", "yaml", "md", "context")
 CONTEXT_MAGIC = "AF-CONTEXT v1"
 DEFAULT_BUDGET = 1500
+# the two minute columns of the block's apps and domains tables (docs/context-block.md)
+PER_MONITOR = "min per monitor"
+TIMELINE = "min on one timeline"
 
 
 def _measured(doc: dict[str, Any], include_typed_text: bool) -> dict[str, Any]:
@@ -137,6 +140,11 @@ def _yaml_seq(items: list[Any], pad: str, out: list[str], memo: dict[str, str]) 
 # -- Markdown -------------------------------------------------------------------------------
 
 
+def _min1(v: float | None) -> str:
+    """Minutes with one decimal; "-" for a field documents made before it existed lack."""
+    return "-" if v is None else f"{v:.1f}"
+
+
 def _md(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -159,8 +167,8 @@ def to_markdown(doc: dict[str, Any], include_typed_text: bool = False) -> str:
         "## Coverage", "",
         f"- First activity {cov['first_activity'] or '-'}, last {cov['last_activity'] or '-'}, "
         f"span {cov['span_min']:.1f} min",
-        f"- Active {cov['active_min']:.1f} min (covered wall time {cov['covered_min']:.1f} min, "
-        f"dual-monitor {cov['dual_monitor_min']:.1f} min)",
+        f"- Active {cov['active_min']:.1f} min per monitor, {_min1(cov.get('timeline_min'))} min on one timeline "
+        f"(covered wall time {cov['covered_min']:.1f} min, dual-monitor {cov['dual_monitor_min']:.1f} min)",
         f"- {cov['distinct_apps']} apps, {cov['frames']} frames, {len(d['domains'])} domains",
         f"- Presence only (heartbeats without input): {cov['presence_only']['minutes']:.1f} min, "
         f"longest run {cov['presence_only']['longest_run_min']:.1f} min",
@@ -169,16 +177,18 @@ def to_markdown(doc: dict[str, Any], include_typed_text: bool = False) -> str:
     if cov["gaps"]:
         out.append("- Capture gaps over 5 min: " + ", ".join(
             f"{g['start']}-{g['end']} ({g['minutes']:.1f} min)" for g in cov["gaps"]))
-    out += ["", "## Apps", "", "| app | minutes | frames | longest frame (min) | top window |",
-            "|---|---:|---:|---:|---|"]
+    out += ["", "## Apps", "", "| app | minutes per monitor | minutes on one timeline | frames | longest frame (min) "
+            "| top window |", "|---|---:|---:|---:|---:|---|"]
     for a in d["apps"]:
         top = a["top_windows"][0]["title"] if a["top_windows"] else ""
-        out.append(f"| {_md(a['app'])} | {a['minutes']:.1f} | {a['frames']} | "
+        out.append(f"| {_md(a['app'])} | {a['minutes']:.1f} | {_min1(a.get('timeline_minutes'))} | {a['frames']} | "
                    f"{a['longest_frame_min']:.1f} | {_md(top)} |")
     if d["domains"]:
-        out += ["", "## Domains", "", "| domain | minutes | visits |", "|---|---:|---:|"]
+        out += ["", "## Domains", "", "| domain | minutes per monitor | minutes on one timeline | visits |",
+                "|---|---:|---:|---:|"]
         for dm in d["domains"]:
-            out.append(f"| {_md(dm['domain'])} | {dm['minutes']:.1f} | {dm['visits']} |")
+            out.append(f"| {_md(dm['domain'])} | {dm['minutes']:.1f} | {_min1(dm.get('timeline_minutes'))} | "
+                       f"{dm['visits']} |")
     out += ["", "## Frames", "", "| id | time | app | site | active min | input | pages, clicks, interruptions |",
             "|---|---|---|---|---:|---|---|"]
     for f in d["frames"]:
@@ -263,16 +273,18 @@ def context_block(doc: dict[str, Any], budget_tokens: int = DEFAULT_BUDGET,
     head = [
         CONTEXT_MAGIC,
         f"day {doc['day']} | tz {doc['tz']} | budget {budget_tokens}",
-        "summary: start {} | end {} | span {:.1f} min | active {:.1f} min | apps {} | domains {} | "
-        "frames {} | dual-monitor {:.1f} min | presence-only {:.1f} min".format(
+        "summary: start {} | end {} | span {:.1f} min | active {:.1f} min | timeline {} min | apps {} | "
+        "domains {} | frames {} | dual-monitor {:.1f} min | presence-only {:.1f} min".format(
             cov["first_activity"] or "-", cov["last_activity"] or "-", cov["span_min"],
-            cov["active_min"], cov["distinct_apps"], len(doc["domains"]), cov["frames"],
-            cov["dual_monitor_min"], cov["presence_only"]["minutes"]),
-        f"apps: app | minutes | frames ({len(doc['apps'])}, all, most time first)",
+            cov["active_min"], _min1(cov.get("timeline_min")), cov["distinct_apps"], len(doc["domains"]),
+            cov["frames"], cov["dual_monitor_min"], cov["presence_only"]["minutes"]),
+        f"apps: app | {PER_MONITOR} | {TIMELINE} | frames ({len(doc['apps'])}, all, most timeline time first)",
     ]
-    head += [f"{_cell(a['app'])} | {a['minutes']:.1f} | {a['frames']}" for a in doc["apps"]]
-    head.append(f"domains: domain | minutes | visits ({len(doc['domains'])}, all visited)")
-    head += [f"{_cell(d['domain'])} | {d['minutes']:.1f} | {d['visits']}" for d in doc["domains"]]
+    head += [f"{_cell(a['app'])} | {a['minutes']:.1f} | {_min1(a.get('timeline_minutes'))} | {a['frames']}"
+             for a in doc["apps"]]
+    head.append(f"domains: domain | {PER_MONITOR} | {TIMELINE} | visits ({len(doc['domains'])}, all visited)")
+    head += [f"{_cell(d['domain'])} | {d['minutes']:.1f} | {_min1(d.get('timeline_minutes'))} | {d['visits']}"
+             for d in doc["domains"]]
     count = tokens.count
     used = count("\n".join(head) + "\n")
 

@@ -172,6 +172,19 @@ def test_layout_map_applies_to_typed_text():
     assert opted["provenance"]["options"]["layout"] == "azerty"
 
 
+def test_timeline_ledger_credits_each_instant_once(doc):
+    # golden day: Mail on monitor 2 (08:58:20-08:59:40) beside Code and a Slack detour on
+    # monitor 1. On one timeline each row earns the time to the next row on either monitor:
+    # Code 131 s, Mail 43 s, Slack 6 s (worked out by hand from tests/golden/day_fixture.py).
+    tl = {a["app"]: a["timeline_minutes"] for a in doc["apps"]}
+    pm = {a["app"]: a["minutes"] for a in doc["apps"]}
+    assert tl == {"Google Chrome": 3.0, "Code": round(131 / 60, 2), "Terminal": 1.67,
+                  "Mail": round(43 / 60, 2), "Slack": 0.1}
+    assert (pm["Code"], pm["Mail"], pm["Slack"]) == (2.8, 1.33, 0.2)  # per-monitor tenure unchanged
+    assert doc["coverage"]["timeline_min"] == 7.67 and doc["coverage"]["active_min"] == 9.0
+    assert {d["domain"]: d["timeline_minutes"] for d in doc["domains"]} == {"github.com": 2.75, "google.com": 0.25}
+
+
 apps = st.sampled_from(["Code", "Slack", "Google Chrome", "Mail"])
 urls = st.none() | st.sampled_from(["https://github.com/a/b", "https://www.bbc.co.uk/news", "not a url",
                                     "https://mail.google.com/mail/u/0/#inbox"])
@@ -189,6 +202,32 @@ def test_every_compiled_document_validates(spec, floor):
                     CompileOptions(min_minutes=floor))
     validate(d)
     json.dumps(d, allow_nan=False)
+
+
+def _ledgers(d: dict) -> tuple[dict, dict, dict, dict]:
+    return ({a["app"]: a["minutes"] for a in d["apps"]}, {a["app"]: a["timeline_minutes"] for a in d["apps"]},
+            {x["domain"]: x["minutes"] for x in d["domains"]}, {x["domain"]: x["timeline_minutes"] for x in d["domains"]})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 400), apps, urls, st.sampled_from(["m1", "m2", "m3"])),
+                min_size=1, max_size=50))
+def test_timeline_ledger_is_the_ledger_of_all_monitors_seen_as_one(spec):
+    rows, t = [], T0
+    for i, (dt, app, url, stream) in enumerate(spec):
+        t += dt * US  # distinct times: no tie for the (time, stream, ref) order to break
+        rows.append(Snapshot(ref=f"p:frames:{i}", ts_us=t, stream=stream, app=app, url=url))
+    multi = compile_day(DayCapture(day="2026-03-16", tz="UTC", snapshots=rows))
+    one = compile_day(DayCapture(day="2026-03-16", tz="UTC", snapshots=[
+        Snapshot(ref=r.ref, ts_us=r.ts_us, stream="all", app=r.app, url=r.url) for r in rows]))
+    pm1, tl1, dpm1, dtl1 = _ledgers(one)
+    pm, tl, dpm, dtl = _ledgers(multi)
+    assert tl1 == pm1 and dtl1 == dpm1  # one stream: the two ledgers are the same numbers
+    assert tl == pm1 and dtl == dpm1  # the timeline ledger is the one-stream ledger of the same rows
+    assert multi["coverage"]["timeline_min"] == one["coverage"]["active_min"]
+    assert abs(sum(tl.values()) - multi["coverage"]["timeline_min"]) <= 0.005 * len(tl) + 1e-9
+    # the ledger is listed by timeline time, so its first app is the one-timeline dominant app
+    assert [a["timeline_minutes"] for a in multi["apps"]] == sorted(tl.values(), reverse=True)
 
 
 @given(st.lists(st.one_of(st.integers(0, 300).map(str), st.just("007"), st.just("")), min_size=1, max_size=30),

@@ -84,8 +84,8 @@ def parse_block(text: str) -> dict:
         elif line.startswith(("apps:", "domains:", "gaps:", "frames:", "blind spots:", "omitted:")):
             section = line.split(":", 1)[0]
         elif section == "apps":
-            name, minutes, _frames = line.split(" | ")
-            out["apps"].append((name, float(minutes)))
+            name, per_monitor, timeline, _frames = line.split(" | ")
+            out["apps"].append((name, float(per_monitor), float(timeline)))
         elif section == "domains":
             out["domains"].append(line.split(" | ")[0])
     return out
@@ -110,12 +110,14 @@ def test_block_keeps_ledger_domains_and_start_within_budget():
     for budget in (400, 1500, 4000):
         block = emit.context_block(d, budget)
         parsed = parse_block(block)
-        assert [a for a, _ in parsed["apps"]] == [a["app"] for a in d["apps"]]  # every app, ranked
+        assert [a[0] for a in parsed["apps"]] == [a["app"] for a in d["apps"]]  # every app, ranked
         assert parsed["domains"] == [x["domain"] for x in d["domains"]]  # every visited domain
         assert parsed["app_count"] == len(d["apps"]) and parsed["start"] == d["coverage"]["first_activity"]
         assert tokens.count(block) <= budget or budget == 400  # the mandatory part alone may not fit 400
-        top = max(d["apps"], key=lambda a: a["minutes"])
-        assert parsed["apps"][0] == (top["app"], round(top["minutes"], 1))
+        # both minute columns, first the app with the most time on the one timeline
+        top = max(d["apps"], key=lambda a: a["timeline_minutes"])
+        assert parsed["apps"][0] == (top["app"], round(top["minutes"], 1), round(top["timeline_minutes"], 1))
+        assert all(tl < pm for _a, pm, tl in parsed["apps"])  # monitors take turns every 12 s: 24 s per monitor
     small, large = emit.context_block(d, 1500), emit.context_block(d, 4000)
     assert small.count("\nf-") < large.count("\nf-")  # frames are what the budget trades away
     assert "frames" in small.splitlines()[-1] and "not shown" in small.splitlines()[-1]

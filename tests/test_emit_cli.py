@@ -38,7 +38,7 @@ def test_day_compiles_live_from_the_log(home, capsys):
     assert doc["day"] == DAY and doc["tz"] == "Europe/Paris" and "generated_at" in doc
     assert doc["coverage"]["distinct_apps"] == 5
     code, block, _ = run(capsys, "day", DAY, "-f", "context", "--budget", "300", "--home", str(home.root))
-    assert code == 0 and block.startswith("AF-CONTEXT v1\n") and "Google Chrome | 3.0 | 1" in block
+    assert code == 0 and block.startswith("AF-CONTEXT v1\n") and "Google Chrome | 3.0 | 3.0 | 1" in block
     code, md, _ = run(capsys, "day", DAY, "-f", "md", "--min-minutes", "2", "--home", str(home.root))
     assert code == 0 and "frames shorter than 2.00 min omitted" in md
     code, ctx, _ = run(capsys, "context", "--day", DAY, "--home", str(home.root))

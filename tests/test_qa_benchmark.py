@@ -61,29 +61,26 @@ def test_oracle_on_sealed_parquet_equals_oracle_on_screenpipe(corpus: tuple[Home
 
 def test_block_reader_answers_every_question(result: dict[str, Any]) -> None:
     assert result["questions"] == 8 * DAYS and result["absent_probes"] == 2 * DAYS
-    missed = [g["id"] for g in result["grades"] if not g["correct"]]
-    # The only misses allowed are the documented multi-monitor convention: the dominant app's
-    # minutes on a dual-monitor day where the compiler's own per-stream ledger is over 30 % away
-    # from the oracle's interleaved dwell (the block states the ledger faithfully).
-    assert missed == result["multi_monitor_misses"]
-    for qid in missed:
-        day = next(a for a in result["oracle_vs_compiler"] if a["day"] == qid.split("/")[0])
-        assert qid.endswith("/dominant_minutes") and day["dual_monitor_min"] > 60
-    single = {a["day"] for a in result["oracle_vs_compiler"] if a["dual_monitor_min"] == 0}
-    assert single, "the corpus should have single-monitor days"
-    assert all(g["correct_strict"] for g in result["grades"] if g["id"].split("/")[0] in single)
-    assert result["hallucinations"] == 0
+    assert result["answerer"] == "block"  # the headline reads the one-timeline column
+    # every question, in the strict band too: the block states the one-timeline ledger, the
+    # oracle's construct, so dual-monitor days are no exception
+    assert [g["id"] for g in result["grades"] if not g["correct_strict"]] == []
+    assert result["multi_monitor_misses"] == [] and result["hallucinations"] == 0
     assert result["engines"]["all_agree"]
+    dual = [a for a in result["oracle_vs_compiler"] if a["dual_monitor_min"] > 60]
+    assert dual, "the corpus should have dual-monitor days"
 
 
-def test_one_stream_estimate_from_the_block_answers_everything(result: dict[str, Any]) -> None:
-    plain, one_stream = result["readings"]
-    assert plain["answerer"] == "block" and one_stream["answerer"] == "block (one-stream estimate)"
-    assert [g for g in one_stream["grades"] if not g["correct"]] == []
-    # it changes only the minutes answers, and only on dual-monitor days
-    changed = {g["id"] for g, h in zip(plain["grades"], one_stream["grades"], strict=True) if g["answer"] != h["answer"]}
-    dual = {a["day"] for a in result["oracle_vs_compiler"] if a["dual_monitor_min"] > 0}
-    assert all(c.endswith("/dominant_minutes") and c.split("/")[0] in dual for c in changed)
+def test_per_monitor_column_shows_the_convention_it_is(result: dict[str, Any]) -> None:
+    timeline, per_monitor = result["readings"]
+    assert timeline["answerer"] == "block" and per_monitor["answerer"] == "block (per-monitor column)"
+    # the two readings differ only in minutes, and only on days with more than one monitor
+    changed = {g["id"] for g, h in zip(timeline["grades"], per_monitor["grades"], strict=True) if g["answer"] != h["answer"]}
+    multi = {a["day"] for a in result["oracle_vs_compiler"] if a["dual_monitor_min"] > 0}
+    assert changed and all(c.endswith("/dominant_minutes") and c.split("/")[0] in multi for c in changed)
+    # its misses are exactly the days where per-stream tenure is over 30 % above the oracle
+    missed = [g["id"] for g in per_monitor["grades"] if not g["correct"]]
+    assert missed == per_monitor["multi_monitor_misses"]
 
 
 def test_compiler_agrees_with_the_oracle(result: dict[str, Any]) -> None:
@@ -92,8 +89,11 @@ def test_compiler_agrees_with_the_oracle(result: dict[str, Any]) -> None:
         assert abs(a["covered_diff_min"]) <= 5.0, a
         assert abs(a["apps_diff"]) <= 1, a
         assert a["oracle_top_app"] == a["compiler_top_app"]
-        if a["dual_monitor_min"] == 0:  # one stream: the per-app ledgers agree too
-            assert abs(a["top_app_divergence_pct"]) <= 5.0, a
+        # the one-timeline ledger agrees with the oracle on every day, dual-monitor or not
+        # (what is left is the 60 s vs 90 s cap and the 300 s session gap)
+        assert abs(a["top_app_timeline_divergence_pct"]) <= 5.0, a
+        if a["dual_monitor_min"] == 0:  # one stream: the two ledgers are the same numbers
+            assert a["top_app_timeline_min"] == a["top_app_compiler_min"], a
 
 
 def test_block_is_over_100x_smaller_than_raw_rows_on_the_busiest_day(result: dict[str, Any]) -> None:

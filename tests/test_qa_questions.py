@@ -122,16 +122,16 @@ def test_number_grading_is_a_relative_band(expected: float, rel: float) -> None:
 
 BLOCK = """AF-CONTEXT v1
 day 2026-06-02 | tz Europe/Paris | budget 1500
-summary: start 09:05:12 | end 18:00:00 | span 535.0 min | active 330.0 min | apps 4 | domains 3 | frames 40 | dual-monitor 0.0 min | presence-only 0.0 min
-apps: app | minutes | frames (4, all, most time first)
-Google Chrome | 198.5 | 20
-Slack | 61.0 | 8
-Cursor | 54.0 | 7
-Mail | 19.5 | 5
-domains: domain | minutes | visits (3, all visited)
-github.com | 30.0 | 4
-mail.google.com | 10.0 | 2
-netflix.com | 2.0 | 1
+summary: start 09:05:12 | end 18:00:00 | span 535.0 min | active 430.0 min | timeline 333.0 min | apps 4 | domains 3 | frames 40 | dual-monitor 100.0 min | presence-only 0.0 min
+apps: app | min per monitor | min on one timeline | frames (4, all, most timeline time first)
+Google Chrome | 290.5 | 198.5 | 20
+Slack | 61.0 | 61.0 | 8
+Cursor | 59.0 | 54.0 | 7
+Mail | 19.5 | 19.5 | 5
+domains: domain | min per monitor | min on one timeline | visits (3, all visited)
+github.com | 30.0 | 30.0 | 4
+mail.google.com | 10.0 | 10.0 | 2
+netflix.com | 2.0 | 2.0 | 1
 frames: id | start-end | app | site | active min | input (k keys, c clicks, t text) | detail
 f-0001 | 09:05-09:30 | Blender | - | 20.0 | k0 c0
 omitted: 39 frames, 300.0 min not shown (block budget); 0 frames, 0.0 min below the 0.50 min floor
@@ -142,21 +142,43 @@ def test_block_reader_answers_from_the_block_text() -> None:
     r = readers.BlockReader()
     qs = {q.category: q for q in questions.day_questions(_oracle_day(), TZ)}
     answers = {c: r.answer(q, BLOCK) for c, q in qs.items()}
-    assert all(grader.grade(qs[c], a).correct for c, a in answers.items()), answers
+    assert all(grader.grade(qs[c], a).correct_strict for c, a in answers.items()), answers
+    assert answers["dominant_minutes"] == "198.5"  # the one-timeline column
     # it reads the tables, not the frame lines: "Blender" appears only in a frame line
     blender = _q("absent_app", "yesno", "no", subject="Blender")
     assert r.answer(blender, BLOCK) == "no"
     # change the block and the answers follow it: the reader has no other source
-    edited = BLOCK.replace("Slack | 61.0", "Slack | 261.0")
+    edited = BLOCK.replace("Slack | 61.0 | 61.0", "Slack | 61.0 | 261.0")
     assert r.answer(qs["dominant_app"], edited) == "Slack"
     assert r.answer(_q("domain_visited", "yesno", "yes", subject="google.com"), BLOCK) == "yes"
-    # dual-monitor summary: the one-stream estimate scales minutes by (active - dual) / active
-    dual = BLOCK.replace("active 330.0 min", "active 400.0 min").replace("dual-monitor 0.0 min", "dual-monitor 100.0 min")
-    assert r.answer(qs["dominant_minutes"], dual) == "198.5"
-    assert readers.BlockReader(one_stream=True).answer(qs["dominant_minutes"], dual) == f"{198.5 * 0.75:.1f}"
-    assert readers.BlockReader(one_stream=True).answer(qs["dominant_minutes"], BLOCK) == "198.5"
     with pytest.raises(ValueError, match="not a context block"):
         readers.parse_block("hello")
+
+
+def test_block_reader_finds_the_minute_columns_by_their_names() -> None:
+    b = readers.parse_block(BLOCK)
+    assert b.apps[0] == ("Google Chrome", 290.5, 198.5) and b.timeline_min == 333.0 and b.dual_monitor_min == 100.0
+    qs = {q.category: q for q in questions.day_questions(_oracle_day(), TZ)}
+    # the per-monitor column is the paper's per-stream tenure: on this dual-monitor day it is
+    # 45 % above the oracle's interleaved dwell, and a reader of that column misses
+    per_monitor = readers.BlockReader(minutes="per_monitor")
+    assert per_monitor.answer(qs["dominant_minutes"], BLOCK) == "290.5"
+    assert not grader.grade(qs["dominant_minutes"], "290.5").correct
+    # columns found by name, not position: swapping them swaps nothing in the answers
+    swapped = "\n".join(" | ".join([c[0], c[2], c[1], c[3]]) if len(c := line.split(" | ")) == 4 else line
+                        for line in BLOCK.splitlines())  # the header's names swap with the values
+    assert "apps: app | min on one timeline | min per monitor" in swapped
+    assert readers.BlockReader().answer(qs["dominant_minutes"], swapped + "\n") == "198.5"
+    # a block without the timeline column states no timeline minutes: no answer, not a guess
+    old = BLOCK.replace("apps: app | min per monitor | min on one timeline | frames", "apps: app | minutes | frames")
+    old = "\n".join(line.rsplit(" | ", 2)[0] + " | " + line.rsplit(" | ", 1)[1]
+                    if line.count(" | ") == 3 else line for line in old.splitlines())
+    assert "Google Chrome | 290.5 | 20" in old
+    assert readers.BlockReader().answer(qs["dominant_minutes"], old) is None
+    assert readers.BlockReader().answer(qs["dominant_app"], old) is None
+    assert per_monitor.answer(qs["dominant_minutes"], old) == "290.5"
+    with pytest.raises(ValueError, match="minutes must be"):
+        readers.BlockReader(minutes="estimate")
 
 
 def test_llm_config_from_env() -> None:

@@ -3,7 +3,7 @@
 ``BlockReader`` answers from the context block's text and nothing else: it never sees the
 document, the log or the oracle, so what it gets right is exactly what the block carries. It
 reads the block format of docs/context-block.md (``AF-CONTEXT v1``): the ``summary:`` line, the
-``apps:`` table and the ``domains:`` table.
+``apps:`` table (both minute columns, found by their header) and the ``domains:`` table.
 
 ``LLMReader`` sends a representation (block, document or raw rows) and the day's questions to a
 real model over HTTP, either the Anthropic Messages API or any OpenAI-compatible chat
@@ -42,13 +42,36 @@ class ParsedBlock:
     start: str | None = None  # HH:MM
     app_count: int | None = None
     active_min: float | None = None  # summed over monitor streams
+    timeline_min: float | None = None  # all monitors on one timeline, each instant once
     dual_monitor_min: float | None = None  # wall minutes two streams were active at once
-    apps: list[tuple[str, float]] = field(default_factory=list)  # in block order
+    # in block order: (app, minutes per monitor, minutes on one timeline); None when not stated
+    apps: list[tuple[str, float | None, float | None]] = field(default_factory=list)
     domains: list[str] = field(default_factory=list)
 
 
 def _norm(name: str) -> str:
     return "".join(ch for ch in name.casefold() if ch.isalnum())
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None  # "-": the block does not state it
+
+
+def _minute_columns(header: str) -> tuple[int | None, int | None]:
+    """Positions of the per-monitor and the one-timeline minutes in a table header such as
+    ``apps: app | min per monitor | min on one timeline | frames (...)``. A block written before
+    the timeline column existed has ``app | minutes | frames``: per monitor only."""
+    cells = [c.strip() for c in header.split(":", 1)[1].split(" | ")]
+    per_monitor = timeline = None
+    for i, c in enumerate(cells):
+        if c.startswith("min") and "timeline" in c:
+            timeline = i
+        elif c == "minutes" or (c.startswith("min") and "per monitor" in c):
+            per_monitor = i
+    return per_monitor, timeline
 
 
 def parse_block(text: str) -> ParsedBlock:
@@ -58,11 +81,14 @@ def parse_block(text: str) -> ParsedBlock:
         raise ValueError(f"not a context block (first line is not {BLOCK_MAGIC!r})")
     out = ParsedBlock()
     section = None
+    app_cols: tuple[int | None, int | None] = (None, None)
     for line in lines[1:]:
         s = line.strip()
         head = next((h for h in _SECTIONS if s.startswith(h)), None)
         if head is not None:
             section = head
+            if head == "apps:":
+                app_cols = _minute_columns(s)
             continue
         if s.startswith("day "):
             out.day = s.split()[1]
@@ -75,22 +101,21 @@ def parse_block(text: str) -> ParsedBlock:
                     out.start = parts[1][:5]
                 elif len(parts) >= 2 and parts[0] == "apps" and parts[1].isdigit():
                     out.app_count = int(parts[1])
-                elif len(parts) >= 2 and parts[0] in ("active", "dual-monitor"):
-                    try:
-                        value = float(parts[1])
-                    except ValueError:
-                        continue
-                    if parts[0] == "active":
-                        out.active_min = value
-                    else:
-                        out.dual_monitor_min = value
+                elif len(parts) >= 2 and parts[0] == "active":
+                    out.active_min = _number(parts[1])
+                elif len(parts) >= 2 and parts[0] == "timeline":
+                    out.timeline_min = _number(parts[1])
+                elif len(parts) >= 2 and parts[0] == "dual-monitor":
+                    out.dual_monitor_min = _number(parts[1])
             continue
         cells = [c.strip() for c in s.split(" | ")]
         if section == "apps:" and len(cells) >= 2:
-            try:
-                out.apps.append((cells[0], float(cells[1])))
-            except ValueError:
-                continue
+            pm, tl = app_cols
+            out.apps.append((
+                cells[0],
+                _number(cells[pm]) if pm is not None and pm < len(cells) else None,
+                _number(cells[tl]) if tl is not None and tl < len(cells) else None,
+            ))
         elif section == "domains:" and cells and cells[0]:
             out.domains.append(cells[0].lower())
     return out
@@ -99,26 +124,34 @@ def parse_block(text: str) -> ParsedBlock:
 class BlockReader:
     """Deterministic answers from a day's context block text.
 
-    The block's app minutes are per monitor stream: on a dual-monitor day an app shown on the
-    second screen earns tenure while the user works on the first. With ``one_stream=True`` the
-    reader estimates one-stream minutes (what the oracle measures) from the block's own summary:
-    it scales an app's minutes by covered / active, where covered = active - dual-monitor, i.e.
-    it assumes the overlap is spread over apps in proportion to their minutes. That is an
-    estimate, and the report shows it beside the plain reading.
+    The block states two minute columns per app (docs/context-block.md). ``minutes="timeline"``
+    (the default) reads "min on one timeline": every monitor's rows interleaved and each instant
+    credited once, the construct "how many minutes in X" asks about. ``minutes="per_monitor"``
+    reads "min per monitor", the paper's per-stream tenure, where an app shown on a second screen
+    earns time while the user works on the first; the report shows that reading beside the
+    headline to measure what the convention costs on multi-monitor days.
     """
 
-    def __init__(self, one_stream: bool = False) -> None:
-        self.one_stream = one_stream
-        self.name = "block (one-stream estimate)" if one_stream else "block"
+    COLUMNS = ("timeline", "per_monitor")
+
+    def __init__(self, minutes: str = "timeline") -> None:
+        if minutes not in self.COLUMNS:
+            raise ValueError(f"minutes must be one of {self.COLUMNS}, not {minutes!r}")
+        self.timeline = minutes == "timeline"
+        self.name = "block" if minutes == "timeline" else "block (per-monitor column)"
 
     def answer(self, q: Question, block_text: str) -> str | None:
         b = parse_block(block_text)
-        scale = 1.0
-        if self.one_stream and b.active_min and b.dual_monitor_min:
-            scale = max(0.0, b.active_min - b.dual_monitor_min) / b.active_min
-        minutes = {_norm(a): m * scale for a, m in b.apps}
+        stated: list[tuple[str, float]] = []
+        for name, per_monitor, timeline in b.apps:
+            m = timeline if self.timeline else per_monitor
+            if m is not None:
+                stated.append((name, m))
+        minutes = {_norm(name): m for name, m in stated}
         if q.category == "dominant_app":
-            return max(b.apps, key=lambda am: am[1])[0] if b.apps else None
+            # most minutes in the column read; equal minutes keep the block's order
+            best = max(stated, key=lambda am: am[1], default=None)
+            return best[0] if best is not None else None
         if q.category == "dominant_minutes":
             m = minutes.get(_norm(q.subject or ""))
             return None if m is None else f"{m:.1f}"
@@ -126,7 +159,10 @@ class BlockReader:
             return str(b.app_count if b.app_count is not None else len(b.apps))
         if q.category == "pairwise":
             a, c = q.options
-            return a if minutes.get(_norm(a), 0.0) >= minutes.get(_norm(c), 0.0) else c
+            ma, mc = minutes.get(_norm(a)), minutes.get(_norm(c))
+            if ma is None and mc is None:
+                return None
+            return a if (ma or 0.0) >= (mc or 0.0) else c
         if q.category in ("domain_visited", "absent_domain"):
             d = (q.subject or "").lower()
             hit = any(x == d or x.endswith("." + d) for x in b.domains)
@@ -135,7 +171,7 @@ class BlockReader:
             return b.start
         if q.category == "absent_app":
             p = _norm(q.subject or "")
-            hit = any(p and (p in k or (k and k in p)) for k in minutes)
+            hit = any(p and (p in k or (k and k in p)) for k in map(_norm, (a[0] for a in b.apps)))
             return "yes" if hit else "no"
         return None
 
