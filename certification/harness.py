@@ -112,8 +112,6 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     from assets.instance import instance
     from assets.version import code_version
     from capture.log import EventLog
-    from certification import rebuild
-
     inst = instance(home)
     defs = build_definitions(home)
     job = defs.resolve_job_def(CERTIFY_JOB)
@@ -160,7 +158,6 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
         "seconds": round(time.monotonic() - started, 2),
     }
     write_certificate(home, cert)
-    rebuild.clear()
     return cert
 
 

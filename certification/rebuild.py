@@ -17,6 +17,7 @@ so certifying many days pays for it once.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -55,6 +56,7 @@ class FreshBuild:
 
 
 _CACHE: dict[tuple, FreshBuild] = {}
+atexit.register(lambda: clear())  # the temporary build folders go when the process ends
 
 
 def log_state(home: Home) -> tuple:

@@ -145,7 +145,7 @@ def test_open_day_built_before_more_capture_arrived_fails_rebuild(tmp_path):
     batch = corpus()
     day = days_of(batch)[2]
     start, end = day_bounds(day, "Europe/Paris")
-    half = start + 10 * 3_600_000_000  # 10:00 local: the first half of the kept hours
+    half = start + 9 * 3_600_000_000 + 1_800_000_000  # 09:30 local: half of the kept hour
     log = EventLog(home)
     log.append(only_days(batch, {day}, before_us=half), now_us=end - 1)  # the day stays open
     assert harness.run_build(home, [day]).ok

@@ -1,7 +1,7 @@
 """Shared set-up for the Dagster and certification tests (no tests here).
 
 A real synthetic capture (capture.synth, screenpipe format, through the real importer), trimmed
-to two hours per day so the whole graph runs in seconds, landed day by day in a real event log.
+to one hour per day so the whole graph runs in seconds, landed day by day in a real event log.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from capture.timeutil import day_bounds, local_day
 
 TZ = "Europe/Paris"
 START = "2026-06-01"
-KEEP_HOURS = (9, 11)  # local hours kept per day
+KEEP_HOURS = (9, 10)  # local hours kept per day
 
 
 @lru_cache(maxsize=1)
