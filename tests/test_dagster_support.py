@@ -21,7 +21,7 @@ KEEP_HOURS = (9, 10)  # local hours kept per day
 
 
 @lru_cache(maxsize=1)
-def corpus(days: int = 3) -> CaptureBatch:
+def corpus(days: int = 2) -> CaptureBatch:
     """The synthetic capture of ``days`` days from START, trimmed to KEEP_HOURS each day."""
     import tempfile
 
