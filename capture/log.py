@@ -62,6 +62,13 @@ BULK_ROWS = 2_000
 # From this many new refs in one append, refs are checked against sealed days through an in-memory
 # hash index instead of a scan of every sealed day (small appends, e.g. a recorder's, just scan).
 INDEX_MIN_REFS = 5_000
+# A manifest entry records which source ids the day's refs start with ("ref_sources"), so an
+# append only looks at sealed days that share a source with it. A day fed by more sources than
+# this records null instead and is always looked at.
+REF_SOURCES_MAX = 64
+# A small append keeps the refs of up to this many open days in memory between calls (the recorder
+# appends to today every few seconds); the refs of further open days are scanned by DuckDB.
+OPEN_REFS_CACHED = 4
 # fsync makes a landed record survive power loss, not just a killed process. Tests that only
 # check logic may turn it off to run faster; nothing else should.
 FSYNC = True
@@ -389,6 +396,24 @@ def _drop_batch_duplicates(grouped: dict[str, dict[str, list[Any]]]) -> int:
     return len(losers)
 
 
+def _ref_sources(con: duckdb.DuckDBPyConnection, files: list[Path], source_ids: list[str]) -> list[str] | None:
+    """The source ids some ref of these files starts with (as "<id>:"), or None when a ref starts
+    with none of them (or there are too many to list): then no append may skip the day."""
+    ids = sorted(set(source_ids))
+    if not ids or len(ids) > REF_SOURCES_MAX:
+        return None
+    params = [f"{s}:" for s in ids]
+    tests = [f"starts_with(ref, ${i})" for i in range(1, len(ids) + 1)]
+    row = con.execute(
+        f"SELECT count(*) FILTER (WHERE NOT ({' OR '.join(tests)})), "
+        f"{', '.join(f'bool_or({t})' for t in tests)} FROM read_parquet({_sql_list(files)})",
+        params,
+    ).fetchall()[0]  # fetchall: fetchone would leave the result open on the shared connection
+    if row[0]:
+        return None
+    return [s for s, hit in zip(ids, row[1:], strict=True) if hit]
+
+
 def _exact(row: Any, cls: type) -> bool:
     return type(row) is cls
 
@@ -460,6 +485,8 @@ class EventLog:
         # Sorted hashes of the refs of sealed days, built on the first large append (see _maybe_sealed).
         self._index: Any = None
         self._index_days: set[str] = set()
+        # "<source id>:" prefixes that every ref of a sealed day starts with (None: unknown, always look).
+        self._prefix_cache: dict[str, tuple[str, ...] | None] = {}
 
     @contextmanager
     def _db(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -627,19 +654,75 @@ class EventLog:
         """Which of these refs are anywhere in the log (sealed Parquet or open segments)."""
         if not refs:
             return set()
-        sealed_days = sorted(self._sealed())
+        small = len(refs) < INDEX_MIN_REFS
+        # A sealed day none of whose refs starts like one of these cannot hold any of them.
+        sealed_days = self._sharing_source(sorted(self._sealed()), refs)
         open_days = self._open_days()
         found: set[str] = set()
         if open_days:
-            found |= self._scan_refs(refs, [], open_days)
+            if small:
+                # Open days this process has read stay in memory (checked by file sizes), so the
+                # recorder's frequent small appends do not re-read today's whole segment each time.
+                held = [d for d in open_days if self._open_refs_held(d)]
+                fresh = [d for d in open_days if d not in held]
+                held += fresh[: max(0, OPEN_REFS_CACHED - len(held))]
+                for day in held:
+                    known = self._open_refs(day)
+                    found.update(r for r in refs if r in known)
+                open_days = [d for d in open_days if d not in held]
+            if open_days:
+                found |= self._scan_refs(refs, [], open_days)
         if sealed_days:
-            if len(refs) < INDEX_MIN_REFS and self._index is None:
+            if small and self._index is None:
                 found |= self._scan_refs(refs, sealed_days, [])
             else:
                 maybe = self._maybe_sealed(refs, sealed_days)
                 if maybe:
                     found |= self._scan_refs(maybe, sealed_days, [])
         return found
+
+    def _open_refs_held(self, day: str) -> bool:
+        cached = self._ref_cache.get(day)
+        return cached is not None and cached[0] == self._sizes(self.open_dir / day)
+
+    def _sharing_source(self, days: list[str], refs: list[str]) -> list[str]:
+        """The sealed days among ``days`` that may hold one of ``refs``, judged by source prefix."""
+        out = []
+        verdict: dict[tuple[str, ...], bool] = {}  # days fed by the same sources share one answer
+        for day in days:
+            prefixes = self._day_prefixes(day)
+            if prefixes is None:
+                out.append(day)
+                continue
+            if prefixes not in verdict:
+                verdict[prefixes] = bool(prefixes) and any(r.startswith(prefixes) for r in refs)
+            if verdict[prefixes]:
+                out.append(day)
+        return out
+
+    def _day_prefixes(self, day: str) -> tuple[str, ...] | None:
+        """"<source id>:" prefixes that every ref of a sealed day starts with, or None if unknown."""
+        if day in self._prefix_cache:
+            return self._prefix_cache[day]
+        entry = self._sealed().get(day)
+        if entry is None:
+            return None
+        if "ref_sources" in entry:
+            listed = entry["ref_sources"]
+            ids = listed if isinstance(listed, list) and all(isinstance(s, str) for s in listed) else None
+        else:
+            # Sealed before manifest entries recorded it: work it out once per process from the
+            # day's sources and refs (the same computation sealing does).
+            try:
+                doc = json.loads((self.sealed_dir / day / SOURCES_SEALED).read_bytes())
+                candidates = [str(s["source_id"]) for s in doc.get("sources", [])]
+                with self._db() as con:
+                    ids = _ref_sources(con, list(self.segment_paths(day).values()), candidates)
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, duckdb.Error):
+                ids = None  # unreadable: look at the day every time, as verify will report it
+        prefixes = None if ids is None else tuple(f"{s}:" for s in ids)
+        self._prefix_cache[day] = prefixes
+        return prefixes
 
     def _scan_refs(self, refs: list[str], sealed_days: list[str], open_days: list[str]) -> set[str]:
         """Exact lookup: scan the ref column of the given days."""
@@ -747,7 +830,8 @@ class EventLog:
             for day in touched:
                 by_kind = grouped.pop(day)
                 if day in sealed:
-                    known = self._sealed_refs(day)
+                    day_refs = [row.ref for rows in by_kind.values() for row in rows]
+                    known = self._sealed_refs(day) if self._sharing_source([day], day_refs) else set()
                 elif (self.open_dir / day).is_dir():
                     known = self._open_refs(day)
                 else:
@@ -1034,6 +1118,7 @@ class EventLog:
             ).fetchone()
             files[dst.name] = {"rows": int(result[0]) if result else 0}
         unique = sorted(set(sources))
+        ref_sources = _ref_sources(con, [staging / f"{kind}.parquet" for kind in ROW_KINDS], [s for s, _ in unique])
         doc = {
             "day": day,
             "recorders": sorted({r for _, r in unique}),
@@ -1054,11 +1139,13 @@ class EventLog:
             "tz": self.tz,
             "capture_schema": CAPTURE_SCHEMA_VERSION,
             "files": dict(sorted(files.items())),
+            "ref_sources": ref_sources,
             "sealed_at": iso_utc(time.time_ns() // 1000),
             "prev": entries[-1]["hash"] if entries else None,
         }
         entry["hash"] = entry_hash(entry)
         _append_bytes(self.manifest_path, _canonical(entry) + b"\n")
+        self._prefix_cache[day] = None if ref_sources is None else tuple(f"{s}:" for s in ref_sources)
 
     # ------------------------------------------------------------------ reading
 
