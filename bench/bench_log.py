@@ -6,6 +6,8 @@
 flush: a data folder with N sealed past days imported from another source (2,300 snapshots,
 5,000 inputs, 2,000 elements a day) and an open "today" holding 3,000 recorder rows; then the
 median cost of 30 appends of 40 recorder rows each (what `af record` flushes every few seconds).
+Each size runs again with yesterday sealed from the recorder's own source (recording across
+midnight), the kind of sealed day such an append still has to look at.
 fsync is off so the figure is the log's own work, not the disk's.
 
 read: median wall and CPU time of EventLog.read_day on days of an existing data folder (for
@@ -51,7 +53,7 @@ def _day_batch(source: str, day: str, n: int, offset_s: int = 8 * 3_600) -> Capt
     return b
 
 
-def _flush_cost(n_sealed: int, flushes: int = 30) -> tuple[float, float]:
+def _flush_cost(n_sealed: int, flushes: int = 30, same_source: bool = False) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         home = Home(tmp)
         home.init(tz=TZ)
@@ -62,6 +64,10 @@ def _flush_cost(n_sealed: int, flushes: int = 30) -> tuple[float, float]:
             log.append(_day_batch("screenpipe:db.sqlite", day, 2_300), now_us=now)
         recorder = "recorder:host:20260301T000000Z-1"
         seq = 0
+        if same_source:  # the recorder ran across midnight: yesterday is sealed and shares its source
+            b = _day_batch(recorder, "2026-02-28", 2_300, offset_s=8 * 3_600)
+            b.recorder = "recorder"
+            log.append(b, now_us=now)
 
         def flush(n: int) -> CaptureBatch:
             nonlocal seq
@@ -119,11 +125,13 @@ def main() -> None:
     args = p.parse_args()
     log_module.FSYNC = False
     if args.what == "flush":
-        print("| sealed days | flush wall ms (median of 30) | flush CPU ms |")
-        print("|---:|---:|---:|")
+        print("| sealed days (other source) | + yesterday sealed, same source | flush wall ms (median of 30) "
+              "| flush CPU ms |")
+        print("|---:|---|---:|---:|")
         for n in args.sealed:
-            wall, cpu = _flush_cost(n)
-            print(f"| {n} | {wall:.1f} | {cpu:.1f} |", flush=True)
+            for same in (False, True):
+                wall, cpu = _flush_cost(n, same_source=same)
+                print(f"| {n} | {'yes' if same else 'no'} | {wall:.1f} | {cpu:.1f} |", flush=True)
     else:
         home = Home(args.home)
         print("| day | snapshots | inputs | elements | cold wall ms | cold CPU ms | warm wall ms | warm CPU ms |")
