@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import derive
+from assets import derive, routines
 from assets.partitions import daily_partitions, home_zone
 from assets.resources import resources_for
 from assets.schedules import build_nightly
@@ -19,6 +19,7 @@ from checks import invariants, quality
 
 BUILD_JOB = "build"
 CERTIFY_JOB = "certify"
+ROUTINES_JOB = "routines"
 
 
 def build_definitions(home: Home | None = None) -> dg.Definitions:
@@ -29,6 +30,7 @@ def build_definitions(home: Home | None = None) -> dg.Definitions:
     quality_checks = quality.build_checks(by_name["raw_day"], by_name["frames"], partitions)
     invariant_checks = invariants.build_checks(by_name["published_day"], partitions)
     all_checks = [*quality_checks, *invariant_checks]
+    routine_assets = routines.build_assets(by_name["raw_day"])
 
     # build: every asset plus the data-quality checks (cheap, and they guard what is derived next);
     # certify: every check and nothing else, one day per run or a day range in one run.
@@ -42,10 +44,17 @@ def build_definitions(home: Home | None = None) -> dg.Definitions:
         selection=dg.AssetSelection.checks(*all_checks),
         description="Run every certification and data-quality check for a day (checks only, nothing is rebuilt).",
     )
+    # Its own job: the routine assets span every day (unpartitioned), so the per-day build keeps
+    # its shape and a nightly or sensor build of one day does not re-mine the whole history.
+    mine = dg.define_asset_job(
+        ROUTINES_JOB,
+        selection=dg.AssetSelection.assets(*routine_assets),
+        description="Mine routines over every built day: routine table, recurrence, replay plans, R ladder.",
+    )
     return dg.Definitions(
-        assets=day_assets,
+        assets=[*day_assets, *routine_assets],
         asset_checks=all_checks,
-        jobs=[build, certify],
+        jobs=[build, certify, mine],
         schedules=[build_nightly(home, build, home_zone(home))],
         sensors=[build_sealed_sensor(home, build, partitions)],
         resources=resources_for(home),

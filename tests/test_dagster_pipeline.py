@@ -183,8 +183,10 @@ def _snapshot(defs: dg.Definitions) -> dict:
     return {
         "assets": dict(sorted(graph.items())),
         "partitions": {
-            a.key.to_user_string(): f"{type(a.partitions_def).__name__} {a.partitions_def.timezone} {a.partitions_def.fmt}"
+            key.to_user_string(): f"{type(a.partitions_def).__name__} {a.partitions_def.timezone} {a.partitions_def.fmt}"
+            if a.partitions_def else "unpartitioned"
             for a in defs.assets or []
+            for key in a.keys
         },
         "job_checks": {
             name: sorted(k.name for k in repo.get_job(name).asset_layer.asset_graph.asset_check_keys)
@@ -250,6 +252,7 @@ def test_webserver_loads_workspace_yaml(tmp_path):
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
         assert keys == sorted(
             ["raw_day", "frames", "enriched_input", "page_refs", "day_document", "context_block", "published_day"]
+            + ["routine_table", "recurrence", "replay_plans", "overhead_ratio"]
         )
         loc = _graphql(port, "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }")
         entries = loc["data"]["workspaceOrError"]["locationEntries"]
