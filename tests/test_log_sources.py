@@ -24,7 +24,7 @@ import capture.log as log_module
 from capture.home import Home
 from capture.log import EventLog, entry_hash
 from capture.model import ROW_KINDS, CaptureBatch, InputEvent, Snapshot
-from capture.timeutil import day_bounds
+from capture.timeutil import day_bounds, local_day
 
 TZ = "Europe/Paris"
 DAYS = ("2026-03-28", "2026-03-29", "2026-03-30")  # 2026-03-29 has 23 hours in Paris
@@ -183,3 +183,24 @@ def test_a_sealed_day_of_the_same_source_still_refuses_new_rows(home):
     report = log.append(_batch("sp", DAYS[0], ["sp:frames:1", "sp:frames:2"]), now_us=LATER)
     assert (report.skipped, report.quarantined) == (1, 1)
     assert report.quarantine_reasons == {f"day {DAYS[0]} is sealed": 1}
+
+
+ZONES = sorted(__import__("zoneinfo").available_timezones())
+
+
+@settings(max_examples=300, deadline=None)
+@given(tz=st.sampled_from(ZONES), ts=st.integers(log_module.TS_MIN_US, log_module.TS_MAX_US - 1))
+def test_the_screenpipe_importer_files_rows_under_the_logs_day(tz, ts):
+    """The importer hands over one local day per batch and the log seals past days as they land:
+    if its (cached) day of a row ever differed from the log's, that row would go to another batch
+    and be refused as "day ... is sealed". The two must agree in every zone, near midnight too."""
+    from capture.importers.common import DaySeen
+
+    days = DaySeen(tz)
+    midnight = day_bounds(local_day(ts, tz), tz)[0]
+    for t in (ts, midnight, midnight - 1):
+        if log_module.TS_MIN_US <= t:
+            assert days.day(t) == local_day(t, tz)
+    # The cache fills per quarter hour: ask the same quarter hours again, now from the cache.
+    assert days.day(midnight - 1) == local_day(midnight - 1, tz)
+    assert days.day(ts) == local_day(ts, tz)
