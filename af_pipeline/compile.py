@@ -8,8 +8,10 @@ snapshot position (see enrich.SnapIndex) instead of building an object per row.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
 from operator import attrgetter
 from typing import Any, cast
 
@@ -101,6 +103,19 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     fast path. Raises ValueError for a negative floor and UserError for an unknown layout."""
     if options.min_minutes < 0:
         raise ValueError(f"min_minutes must be >= 0, not {options.min_minutes}")
+    # The compile allocates thousands of containers that all stay alive until it returns (the
+    # document) and makes no reference cycles, so the cyclic collector's passes during it find
+    # nothing to free; on a busy day they cost several ms. Pause it, and restore it as found.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _compile(capture, options, rules)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict[str, Any]:
     clock = _Clock(capture.tz, capture.day)
     tbl = layouts.table(options.layout)
     index = SnapIndex(capture.snapshots)
@@ -115,62 +130,68 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
         return {"snapshots": encode_refs([snaps[p].ref for p in rows])}
 
     # -- keys: (app, site); site and page type are pure functions of the URL, cached per URL --
-    site_cache: dict[str, str | None] = {}
     page_cache: dict[str, tuple[str, str | None]] = {}
     sites: list[str | None] = [None] * n
     urls = list(map(attrgetter("url"), snaps))
     if any(urls):
         site_of, type_url = _entities()
-        for pos, url in enumerate(urls):
-            if url:
-                site = site_cache.get(url, "")
-                if site == "":
-                    site = site_cache[url] = site_of(url)
-                sites[pos] = site
+        # once per distinct URL (a pure function, so the set's order cannot matter)
+        site_map = {url: site_of(url) for url in set(urls) if url}
+        sites = list(map(site_map.get, urls))
     else:
         type_url = None
 
     # -- segmentation, per stream (positions within a stream are in (time, ref) order) --------
-    credit = [0] * n
-    brk = [True] * n
-    srank = [0] * n  # rank of the row within its stream: adjacency means "next row of stream"
     segments: list[Segment] = []
     streams = sorted(index.by_stream)
-    for stream in streams:
-        ts, pos_list = index.by_stream[stream]
-        c, b = credits(ts, rules)
-        if len(pos_list) == n:  # one stream: positions are the stream's own order
-            credit, brk, srank = c, b, list(range(n))
-            keys = list(zip(apps, sites, strict=True))
-        else:
-            for r, p in enumerate(pos_list):
-                credit[p] = c[r]
-                brk[p] = b[r]
-                srank[p] = r
-            keys = [(apps[p], sites[p]) for p in pos_list]
-        segments.extend(flicker_merge(build_segments(stream, pos_list, ts, keys, c, b), rules))
+    arrays = index.arrays()
+    if len(streams) == 1:  # one stream: positions are the stream's own order
+        ts, pos_list = index.by_stream[streams[0]]
+        credit, brk = credits(ts, rules)
+        srank = list(range(n))  # rank of the row within its stream: adjacency = "next row of stream"
+        prev_row = list(range(-1, n - 1))  # the previous row of the same stream, -1 for none
+        segments = flicker_merge(build_segments(streams[0], pos_list, ts, list(zip(apps, sites, strict=True)),
+                                                credit, brk), rules)
+        credit_a = np.asarray(credit, dtype=np.int64)
+        brk_a = np.asarray(brk, dtype=bool)
+    else:
+        credit_a = np.zeros(n, dtype=np.int64)
+        brk_a = np.ones(n, dtype=bool)
+        srank_a = np.zeros(n, dtype=np.int64)
+        prev_a = np.full(n, -1, dtype=np.int64)
+        for stream in streams:
+            ts, pos_list = index.by_stream[stream]
+            ts_a, pa = cast(tuple[np.ndarray, np.ndarray], arrays[stream])
+            c, b = credits(ts_a, rules)
+            credit_a[pa] = c
+            brk_a[pa] = b
+            srank_a[pa] = np.arange(pa.size)
+            prev_a[pa[1:]] = pa[:-1]
+            keys = list(zip(map(apps.__getitem__, pos_list), map(sites.__getitem__, pos_list), strict=True))
+            segments.extend(flicker_merge(build_segments(stream, pos_list, ts, keys, c, b), rules))
+        credit, brk, srank, prev_row = credit_a.tolist(), brk_a.tolist(), srank_a.tolist(), prev_a.tolist()
     segments.sort(key=lambda f: (f.start_us, f.stream, snaps[f.rows[0]].ref))
 
     # owner slot per row: frames take slots 0..F-1, interruptions the ones after
-    owner = [0] * n
-    slot_keys: list[tuple[str, str | None]] = []
+    slot_keys: list[tuple[str, str | None]] = [seg.key for seg in segments]  # type: ignore[misc]
     n_frames = len(segments)
     inter_slots: list[list[int]] = []
-    for fi, seg in enumerate(segments):
-        for p in seg.rows:
-            owner[p] = fi
-        slot_keys.append(seg.key)  # type: ignore[arg-type]
+    slot_rows: list[list[int]] = [seg.rows for seg in segments]
     nxt = n_frames
     for seg in segments:
         mine = []
         for it in seg.interruptions:
-            for p in it.rows:
-                owner[p] = nxt
+            slot_rows.append(it.rows)
             slot_keys.append(it.key)  # type: ignore[arg-type]
             mine.append(nxt)
             nxt += 1
         inter_slots.append(mine)
     n_slots = nxt
+    owner_a = np.zeros(n, dtype=np.int64)
+    if n:  # every row is in exactly one frame or interruption (sessionize)
+        owner_a[np.fromiter(chain.from_iterable(slot_rows), dtype=np.int64, count=n)] = np.repeat(
+            np.arange(n_slots, dtype=np.int64), [len(r) for r in slot_rows])
+    owner = owner_a.tolist()
 
     # -- enrichment-backed input accounting -------------------------------------------------
     # Vectorised: one binary search per event (enrich.SnapIndex.attribute), then counts per
@@ -188,7 +209,6 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
         list(map(attrgetter("stream"), inputs)) if len(index.by_stream) > 1 else None)
     unattributed = int(np.count_nonzero(pos_a < 0))
     counted = (pos_a >= 0) & (code_a >= 0)
-    owner_a = np.asarray(owner, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
     pos_c = pos_a[counted]
     slot_c = owner_a[pos_c]
     vol_np = np.bincount(slot_c * _COLS + code_a[counted], minlength=n_slots * _COLS).reshape(n_slots, _COLS)
@@ -200,10 +220,10 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     def dist_ms(i: int) -> int:
         return (int(dist_sorted[i]) + 500) // 1000 if n_dist else 0
     pos_list_a = pos_a.tolist()
-    for i in np.flatnonzero(counted & (code_a == _K_TEXT)).tolist():
-        t = inputs[i].text
-        if t:
-            vol_np[owner[pos_list_a[i]], _K_CHARS] += len(t)
+    texts = np.flatnonzero(counted & (code_a == _K_TEXT))
+    if texts.size:  # characters typed, a count (never the content), summed per owner slot
+        chars = np.fromiter((len(inputs[i].text or "") for i in texts.tolist()), dtype=np.int64, count=texts.size)
+        np.add.at(vol_np[:, _K_CHARS], owner_a[pos_a[texts]], chars)
     vol = vol_np[:, :7].tolist()
 
     clicked: list[dict[tuple[str, str | None, str], int]] = [{} for _ in range(n_slots)]
@@ -246,15 +266,13 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
 
     # -- per-row aggregates: presence-only rows, windows, domains ---------------------------
     # presence-only: heartbeat rows that received no input (integer sums, numpy)
-    credit_a = np.asarray(credit, dtype=np.int64)
     pmask = np.fromiter(map(attrgetter("heartbeat"), snaps), dtype=bool, count=n) & ~has_np
     presence_a = np.zeros(n_slots, dtype=np.int64)
     np.add.at(presence_a, owner_a[pmask], credit_a[pmask])
     presence_us = presence_a.tolist()
-    brk_a = np.asarray(brk, dtype=bool)
     presence_runs: list[int] = []
     for stream in streams:
-        sp = np.asarray(index.by_stream[stream][1], dtype=np.int64)
+        sp = cast(np.ndarray, arrays[stream][1])
         m, cr, b_ = pmask[sp], credit_a[sp], brk_a[sp]
         if not m.any():
             continue
@@ -263,17 +281,20 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
         presence_runs.extend(np.bincount(run_id[m], weights=cr[m]).astype(np.int64).tolist())
 
     # window time per owner slot, then per frame and per app
-    slot_windows: dict[tuple[int, str], int] = {}
-    for o, w, cp in zip(owner, map(attrgetter("window"), snaps), credit, strict=True):
-        if w:
-            k2 = (o, w)
-            slot_windows[k2] = slot_windows.get(k2, 0) + cp
+    windows = list(map(attrgetter("window"), snaps))
     frame_windows: dict[int, dict[str, int]] = {}
     app_windows: dict[str, dict[str, int]] = {}
-    for (o, w), cp in slot_windows.items():
-        frame_windows.setdefault(o, {})[w] = cp
-        aw = app_windows.setdefault(slot_keys[o][0], {})
-        aw[w] = aw.get(w, 0) + cp
+    for o, rows in enumerate(slot_rows):
+        fw: dict[str, int] = {}
+        for p in rows:
+            w = windows[p]
+            if w:
+                fw[w] = fw.get(w, 0) + credit[p]
+        if fw:
+            frame_windows[o] = fw
+            aw = app_windows.setdefault(slot_keys[o][0], {})
+            for w, cp in fw.items():
+                aw[w] = aw.get(w, 0) + cp
 
     # The timeline ledger: every monitor's rows interleaved into ONE timeline (SnapIndex order:
     # time, stream, ref) and credited with the same dwell and gap rules, so each instant counts
@@ -281,19 +302,19 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     # tenure (frames add up to it); on one stream the two are the same numbers.
     tl_credit = credits(index.all_ts, rules)[0] if len(streams) > 1 else credit
     app_tl: dict[str, int] = {}
-    for a, cp in zip(apps, tl_credit, strict=True):
-        app_tl[a] = app_tl.get(a, 0) + cp
+    for (a, _site), rows in zip(slot_keys, slot_rows, strict=True):  # every row is in one slot
+        app_tl[a] = app_tl.get(a, 0) + sum(map(tl_credit.__getitem__, rows))
 
     # domains: minutes, and visits = runs of adjacent rows of a stream on that domain
     domain_us: dict[str, int] = {}
     domain_tl: dict[str, int] = {}
     domain_visits: dict[str, int] = {}
-    for p in [p for p in range(n) if sites[p] is not None]:
-        site = cast(str, sites[p])
+    for p, site in enumerate(sites):
+        if site is None:
+            continue
         domain_us[site] = domain_us.get(site, 0) + credit[p]
         domain_tl[site] = domain_tl.get(site, 0) + tl_credit[p]
-        r = srank[p]
-        prev = index.by_stream[snaps[p].stream][1][r - 1] if r else -1
+        prev = prev_row[p]
         if prev < 0 or sites[prev] != site or brk[prev]:
             domain_visits[site] = domain_visits.get(site, 0) + 1
 
@@ -328,18 +349,17 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
             omitted_n += 1
             omitted_us += seg.active_us
             continue
-        frames_out.append(_frame(fi, seg, snaps, frame_windows.get(fi, {}), srank, vol, clicked, unresolved,
+        frames_out.append(_frame(fi, seg, urls, frame_windows.get(fi, {}), srank, vol, clicked, unresolved,
                                  presence_us, inter_slots[fi], typed, clock,
-                                 page_key if site is not None else None, evidence))
+                                 page_key if site is not None else None, page_cache, evidence))
 
     # -- coverage ----------------------------------------------------------------------------
     all_ts = index.all_ts
     gaps: list[dict[str, Any]] = []
-    for i in range(len(all_ts) - 1):
-        if all_ts[i + 1] - all_ts[i] > rules.gap_s * US:
-            gaps.append({"start": clock.hms(all_ts[i]), "end": clock.hms(all_ts[i + 1]),
-                         "minutes": _minutes(all_ts[i + 1] - all_ts[i])})
-    covered_us, dual_us = _union_and_overlap(index, credit)
+    for i in np.flatnonzero(np.diff(arrays[None][0]) > rules.gap_s * US).tolist():
+        gaps.append({"start": clock.hms(all_ts[i]), "end": clock.hms(all_ts[i + 1]),
+                     "minutes": _minutes(all_ts[i + 1] - all_ts[i])})
+    covered_us, dual_us = _union_and_overlap(arrays, credit_a)
     total_active = sum(credit)
     first_us = all_ts[0] if n else None
     last_us = max(seg.end_us for seg in segments) if segments else None
@@ -436,11 +456,12 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     return doc
 
 
-def _frame(fi: int, seg: Segment, snaps: list[Any], windows: dict[str, int], srank: list[int],
+def _frame(fi: int, seg: Segment, urls: list[str | None], windows: dict[str, int], srank: list[int],
            vol: list[list[int]],
            clicked: list[dict[tuple[str, str | None, str], int]], unresolved: list[int],
            presence_us: list[int], islots: list[int], typed: list[list[str]] | None,
            clock: _Clock, page_key: Callable[[str], tuple[str, str | None]] | None,
+           page_cache: dict[str, tuple[str, str | None]],
            evidence: Callable[[list[int]], dict[str, Any]]) -> dict[str, Any]:
     app, site = cast(tuple[str, str | None], seg.key)
     rows = seg.rows
@@ -450,9 +471,9 @@ def _frame(fi: int, seg: Segment, snaps: list[Any], windows: dict[str, int], sra
         prev_page: tuple[str, str | None] | None = None
         prev_rank = -2
         for p in rows:
-            url = snaps[p].url
+            url = urls[p]
             if url:
-                pk = page_key(url)
+                pk = page_cache.get(url) or page_key(url)
                 r = srank[p]
                 # a visit is a run of adjacent rows of the stream showing one page
                 if pk != prev_page or r != prev_rank + 1:
@@ -530,40 +551,38 @@ def _click_item(k: tuple[str, str | None, str], count: int) -> dict[str, Any]:
     return item
 
 
-def _union_and_overlap(index: SnapIndex, credit: list[int]) -> tuple[int, int]:
+def _union_and_overlap(arrays: dict[str | None, tuple[np.ndarray, np.ndarray | None]],
+                       credit: np.ndarray) -> tuple[int, int]:
     """Wall time covered by at least one stream, and by at least two (dual monitor)."""
-    if len(index.by_stream) < 2:
-        return sum(credit), 0
+    per_stream = sorted((k, v) for k, v in arrays.items() if k is not None)
+    if len(per_stream) < 2:
+        return int(credit.sum()), 0
     edges: list[tuple[int, int]] = []
-    for _stream, (ts, pos_list) in sorted(index.by_stream.items()):
-        # merge each stream's credited intervals first: they touch end to start
-        cur_s = cur_e = None
-        for t, p in zip(ts, pos_list, strict=True):
-            c = credit[p]
-            if c == 0:
-                continue
-            if cur_e is not None and t <= cur_e:
-                if t + c > cur_e:
-                    cur_e = t + c
-            else:
-                if cur_s is not None and cur_e is not None:
-                    edges.append((cur_s, 1))
-                    edges.append((cur_e, -1))
-                cur_s, cur_e = t, t + c
-        if cur_s is not None and cur_e is not None:
-            edges.append((cur_s, 1))
-            edges.append((cur_e, -1))
+    for _stream, (ts, positions) in per_stream:
+        # a stream's credited intervals never overlap (a row earns at most the gap to the next
+        # row): merge the ones that touch, end to start, into runs
+        c = credit[positions]
+        m = c > 0
+        if not m.any():
+            continue
+        s = ts[m]
+        e = s + c[m]
+        first = np.flatnonzero(np.concatenate(([True], s[1:] > e[:-1])))
+        last = np.concatenate((first[1:] - 1, [s.size - 1]))
+        for a, b in zip(s[first].tolist(), e[last].tolist(), strict=True):
+            edges.append((a, 1))
+            edges.append((b, -1))
     edges.sort()
     union = overlap = 0
     depth = 0
-    last = 0
+    last_t = 0
     for t, d in edges:
         if depth >= 1:
-            union += t - last
+            union += t - last_t
         if depth >= 2:
-            overlap += t - last
+            overlap += t - last_t
         depth += d
-        last = t
+        last_t = t
     return union, overlap
 
 

@@ -165,7 +165,8 @@ def common_ref_ids(refs: list[str]) -> tuple[str, list[int]] | None:
         ids = list(map(int, tails))
     except ValueError:  # an empty tail: the ref is the prefix itself
         return None
-    if list(map(str, ids)) != tails:  # leading zeros would not survive int()
+    # leading zeros would not survive int(): look closer only when some tail starts with "0"
+    if "0" in "".join(map(itemgetter(0), tails)) and any(t[0] == "0" and len(t) > 1 for t in tails):
         return None
     return head, ids
 

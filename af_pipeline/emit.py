@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import encode_basestring
 from typing import Any
 
 from af_pipeline import tokens
@@ -73,11 +74,17 @@ def _yaml_str(s: str, memo: dict[str, str]) -> str:
         if _PLAIN.fullmatch(s) and s[-1] != " " and s.lower() not in _YAML_WORDS:
             r = s
         else:
-            r = json.dumps(s, ensure_ascii=False)
+            r = encode_basestring(s)  # what json.dumps(s, ensure_ascii=False) returns, minus its overhead
             if _UNPRINTABLE.search(r):
                 r = _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", r)
         memo[s] = r
     return r
+
+
+def _yaml_float(v: float) -> str:
+    r = repr(v)
+    # YAML 1.1 reads a float only with a dot and a signed exponent
+    return r if "." in r and "e" not in r else f"{v:.6f}"
 
 
 def _yaml_scalar(v: Any, memo: dict[str, str]) -> str:
@@ -92,9 +99,7 @@ def _yaml_scalar(v: Any, memo: dict[str, str]) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        r = repr(v)
-        # YAML 1.1 reads a float only with a dot and a signed exponent
-        return r if "." in r and "e" not in r else f"{v:.6f}"
+        return _yaml_float(v)
     if isinstance(v, dict):
         return "{}"
     if isinstance(v, list):
@@ -105,23 +110,26 @@ def _yaml_scalar(v: Any, memo: dict[str, str]) -> str:
 def _yaml_map(d: dict[str, Any], pad: str, out: list[str], memo: dict[str, str], first: str | None = None) -> None:
     inner = pad + "  "
     lead = first if first is not None else pad
+    add = out.append
     for k in sorted(d):
         v = d[k]
         key = memo.get(k) or _yaml_str(k, memo)
         t = type(v)
         # the common scalar types first, without the generic dispatch
         if t is str:
-            out.append(f"{lead}{key}: {memo.get(v) or _yaml_str(v, memo)}")
+            add(f"{lead}{key}: {memo.get(v) or _yaml_str(v, memo)}")
         elif t is int:
-            out.append(f"{lead}{key}: {v}")
+            add(f"{lead}{key}: {v}")
+        elif t is float:
+            add(f"{lead}{key}: {_yaml_float(v)}")
         elif t is dict and v:
-            out.append(f"{lead}{key}:")
+            add(f"{lead}{key}:")
             _yaml_map(v, inner, out, memo)
         elif t is list and v:
-            out.append(f"{lead}{key}:")
+            add(f"{lead}{key}:")
             _yaml_seq(v, pad, out, memo)
         else:
-            out.append(f"{lead}{key}: {_yaml_scalar(v, memo)}")
+            add(f"{lead}{key}: {_yaml_scalar(v, memo)}")
         lead = pad
 
 

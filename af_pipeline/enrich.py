@@ -22,6 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from operator import attrgetter
 
 import numpy as np
@@ -64,9 +65,13 @@ class SnapIndex:
     __slots__ = ("snaps", "all_ts", "by_stream", "_np")
 
     def __init__(self, snapshots: Iterable[Snapshot]):
-        # sort by time (cheap integer keys), then order rows sharing a timestamp by (stream, ref)
-        snaps = sorted(snapshots, key=_TS)
+        # sort by time (cheap integer keys), then order rows sharing a timestamp by (stream, ref);
+        # rows from the log arrive in time order already, which one comparison pass confirms
+        snaps = list(snapshots)
         all_ts = list(map(_TS, snaps))
+        if all_ts != sorted(all_ts):
+            snaps.sort(key=_TS)  # stable, like the check's order
+            all_ts = list(map(_TS, snaps))
         if len(set(all_ts)) != len(all_ts):
             i, n = 0, len(all_ts)
             while i < n:
@@ -85,8 +90,8 @@ class SnapIndex:
             groups[streams[0]] = (list(all_ts), list(range(len(snaps))))
         else:
             for name in sorted(names):  # a few monitors: one C-speed pass each
-                positions = [i for i, s in enumerate(streams) if s == name]
-                groups[name] = ([all_ts[i] for i in positions], positions)
+                positions = list(compress(range(len(snaps)), map(name.__eq__, streams)))
+                groups[name] = (list(map(all_ts.__getitem__, positions)), positions)
         self.by_stream = groups
         self._np: dict[str | None, tuple[np.ndarray, np.ndarray | None]] | None = None
 
@@ -112,6 +117,17 @@ class SnapIndex:
         pos = positions[j] if positions is not None else j
         return pos, abs(ts - times[j])
 
+    def arrays(self) -> dict[str | None, tuple[np.ndarray, np.ndarray | None]]:
+        """The time arrays as numpy arrays, made once: per stream (times, positions), and under
+        None all snapshots' times (positions are then the indexes themselves)."""
+        if self._np is None:
+            arrays: dict[str | None, tuple[np.ndarray, np.ndarray | None]] = {
+                None: (np.asarray(self.all_ts, dtype=np.int64), None)}
+            for name, (times, positions) in self.by_stream.items():
+                arrays[name] = (np.asarray(times, dtype=np.int64), np.asarray(positions, dtype=np.int64))
+            self._np = arrays
+        return self._np
+
     def attribute(self, ts: Sequence[int], streams: Sequence[str | None] | None) -> tuple[np.ndarray, np.ndarray]:
         """nearest() for many events at once (same answers, vectorised binary search):
         positions (-1: no snapshot at all) and distances in us. ``streams`` may be None when
@@ -121,12 +137,7 @@ class SnapIndex:
         dist = np.zeros(n, dtype=np.int64)
         if not self.snaps or n == 0:
             return pos, dist
-        if self._np is None:
-            arrays: dict[str | None, tuple[np.ndarray, np.ndarray | None]] = {
-                None: (np.asarray(self.all_ts, dtype=np.int64), None)}
-            for name, (times, positions) in self.by_stream.items():
-                arrays[name] = (np.asarray(times, dtype=np.int64), np.asarray(positions, dtype=np.int64))
-            self._np = arrays
+        arrays = self.arrays()
         ets = np.asarray(ts, dtype=np.int64)
         if len(self.by_stream) == 1 or streams is None:
             # one stream: "its stream" and "all streams" are the same array
@@ -140,7 +151,7 @@ class SnapIndex:
         for group, members in groups:
             if members.size == 0:
                 continue
-            t_arr, p_arr = self._np[group]
+            t_arr, p_arr = arrays[group]
             m = t_arr.size
             t = ets[members]
             i = np.searchsorted(t_arr, t, side="left")

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, compress, islice, pairwise
+from operator import ne, or_
+
+import numpy as np
 
 from capture.model import Snapshot
 
@@ -67,19 +71,17 @@ class Segment:
         return self.end_us - self.start_us
 
 
-def credits(ts: Sequence[int], rules: Rules = PAPER_RULES) -> tuple[list[int], list[bool]]:
+def credits(ts: Sequence[int] | np.ndarray, rules: Rules = PAPER_RULES) -> tuple[list[int], list[bool]]:
     """Per row: the dwell it earns (us) and whether a session break follows it."""
-    dwell = rules.dwell_s * US
-    gap = rules.gap_s * US
     n = len(ts)
-    credit = [0] * n
-    brk = [True] * n
-    for i in range(n - 1):
-        delta = ts[i + 1] - ts[i]
-        if delta <= gap:
-            credit[i] = delta if delta < dwell else dwell
-            brk[i] = False
-    return credit, brk
+    if n < 2:
+        return [0] * n, [True] * n
+    # vectorised: one difference per row, then cap and break masks (integers stay exact)
+    delta = np.diff(np.asarray(ts, dtype=np.int64))
+    brk = delta > rules.gap_s * US
+    credit = np.minimum(delta, rules.dwell_s * US)
+    credit[brk] = 0
+    return credit.tolist() + [0], brk.tolist() + [True]
 
 
 def segment_stream(
@@ -104,30 +106,28 @@ def build_segments(
     credit: Sequence[int],
     brk: Sequence[bool],
 ) -> list[Segment]:
-    """The first pass of Algorithm 1: a new segment on each key change or after a break."""
+    """The first pass of Algorithm 1: a new segment on each key change or after a break.
+
+    Boundaries are found in one C-speed pass (key change or break after the previous row);
+    each segment's active time is a difference of prefix sums, so Python work is per segment,
+    not per row."""
+    n = len(rows)
+    if n == 0:
+        return []
+    # row i + 1 starts a segment when the key changes or row i is followed by a session break
+    cut = map(or_, map(ne, islice(keys, 1, None), keys), brk)
+    starts = [0, *compress(range(1, n), cut), n]
+    acc = list(accumulate(credit, initial=0))
     raw: list[Segment] = []
-    cur: Segment | None = None
-    cur_key: Hashable = None
-    cur_rows: list[int] = []
-    active = 0
-    for i, row in enumerate(rows):
-        k = keys[i]
-        if cur is None or k != cur_key:
-            cur = Segment(stream, k, row, stream_ts[i])
-            raw.append(cur)
-            cur_key, cur_rows, active = k, cur.rows, 0
-        else:
-            cur_rows.append(row)
-        c = credit[i]
-        active += c
-        if brk[i]:
-            cur.active_us = active
-            cur.end_us = stream_ts[i] + c
-            cur.broken = True
-            cur = None
-        elif i + 1 == len(rows) or keys[i + 1] != cur_key:
-            cur.active_us = active
-            cur.end_us = stream_ts[i] + c
+    for a, b in pairwise(starts):
+        last = b - 1
+        seg = Segment(stream, keys[a], rows[a], stream_ts[a])
+        if b - a > 1:
+            seg.rows = list(rows[a:b])
+        seg.active_us = acc[b] - acc[a]
+        seg.end_us = stream_ts[last] + credit[last]
+        seg.broken = bool(brk[last])
+        raw.append(seg)
     return raw
 
 

@@ -264,3 +264,22 @@ def test_row_order_never_changes_the_bytes(rnd):
         rnd.shuffle(rows)  # unsorted elements take the grouping path, not the binary search
     assert emit.canonical_bytes(compile_day(shuffled)) == emit.canonical_bytes(compile_day(base))
     assert enrich(shuffled, "azerty") == enrich(base, "azerty")
+
+
+def test_compile_restores_the_garbage_collector_as_it_found_it():
+    import gc
+
+    from capture.errors import UserError
+
+    assert gc.isenabled()
+    compile_day(golden_day())
+    assert gc.isenabled()
+    with pytest.raises(UserError):
+        compile_day(golden_day(), CompileOptions(layout="no-such-layout"))
+    assert gc.isenabled()  # also when the compile fails
+    gc.disable()
+    try:
+        compile_day(golden_day())
+        assert not gc.isenabled()  # a caller that turned it off keeps it off
+    finally:
+        gc.enable()

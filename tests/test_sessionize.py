@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from af_pipeline.compile import compile_day
-from af_pipeline.sessionize import PAPER_RULES, credits, segment
+from af_pipeline.sessionize import PAPER_RULES, build_segments, credits, segment
 from capture.model import DayCapture, Snapshot
 from capture.timeutil import parse_ts
 
@@ -146,3 +146,36 @@ def test_document_active_not_above_covered_wall(spec):
     assert cov["active_min"] <= round(cov["covered_min"] + cov["dual_monitor_min"], 2) + 0.01
     for f in doc["frames"]:
         assert f["active_min"] + f.get("interruption_s", 0) / 60 <= f["wall_min"] + 0.01
+
+
+def _first_pass_row_by_row(ts: list[int], keys: list[str]) -> list[tuple[str, list[int], int, int, int, bool]]:
+    """Algorithm 1's first pass written the plain way, one row at a time, from the paper."""
+    out: list[tuple[str, list[int], int, int, int, bool]] = []
+    cur: list | None = None
+    for i, t in enumerate(ts):
+        delta = ts[i + 1] - t if i + 1 < len(ts) else None
+        if cur is None or keys[i] != cur[0]:
+            cur = [keys[i], [], t, t, 0, False]
+            out.append(cur)  # type: ignore[arg-type]
+        cur[1].append(i)
+        if delta is not None and delta <= PAPER_RULES.gap_s * US:
+            cur[4] += min(delta, PAPER_RULES.dwell_s * US)
+            cur[3] = t + min(delta, PAPER_RULES.dwell_s * US)
+        else:
+            cur[3], cur[5] = t, True
+            cur = None
+    return [tuple(s) for s in out]  # type: ignore[misc]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 400), st.sampled_from("ABC")), min_size=0, max_size=60))
+def test_first_pass_matches_a_row_by_row_reading_of_algorithm_1(spec):
+    ts, keys, t = [], [], T0
+    for dt, k in spec:
+        t += dt * US
+        ts.append(t)
+        keys.append(k)
+    credit, brk = credits(ts)
+    got = [(s.key, s.rows, s.start_us, s.end_us, s.active_us, s.broken)
+           for s in build_segments("m", list(range(len(ts))), ts, keys, credit, brk)]
+    assert got == _first_pass_row_by_row(ts, keys)
