@@ -190,3 +190,14 @@ def test_stale_plans_are_removed_when_a_routine_leaves_the_top(tmp_path):
     index = RA.write_plans(folder, [plan])
     assert sorted(p.name for p in folder.iterdir()) == ["index.json", "notes.txt", "r-abcdefabcdef.json", "r-abcdefabcdef.txt"]
     assert index["plans"][0]["rank"] == 1
+
+
+def test_no_built_day_gives_empty_results_not_an_error(tmp_path):
+    home = new_home(tmp_path)
+    defs = build_definitions(home)
+    result = defs.resolve_job_def(ROUTINES_JOB).execute_in_process(instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    meta = _meta(result)
+    assert meta[RA.ROUTINE_TABLE]["routines"] == 0 and meta[RA.REPLAY_PLANS]["plans"] == 0
+    assert meta[RA.RECURRENCE]["holdout"] == "needs at least 2 active days"
+    assert json.loads((home.published_dir / RA.PLANS_SUBDIR / RA.INDEX).read_text()) == {"plans": []}
