@@ -12,7 +12,6 @@ import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
-from operator import attrgetter
 from typing import Any, cast
 
 import numpy as np
@@ -121,8 +120,10 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
     index = SnapIndex(capture.snapshots)
     snaps = index.snaps
     n = len(snaps)
-    apps = list(map(attrgetter("app"), snaps))
-    shared = common_ref_ids(list(map(attrgetter("ref"), snaps)))
+    # column extraction by comprehension: on CPython 3.11+ its specialised attribute loads are
+    # about twice as fast as map(attrgetter(...)) over slotted rows
+    apps = [s.app for s in snaps]
+    shared = common_ref_ids([s.ref for s in snaps])
 
     def evidence(rows: list[int]) -> dict[str, Any]:
         if shared is not None:
@@ -132,12 +133,12 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
     # -- keys: (app, site); site and page type are pure functions of the URL, cached per URL --
     page_cache: dict[str, tuple[str, str | None]] = {}
     sites: list[str | None] = [None] * n
-    urls = list(map(attrgetter("url"), snaps))
+    urls = [s.url for s in snaps]
     if any(urls):
         site_of, type_url = _entities()
         # once per distinct URL (a pure function, so the set's order cannot matter)
         site_map = {url: site_of(url) for url in set(urls) if url}
-        sites = list(map(site_map.get, urls))
+        sites = [site_map[u] if u else None for u in urls]
     else:
         type_url = None
 
@@ -199,14 +200,14 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
     # interaction; app switches and focus changes are interaction (column 7) but not volume.
     inputs = capture.inputs
     n_in = len(inputs)
-    kinds = list(map(attrgetter("kind"), inputs))
+    kinds = [e.kind for e in inputs]
     code_a = np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n_in)
     for i in np.flatnonzero(code_a == _K_CLIPBOARD).tolist():
         op = inputs[i].clipboard_op
         code_a[i] = _K_PASTES if op == "paste" else (_K_COPIES if op in ("copy", "cut") else _K_OTHER)
     pos_a, dist_a = index.attribute(
-        list(map(attrgetter("ts_us"), inputs)),
-        list(map(attrgetter("stream"), inputs)) if len(index.by_stream) > 1 else None)
+        [e.ts_us for e in inputs],
+        [e.stream for e in inputs] if len(index.by_stream) > 1 else None)
     unattributed = int(np.count_nonzero(pos_a < 0))
     counted = (pos_a >= 0) & (code_a >= 0)
     pos_c = pos_a[counted]
@@ -266,7 +267,7 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
 
     # -- per-row aggregates: presence-only rows, windows, domains ---------------------------
     # presence-only: heartbeat rows that received no input (integer sums, numpy)
-    pmask = np.fromiter(map(attrgetter("heartbeat"), snaps), dtype=bool, count=n) & ~has_np
+    pmask = np.fromiter([s.heartbeat for s in snaps], dtype=bool, count=n) & ~has_np
     presence_a = np.zeros(n_slots, dtype=np.int64)
     np.add.at(presence_a, owner_a[pmask], credit_a[pmask])
     presence_us = presence_a.tolist()
@@ -281,7 +282,7 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
         presence_runs.extend(np.bincount(run_id[m], weights=cr[m]).astype(np.int64).tolist())
 
     # window time per owner slot, then per frame and per app
-    windows = list(map(attrgetter("window"), snaps))
+    windows = [s.window for s in snaps]
     frame_windows: dict[int, dict[str, int]] = {}
     app_windows: dict[str, dict[str, int]] = {}
     for o, rows in enumerate(slot_rows):

@@ -157,7 +157,7 @@ def common_ref_ids(refs: list[str]) -> tuple[str, list[int]] | None:
         return None
     head = os.path.commonprefix([min(refs), max(refs)]).rstrip(_DIGITS)
     cut = len(head)
-    tails = list(map(itemgetter(slice(cut, None)), refs))
+    tails = [r[cut:] for r in refs]
     joined = "".join(tails)
     if not (joined.isascii() and joined.isdigit()):
         return None

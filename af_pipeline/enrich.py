@@ -22,8 +22,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress
-from operator import attrgetter
+from itertools import compress, islice
+from operator import attrgetter, eq
 
 import numpy as np
 
@@ -50,7 +50,6 @@ class EnrichedInput:
 
 
 _TS = attrgetter("ts_us")
-_STREAM = attrgetter("stream")
 _STREAM_REF = attrgetter("stream", "ref")
 
 
@@ -68,22 +67,24 @@ class SnapIndex:
         # sort by time (cheap integer keys), then order rows sharing a timestamp by (stream, ref);
         # rows from the log arrive in time order already, which one comparison pass confirms
         snaps = list(snapshots)
-        all_ts = list(map(_TS, snaps))
+        all_ts = [s.ts_us for s in snaps]
         if all_ts != sorted(all_ts):
             snaps.sort(key=_TS)  # stable, like the check's order
-            all_ts = list(map(_TS, snaps))
-        if len(set(all_ts)) != len(all_ts):
-            i, n = 0, len(all_ts)
-            while i < n:
-                j = i + 1
-                while j < n and all_ts[j] == all_ts[i]:
-                    j += 1
-                if j - i > 1:
-                    snaps[i:j] = sorted(snaps[i:j], key=_STREAM_REF)
-                i = j
+            all_ts = [s.ts_us for s in snaps]
+        # rows sharing a timestamp (several monitors captured at once): found in one C-speed
+        # pass, then each run of them ordered by (stream, ref)
+        same = list(compress(range(1, len(all_ts)), map(eq, islice(all_ts, 1, None), all_ts)))
+        k = 0
+        while k < len(same):
+            start = end = same[k]  # rows start - 1 .. end share one timestamp
+            k += 1
+            while k < len(same) and same[k] == end + 1:
+                end = same[k]
+                k += 1
+            snaps[start - 1:end + 1] = sorted(snaps[start - 1:end + 1], key=_STREAM_REF)
         self.snaps: list[Snapshot] = snaps
         self.all_ts: list[int] = all_ts
-        streams = list(map(_STREAM, snaps))
+        streams = [s.stream for s in snaps]
         groups: dict[str, tuple[list[int], list[int]]] = {}
         names = set(streams)
         if len(names) == 1:
@@ -192,7 +193,7 @@ class ElementIndex:
 
     def __init__(self, elements: Sequence[Element]):
         self.elements = elements
-        self.ts: list[int] = list(map(attrgetter("ts_us"), elements))
+        self.ts: list[int] = [e.ts_us for e in elements]  # a comprehension: faster than attrgetter
         self.ordered = self.ts == sorted(self.ts)  # linear on sorted input, all in C
         self.grouped: dict[str, list[Element]] | None = None
 
