@@ -96,11 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     cert = harness.run_certify(home, cdays, _say)
     certify_s = time.perf_counter() - t
 
+    from capture.timeutil import days_between
+
     result = {
-        "days": len(days),
+        "days_with_capture": len(days),
+        "partitions_in_run": len(days_between(days[0], days[-1])),
         "land_seconds": round(land_s, 2),
         "full_rebuild_seconds": round(build.seconds, 2),
-        "full_rebuild_per_day_ms": round(1000 * build.seconds / len(days), 1),
+        "full_rebuild_per_captured_day_ms": round(1000 * build.seconds / len(days), 1),
         "nightly_day_seconds": round(nightly.seconds, 2),
         "compile_ms_median": round(1000 * statistics.median(per_day), 1),
         "compile_growth_ratio_second_half_over_first": round(ratio, 3) if ratio else None,
