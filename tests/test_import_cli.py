@@ -11,9 +11,7 @@ import pytest
 from af_pipeline.cli import main
 from capture.screenpipe_schema import CURRENT_DDL
 
-STUDENT = Path("/work/shared/data/rpm/StudentRecord.csv")
-if not STUDENT.exists():
-    STUDENT = Path(__file__).resolve().parents[2] / "shared" / "data" / "rpm" / "StudentRecord.csv"
+STUDENT = Path(__file__).resolve().parent / "data" / "rpm" / "StudentRecord.csv"  # vendored real RPM log (Apache-2.0, see its README)
 
 
 def screenpipe_db(path: Path) -> Path:
@@ -67,7 +65,6 @@ def test_table_output_and_screen_override(tmp_path: Path, capsys) -> None:
     assert [(s.stream, s.width_px, s.height_px) for s in day.streams] == [("monitor_1", 1512, 982)]
 
 
-@pytest.mark.skipif(not STUDENT.exists(), reason="shared RPM data not present")
 def test_rpm_and_activitywatch_through_the_cli(tmp_path: Path, capsys) -> None:
     home = str(tmp_path / "home")
     r = run_json(capsys, ["import", "rpm", str(STUDENT), "--home", home, "--tz", "Australia/Melbourne"])

@@ -10,13 +10,11 @@ import pytest
 from af_pipeline import cli
 from af_pipeline.replay import load_plan
 
-RPM = Path(__file__).resolve().parents[2] / "shared" / "data" / "rpm" / "StudentRecord.csv"
+RPM = Path(__file__).resolve().parent / "data" / "rpm" / "StudentRecord.csv"  # vendored real RPM log (Apache-2.0, see its README)
 
 
 @pytest.fixture(scope="module")
 def rpm_home(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
-    if not RPM.exists():
-        pytest.skip(f"{RPM} is not present")
     home = tmp_path_factory.mktemp("home")
     assert cli.main(["import", "rpm", str(RPM), "--home", str(home)]) == 0
     return home
