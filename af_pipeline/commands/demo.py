@@ -34,7 +34,8 @@ def _progress(msg: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from capture.importers.screenpipe import read_screenpipe
+    from af_pipeline.commands.importer import _Totals
+    from capture.importers.screenpipe import iter_screenpipe
     from capture.log import EventLog
     from capture.synth import bundled_sample
 
@@ -47,11 +48,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"activity-frames demo: sample {db} -> data folder {home.root} (zone {home.settings().tz})",
           file=sys.stderr)
 
-    print("[1/4] reading the sample capture", file=sys.stderr)
-    batch = read_screenpipe(db)
-    print("[2/4] landing it in the event log", file=sys.stderr)
+    print("[1/4] reading the sample capture and [2/4] landing it in the event log, day by day",
+          file=sys.stderr)
     log = EventLog(home)
-    report = log.append(batch, progress=_progress)
+    report = _Totals()
+    # The user's zone decides which rows make a day: read in it, one local day per batch.
+    for batch in iter_screenpipe(db, tz=home.settings().tz, progress=_progress):
+        report.add(batch, log.append(batch, progress=_progress))
 
     days = log.days()
     pipeline = _run_pipeline(home, [d.day for d in days])
