@@ -470,6 +470,8 @@ class Memory:
             apps.append({
                 "app": a["app"],
                 "minutes": a["minutes"],
+                # All monitors merged, each instant once: the figure for "how long was X in use".
+                "timeline_minutes": a.get("timeline_minutes"),
                 "sessions": a["frames"],
                 "longest_session_min": a["longest_frame_min"],
                 "interruptions": a.get("interruptions", 0),
@@ -480,12 +482,14 @@ class Memory:
             "source": source,
             "covered_min": cov.get("covered_min"),
             "active_min": cov.get("active_min"),
+            "timeline_min": cov.get("timeline_min"),
             "first_activity": cov.get("first_activity"),
             "last_activity": cov.get("last_activity"),
             "distinct_apps": cov.get("distinct_apps"),
             "apps": apps,
             "apps_not_listed": max(0, len(doc.get("apps", [])) - len(apps)),
-            "note": "minutes are screen tenure per monitor stream; a session is one frame",
+            "note": ("minutes are screen tenure per monitor stream (a dual-monitor minute counts on both); "
+                     "timeline_minutes merge all monitors into one timeline; a session is one frame"),
         }
 
     def steps(

@@ -169,7 +169,10 @@ def test_activity_document_and_summary(replay: dict[str, Any]) -> None:
     err, _, summary = _result(replay, "get_day_summary", {"day": DAY, "top": 5})
     assert not err and len(summary["apps"]) == 5
     first = summary["apps"][0]
-    assert {"minutes", "sessions", "longest_session_min", "top_windows"} <= set(first)
+    assert {"minutes", "timeline_minutes", "sessions", "longest_session_min", "top_windows"} <= set(first)
+    # one merged timeline never credits more than the per-monitor streams together
+    assert all(a["timeline_minutes"] <= a["minutes"] + 0.05 for a in summary["apps"])
+    assert summary["timeline_min"] is not None
     assert summary["source"] == f"published/{DAY}/document.json"
 
 
