@@ -57,6 +57,17 @@ class Home:
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root).expanduser().resolve()
 
+    # A Home stands for its folder wherever a path is expected (str(), open(), subprocess args),
+    # so passing one where a path goes can never create a folder named after the object.
+    def __fspath__(self) -> str:
+        return str(self.root)
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+    def __repr__(self) -> str:
+        return f"Home({str(self.root)!r})"
+
     @property
     def settings_path(self) -> Path:
         return self.root / SETTINGS_FILE

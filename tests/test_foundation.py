@@ -72,3 +72,8 @@ def test_cl100k_counts_offline_and_matches_known_values():
     assert tokens.count("") == 0
     # a known cl100k segmentation: "tiktoken is great!" -> 6 tokens
     assert tokens.count("tiktoken is great!") == 6
+
+
+def test_a_home_stands_for_its_folder(tmp_path):
+    h = Home(tmp_path / "h")
+    assert str(h) == str(tmp_path / "h") and Home(h).root == h.root
