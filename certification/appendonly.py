@@ -43,8 +43,32 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def check_day(log: EventLog, published_dir: Path, day: str) -> list[str]:
-    """Problems that break append-only for ``day`` and the sealed days published before it."""
+def _published_problems(log: EventLog, published_dir: Path, pday: str, entries: dict[str, dict]) -> list[str] | None:
+    """Problems of one published day against its manifest and the chain (None: not published as sealed)."""
+    manifest = publish.read_manifest(published_dir, pday)
+    if not manifest or not manifest.get("sealed"):
+        return None
+    problems = list(publish.verify_day(published_dir, pday))
+    chained = entries.get(pday)
+    if chained is None:
+        problems.append(f"{pday}: published as sealed but the log's manifest chain has no entry for it")
+        return problems
+    recorded = manifest.get("segments", {})
+    for name, meta in sorted(chained.get("files", {}).items()):
+        rel = f"sealed/{pday}/{name}"
+        if rel in recorded and recorded[rel] != meta.get("sha256"):
+            problems.append(f"{pday}: published from segment {name} {recorded[rel][:12]}, the chain now records "
+                            f"{str(meta.get('sha256'))[:12]}")
+    return problems
+
+
+def check_day(log: EventLog, published_dir: Path, day: str, memo: dict[str, list[str] | None] | None = None) -> list[str]:
+    """Problems that break append-only for ``day`` and the sealed days published before it.
+
+    ``memo`` lets one check over a day range verify each earlier published day once instead of
+    once per later day (quadratic over a long range); every day still reports every earlier problem.
+    """
+    memo = {} if memo is None else memo
     problems: list[str] = []
     ok, chain_problems, _ = verify_chain(log)
     if not ok:
@@ -62,20 +86,12 @@ def check_day(log: EventLog, published_dir: Path, day: str) -> list[str]:
     for pday in publish.published_days(published_dir):
         if pday > day:
             continue
-        manifest = publish.read_manifest(published_dir, pday)
-        if not manifest or not manifest.get("sealed"):
-            if pday == day and entry is not None and manifest is not None:
+        if pday not in memo:
+            memo[pday] = _published_problems(log, published_dir, pday, entries)
+        found = memo[pday]
+        if found is None:
+            if pday == day and entry is not None and publish.read_manifest(published_dir, pday) is not None:
                 problems.append(f"{day}: sealed in the log but published as open; build it again")
             continue
-        problems.extend(publish.verify_day(published_dir, pday))
-        chained = entries.get(pday)
-        if chained is None:
-            problems.append(f"{pday}: published as sealed but the log's manifest chain has no entry for it")
-            continue
-        recorded = manifest.get("segments", {})
-        for name, meta in sorted(chained.get("files", {}).items()):
-            rel = f"sealed/{pday}/{name}"
-            if rel in recorded and recorded[rel] != meta.get("sha256"):
-                problems.append(f"{pday}: published from segment {name} {recorded[rel][:12]}, the chain now records "
-                                f"{str(meta.get('sha256'))[:12]}")
+        problems.extend(found)
     return problems

@@ -56,6 +56,8 @@ class FreshBuild:
 
 
 _CACHE: dict[tuple, FreshBuild] = {}
+_PENDING: dict[tuple, tuple[subprocess.Popen, Path]] = {}  # started, not yet waited for
+CHILD_LOG = "child.log"
 atexit.register(lambda: clear())  # the temporary build folders go when the process ends
 
 
@@ -71,16 +73,29 @@ def log_state(home: Home) -> tuple:
     return (log.chain_head(), tuple(sizes))
 
 
-def fresh_build(home: Home, include_typed_text: bool = False) -> FreshBuild:
-    """The independent rebuild of the whole log (run once per log state and code version)."""
+def _key(home: Home, include_typed_text: bool) -> tuple:
     from assets.version import code_version
 
     # Not keyed by the folder's path: the same chain head, open days and code give the same
     # build wherever the folder lives (certifying a copy reuses it).
-    key = (include_typed_text, log_state(home), code_version())
-    if key in _CACHE:
-        return _CACHE[key]
-    clear()
+    return (include_typed_text, log_state(home), code_version())
+
+
+def start(home: Home, include_typed_text: bool = False) -> None:
+    """Start the independent rebuild in the background, so it runs while other checks do.
+
+    ``af certify`` calls this before its Dagster run: the rebuild (the longest part of
+    certification) then overlaps the append-only and data-quality checks on the second core.
+    ``fresh_build`` waits for it, or starts it itself if nobody did.
+    """
+    key = _key(home, include_typed_text)
+    if key in _CACHE or key in _PENDING:
+        return
+    for stale in list(_PENDING):  # started for a log state that has moved on since
+        proc, folder = _PENDING.pop(stale)
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
     folder = Path(tempfile.mkdtemp(prefix="af-fresh-"))
     env = alternate_environment(home.settings().tz)
     root = str(Path(__file__).resolve().parent.parent)
@@ -90,18 +105,39 @@ def fresh_build(home: Home, include_typed_text: bool = False) -> FreshBuild:
     cmd = [sys.executable, "-m", "certification.rebuild", "--home", str(home.root), "--out", str(folder)]
     if include_typed_text:
         cmd.append("--typed-text")
-    proc = subprocess.run(cmd, env=child_env, cwd=root, capture_output=True, text=True)
-    if proc.returncode != 0:
+    with open(folder / CHILD_LOG, "wb") as out:  # a file, not a pipe: nobody reads while it runs
+        proc = subprocess.Popen(cmd, env=child_env, cwd=root, stdout=out, stderr=subprocess.STDOUT)
+    _PENDING[key] = (proc, folder)
+
+
+def fresh_build(home: Home, include_typed_text: bool = False) -> FreshBuild:
+    """The independent rebuild of the whole log (run once per log state and code version)."""
+    key = _key(home, include_typed_text)
+    if key in _CACHE:
+        return _CACHE[key]
+    if key not in _PENDING:
+        start(home, include_typed_text)
+    proc, folder = _PENDING.pop(key)
+    returncode = proc.wait()
+    if returncode != 0:
+        tail = (folder / CHILD_LOG).read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
         shutil.rmtree(folder, ignore_errors=True)
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
         raise CheckFailed("the independent rebuild of the log failed: " + " | ".join(tail))
     data = json.loads((folder / DIGESTS).read_text(encoding="utf-8"))
     build = FreshBuild(folder, data["days"], folder / "published", data["env"])
+    for old in _CACHE.values():  # one build kept: the newest log state
+        shutil.rmtree(old.folder, ignore_errors=True)
+    _CACHE.clear()
     _CACHE[key] = build
     return build
 
 
 def clear() -> None:
+    for proc, folder in _PENDING.values():
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+    _PENDING.clear()
     for old in _CACHE.values():
         shutil.rmtree(old.folder, ignore_errors=True)
     _CACHE.clear()

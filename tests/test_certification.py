@@ -166,6 +166,24 @@ def test_af_certify_fails_with_exit_1_and_a_fail_certificate(incremental, capsys
     assert "document.yaml" in capsys.readouterr().out
 
 
+def test_one_run_over_a_range_still_gives_each_day_its_own_verdict(incremental):
+    """af certify evaluates a range in one Dagster run; a tampered day fails, an earlier one passes."""
+    home, days = incremental
+    con = duckdb.connect(str(home.warehouse_path))
+    con.execute("UPDATE frames SET active_us = wall_us + 1 WHERE day = ? AND seq = 0", [days[1]])
+    con.close()
+    cert = harness.run_certify(home, days)
+    assert cert["verdict"] == "fail"
+    assert len({cert["days"][d]["run_id"] for d in days}) == 1
+    first, second = cert["days"][days[0]], cert["days"][days[1]]
+    assert first["passed"] and all(c["passed"] for c in first["checks"].values()), first
+    assert not second["passed"]
+    assert second["checks"]["frames_quality"]["passed"] is False
+    assert "active_us" in second["checks"]["frames_quality"]["problem"]
+    assert second["checks"]["rebuild_equals_incremental"]["passed"] is False
+    assert second["checks"]["append_only"]["passed"] is True
+
+
 def test_bad_range_is_a_usage_error(incremental, capsys):
     home, _ = incremental
     assert cli.main(["certify", "--home", str(home.root), "--from", "2026-13-01"]) == 2

@@ -34,8 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "certify",
         help="run every certification check through Dagster and write <home>/certificate.json",
         description=(
-            "Run the checks-only `certify` job once per day (the same as `dagster job execute -m "
-            "assets.definitions -a defs -j certify --tags '{\"dagster/partition\": \"DAY\"}'`): byte-identical recompile "
+            "Run the checks-only `certify` job over the day range in one Dagster run (for one day, the same as "
+            "`dagster job execute -m assets.definitions -a defs -j certify --tags '{\"dagster/partition\": \"DAY\"}'`), "
+            "each check judging every day on its own: byte-identical recompile "
             "in another process (other TZ and PYTHONHASHSEED), rebuild equals incremental, append-only "
             "against the manifest chain and published manifests, and the Great Expectations data-quality "
             "checks. Writes <home>/certificate.json and exits 1 if any check fails on any day."
@@ -75,7 +76,7 @@ def run_certify(args: argparse.Namespace) -> int:
 
     home = resolve_home(args.home)
     days = harness.select_days(home, args.first, args.last)
-    _say(f"certifying {len(days)} day(s) {days[0]} .. {days[-1]}")
+    _say(f"certifying {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
     cert = harness.run_certify(home, days, _say)
     if args.json:
         cli.emit_json(cert)
