@@ -26,7 +26,7 @@ $(STAMP_PY): pyproject.toml
 
 # Browser and virtual X server for the replay and recorder tests (Debian packages; needs root).
 $(STAMP_SYS):
-	@if command -v chromium >/dev/null && command -v Xvfb >/dev/null && command -v xdotool >/dev/null; then \
+	@if command -v chromium >/dev/null && command -v Xvfb >/dev/null && command -v xdotool >/dev/null && command -v openbox >/dev/null; then \
 		echo "system packages present"; \
 	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES); \

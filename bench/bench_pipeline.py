@@ -11,7 +11,7 @@ runs), lands it in a fresh data folder there, then measures, wall time:
 3. growth: compile time per day (af_pipeline.compile.compile_day on the day's rows, best of 3)
    in log order; the ratio of the mean over the second half of the days to the mean over the
    first half. Near 1 means a day's cost does not grow with the history before it;
-4. certify: `af certify` over the first --certify-days days (one certify run per day, the
+4. certify: `af certify` over the first --certify-days days (one Dagster run over the range, the
    independent rebuild in another process, every check).
 
 Prints a JSON summary (also written to .bench/pipeline/result.json).
