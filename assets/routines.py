@@ -93,19 +93,10 @@ def replace_table(con: Any, table: str, columns: dict[str, str], rows: Sequence[
     )
     cols = ", ".join(f'"{n}" {t}' for n, t in columns.items())
     select = ", ".join(f"CAST(c{i} AS {columns[n]})" for i, n in enumerate(names))
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(f'CREATE OR REPLACE TABLE "{table}" ({cols})')
-        if rows:
-            con.register("_af_rows", frame)
-            try:
-                con.execute(f'INSERT INTO "{table}" SELECT {select} FROM _af_rows')
-            finally:
-                con.unregister("_af_rows")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+    store.insert_frame(
+        con, table, select, frame if rows else None,
+        prepare=lambda: con.execute(f'CREATE OR REPLACE TABLE "{table}" ({cols})'),
+    )
     return len(rows)
 
 

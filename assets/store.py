@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 import json
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,11 +121,22 @@ def replace_day(
     select = ", ".join(
         ["CAST(day AS VARCHAR)", "CAST(seq AS BIGINT)"] + [f"CAST(c{i} AS {t})" for i, t in enumerate(types)]
     )
-    con.execute("BEGIN TRANSACTION")
-    try:
+
+    def clear_day() -> None:
         ensure_table(con, table, columns)
         con.execute(f"DELETE FROM {_quote(table)} WHERE day = ?", [day])
-        if n:
+
+    insert_frame(con, table, select, frame if n else None, prepare=clear_day)
+    return n
+
+
+def insert_frame(con: Any, table: str, select: str, frame: Any, prepare: Callable[[], None]) -> None:
+    """In one transaction: ``prepare()`` (clear what is replaced), then insert ``select`` over the
+    frame's rows (``frame`` None: nothing to insert). Any failure rolls the whole write back."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        prepare()
+        if frame is not None:
             con.register("_af_rows", frame)
             try:
                 con.execute(f"INSERT INTO {_quote(table)} SELECT {select} FROM _af_rows")
@@ -135,7 +146,6 @@ def replace_day(
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    return n
 
 
 def replace_records(con: duckdb.DuckDBPyConnection, table: str, day: str, cls: type, records: Sequence[Any]) -> int:
