@@ -273,7 +273,7 @@ def test_no_typed_text_and_screenshots(desktop, tmp_path, capsys):
     vault_proc = None
     try:
         desktop.activate(alpha)
-        rec = Recording(desktop, tmp_path / "home", "--no-typed-text", "--screenshots", "--duration", "6")
+        rec = Recording(desktop, tmp_path / "home", "--no-typed-text", "--screenshots", "--duration", "8")
         # A second recorder on the same data folder would write everything twice: refused.
         from af_pipeline import cli
 
@@ -285,6 +285,9 @@ def test_no_typed_text_and_screenshots(desktop, tmp_path, capsys):
         # A password manager opens (and takes focus); back in Alpha it is still on screen.
         vault_proc, (vault,) = desktop.open_windows([["KeePassXC", "Passwords.kdbx - KeePassXC"]])
         desktop.wait_active(vault)
+        # Long enough for the recorder (polling every 50 ms, maybe starved of CPU) to see the
+        # vault focused; otherwise the return to Alpha is no switch and takes no screenshot.
+        time.sleep(0.8)
         desktop.activate(alpha)
         desktop.click_in(alpha)
         summary = rec.stop(sig=None)  # --duration ends it
