@@ -254,7 +254,7 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             typed[owner[pos_list_a[i]]].append(_key_char(mapped) if e.kind == "key" else mapped)
     if anon_clicks:
         sizes = screen_sizes(capture.streams)
-        boxes = ElementIndex(capture.elements)
+        boxes = ElementIndex.for_snapshots(capture, (snaps[p].source_frame_id for _ev, p in anon_clicks))
         for ev, p in anon_clicks:
             res, target, trole = click_target(ev, snaps[p], sizes, boxes)
             resolution_counts[res] += 1
@@ -450,7 +450,7 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             "rules": {"dwell_s": rules.dwell_s, "gap_s": rules.gap_s,
                       "flicker_s": rules.flicker_s, "ring_px": RING_PX},
             "rows": {"snapshots": n, "inputs": len(capture.inputs),
-                     "elements": len(capture.elements), "presence": len(capture.presence),
+                     "elements": capture.element_count(), "presence": len(capture.presence),
                      "streams": len(capture.streams)},
         },
     }
@@ -608,7 +608,7 @@ def _blind_spots(capture: DayCapture, coverage: dict[str, Any], sizes: dict[str,
                               "at once count in both, in frames and in the ledger's per-monitor minutes "
                               "(timeline minutes count each instant once).",
                       "minutes": coverage["dual_monitor_min"]})
-    if capture.snapshots and not capture.elements:
+    if capture.snapshots and not capture.element_count():
         spots.append({"kind": "no_element_trees",
                       "note": "This capture has no element trees (legacy capture): anonymous clicks "
                               "can be placed only in a screen zone, if at all.",

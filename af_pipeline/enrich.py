@@ -197,6 +197,14 @@ class ElementIndex:
         self.ordered = self.ts == sorted(self.ts)  # linear on sorted input, all in C
         self.grouped: dict[str, list[Element]] | None = None
 
+    @classmethod
+    def for_snapshots(cls, capture: DayCapture, frame_ids: Iterable[str | None]) -> ElementIndex:
+        """The index over the elements of these snapshots: every element of the day when the
+        capture holds them, else just those fetched from its element source."""
+        if capture.element_source is None:
+            return cls(capture.elements)
+        return cls(capture.element_source.of_snapshots(sorted({f for f in frame_ids if f is not None})))
+
     def of(self, frame_id: str | None, ts_us: int) -> Sequence[Element]:
         """Candidate elements of the snapshot (callers still check snapshot_frame_id)."""
         if frame_id is None:
@@ -277,7 +285,11 @@ def enrich(capture: DayCapture, layout: str = "identity") -> list[EnrichedInput]
     events = sorted(capture.inputs, key=lambda e: (e.ts_us, e.stream or "", e.ref))
     pos_a, dist_a = index.attribute([e.ts_us for e in events], [e.stream for e in events])
     attributed = list(zip(pos_a.tolist(), dist_a.tolist(), strict=True))
-    boxes = ElementIndex(capture.elements)
+    boxes = ElementIndex.for_snapshots(
+        capture,
+        (index.snaps[pos].source_frame_id for e, (pos, _d) in zip(events, attributed, strict=True)
+         if pos >= 0 and e.kind == "click" and not (e.element_name and e.element_name.strip())),
+    )
     out: list[EnrichedInput] = []
     for e, (pos, dist) in zip(events, attributed, strict=True):
         snap = index.snaps[pos] if pos >= 0 else None

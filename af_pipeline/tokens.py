@@ -11,8 +11,9 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import importlib.util
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 import tiktoken
 
@@ -36,8 +37,13 @@ class TokenizerUnavailable(RuntimeError):
 
 
 def _ranks() -> dict[bytes, int]:
+    # Found without importing bpe_openai: its __init__ decodes three vocabularies (~2 s).
+    spec = importlib.util.find_spec("bpe_openai")
     try:
-        blob = resources.files("bpe_openai").joinpath("data/cl100k_base.tiktoken.gz").read_bytes()
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError("bpe_openai")
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        blob = (folder / "data" / "cl100k_base.tiktoken.gz").read_bytes()
     except (ModuleNotFoundError, FileNotFoundError) as exc:
         raise TokenizerUnavailable(
             "cl100k_base is not available offline: install the bpe-openai package (pip install bpe-openai)"

@@ -110,7 +110,7 @@ def action_days(con: Any, log: dg.DagsterLogManager | None = None) -> list[list[
     days = [str(d) for (d,) in con.execute(f"SELECT day FROM {store.RAW_DAYS} ORDER BY day").fetchall()]
     out = []
     for i, day in enumerate(days):
-        acts = actions_for_day(day, enrich(store.load_capture(con, day, ENRICH_KINDS)))
+        acts = actions_for_day(day, enrich(store.load_capture(con, day, ENRICH_KINDS, lazy_elements=True)))
         if acts:
             out.append(acts)
         if log is not None and (i % 10 == 0 or i == len(days) - 1):

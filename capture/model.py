@@ -8,8 +8,9 @@ same ref twice is a no-op.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 CAPTURE_SCHEMA_VERSION = 1
 
@@ -147,6 +148,16 @@ class CaptureBatch:
         return sum(len(self.rows(k)) for k in ROW_KINDS)
 
 
+class ElementSource(Protocol):
+    """A day's element rows, fetched by snapshot when asked."""
+
+    count: int  # every element row of the day
+
+    def of_snapshots(self, frame_ids: Iterable[str]) -> list[Element]:
+        """The elements of these snapshots (Snapshot.source_frame_id), in the log's order."""
+        ...
+
+
 @dataclass
 class DayCapture:
     """Every row of one local day, as the compiler receives it (sorted by the log)."""
@@ -162,6 +173,12 @@ class DayCapture:
     # provenance: recorders seen and the sha256 of each sealed segment file read
     recorders: list[str] = field(default_factory=list)
     segment_hashes: dict[str, str] = field(default_factory=dict)
+    # Set instead of ``elements`` by readers that fetch element trees on demand (they are most
+    # of a day's rows, and only the trees under anonymous clicks are ever looked at).
+    element_source: ElementSource | None = field(default=None, compare=False, repr=False)
+
+    def element_count(self) -> int:
+        return self.element_source.count if self.element_source is not None else len(self.elements)
 
 
 def row_to_dict(row: Row) -> dict[str, Any]:

@@ -10,6 +10,12 @@ folder, and writes the per-day digest of every warehouse table. Then:
 - rebuild equals incremental: every warehouse table's rows for the day must equal the fresh
   warehouse's, although ours was built day by day as capture arrived.
 
+The log's days are split into contiguous parts of about equal work, one process per core
+(``AF_REBUILD_PROCESSES`` overrides), each materializing its part in one Dagster run into its
+own warehouse and the shared published folder. Days do not share state (every day asset is a
+function of that day's rows), so this is the same fresh build, in parallel; a part is still a
+multi-day run, as opposed to the day-by-day runs that built the warehouse being certified.
+
 The build is kept for the rest of the process, keyed by the log's state and the code version,
 so certifying many days pays for it once.
 """
@@ -56,8 +62,9 @@ class FreshBuild:
 
 
 _CACHE: dict[tuple, FreshBuild] = {}
-_PENDING: dict[tuple, tuple[subprocess.Popen, Path]] = {}  # started, not yet waited for
+_PENDING: dict[tuple, tuple[list[subprocess.Popen], Path]] = {}  # started, not yet waited for
 CHILD_LOG = "child.log"
+PROCESSES_ENV = "AF_REBUILD_PROCESSES"
 atexit.register(lambda: clear())  # the temporary build folders go when the process ends
 
 
@@ -81,33 +88,76 @@ def _key(home: Home, include_typed_text: bool) -> tuple:
     return (include_typed_text, log_state(home), code_version())
 
 
+def split_days(work: list[tuple[str, int]], parts: int) -> list[list[str]]:
+    """Contiguous runs of days with about equal total work (rows), at most ``parts`` of them."""
+    days = [d for d, _ in work]
+    parts = max(1, min(parts, len(days)))
+    total = sum(max(1, w) for _, w in work)
+    out: list[list[str]] = [[]]
+    done = 0
+    for day, w in work:
+        # start the next part once this one holds its share of the work
+        if out[-1] and len(out) < parts and done >= total * len(out) / parts:
+            out.append([])
+        out[-1].append(day)
+        done += max(1, w)
+    return [p for p in out if p]
+
+
+def _processes() -> int:
+    raw = os.environ.get(PROCESSES_ENV, "")
+    if raw:
+        try:
+            return max(1, int(raw))
+        except ValueError:
+            raise CheckFailed(f"{PROCESSES_ENV}={raw!r} is not a number of processes") from None
+    return max(1, min(2, os.cpu_count() or 1))
+
+
 def start(home: Home, include_typed_text: bool = False) -> None:
     """Start the independent rebuild in the background, so it runs while other checks do.
 
     ``af certify`` calls this before its Dagster run: the rebuild (the longest part of
-    certification) then overlaps the append-only and data-quality checks on the second core.
+    certification) then overlaps the append-only and data-quality checks.
     ``fresh_build`` waits for it, or starts it itself if nobody did.
     """
+    from capture.log import EventLog
+
     key = _key(home, include_typed_text)
     if key in _CACHE or key in _PENDING:
         return
     for stale in list(_PENDING):  # started for a log state that has moved on since
-        proc, folder = _PENDING.pop(stale)
-        proc.kill()
-        proc.wait()
-        shutil.rmtree(folder, ignore_errors=True)
+        procs, folder = _PENDING.pop(stale)
+        _stop(procs, folder)
     folder = Path(tempfile.mkdtemp(prefix="af-fresh-"))
     env = alternate_environment(home.settings().tz)
     root = str(Path(__file__).resolve().parent.parent)
     child_env = dict(os.environ, **env)
     child_env["PYTHONPATH"] = root + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
     child_env.pop("DAGSTER_HOME", None)  # the child uses an ephemeral instance
-    cmd = [sys.executable, "-m", "certification.rebuild", "--home", str(home.root), "--out", str(folder)]
-    if include_typed_text:
-        cmd.append("--typed-text")
-    with open(folder / CHILD_LOG, "wb") as out:  # a file, not a pipe: nobody reads while it runs
-        proc = subprocess.Popen(cmd, env=child_env, cwd=root, stdout=out, stderr=subprocess.STDOUT)
-    _PENDING[key] = (proc, folder)
+    # elements weigh little now that only clicked trees are read; snapshots and inputs dominate
+    work = [(d.day, d.counts.get("snapshots", 0) + d.counts.get("inputs", 0)) for d in EventLog(home).days()]
+    parts = split_days(work, _processes()) or [[]]
+    procs = []
+    for i, part in enumerate(parts):
+        out = folder / f"part-{i}"
+        out.mkdir()
+        cmd = [sys.executable, "-m", "certification.rebuild", "--home", str(home.root), "--out", str(out),
+               "--published", str(folder / "published")]
+        if part:
+            cmd += ["--from", part[0], "--to", part[-1]]
+        if include_typed_text:
+            cmd.append("--typed-text")
+        with open(out / CHILD_LOG, "wb") as log_file:  # a file, not a pipe: nobody reads while it runs
+            procs.append(subprocess.Popen(cmd, env=child_env, cwd=root, stdout=log_file, stderr=subprocess.STDOUT))
+    _PENDING[key] = (procs, folder)
+
+
+def _stop(procs: list[subprocess.Popen], folder: Path) -> None:
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def fresh_build(home: Home, include_typed_text: bool = False) -> FreshBuild:
@@ -117,14 +167,19 @@ def fresh_build(home: Home, include_typed_text: bool = False) -> FreshBuild:
         return _CACHE[key]
     if key not in _PENDING:
         start(home, include_typed_text)
-    proc, folder = _PENDING.pop(key)
-    returncode = proc.wait()
-    if returncode != 0:
-        tail = (folder / CHILD_LOG).read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
-        shutil.rmtree(folder, ignore_errors=True)
-        raise CheckFailed("the independent rebuild of the log failed: " + " | ".join(tail))
-    data = json.loads((folder / DIGESTS).read_text(encoding="utf-8"))
-    build = FreshBuild(folder, data["days"], folder / "published", data["env"])
+    procs, folder = _PENDING.pop(key)
+    days: dict[str, dict[str, str]] = {}
+    env: dict[str, str] = {}
+    for i, proc in enumerate(procs):
+        part = folder / f"part-{i}"
+        if proc.wait() != 0:
+            tail = (part / CHILD_LOG).read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+            _stop(procs, folder)
+            raise CheckFailed("the independent rebuild of the log failed: " + " | ".join(tail))
+        data = json.loads((part / DIGESTS).read_text(encoding="utf-8"))
+        days.update(data["days"])
+        env = data["env"]
+    build = FreshBuild(folder, days, folder / "published", env)
     for old in _CACHE.values():  # one build kept: the newest log state
         shutil.rmtree(old.folder, ignore_errors=True)
     _CACHE.clear()
@@ -133,18 +188,17 @@ def fresh_build(home: Home, include_typed_text: bool = False) -> FreshBuild:
 
 
 def clear() -> None:
-    for proc, folder in _PENDING.values():
-        proc.kill()
-        proc.wait()
-        shutil.rmtree(folder, ignore_errors=True)
+    for procs, folder in _PENDING.values():
+        _stop(procs, folder)
     _PENDING.clear()
     for old in _CACHE.values():
         shutil.rmtree(old.folder, ignore_errors=True)
     _CACHE.clear()
 
 
-def _build_here(home: Home, out: Path, include_typed_text: bool) -> dict[str, Any]:
-    """Materialize every day of the log into ``out`` (runs in the child process)."""
+def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path | None = None,
+                first: str | None = None, last: str | None = None) -> dict[str, Any]:
+    """Materialize the log's days in [first, last] (default all) into ``out`` (runs in the child)."""
     import warnings
 
     import dagster as dg
@@ -157,33 +211,34 @@ def _build_here(home: Home, out: Path, include_typed_text: bool) -> dict[str, An
     warnings.filterwarnings("ignore", category=Warning, module="dagster")
     out.mkdir(parents=True, exist_ok=True)
     warehouse = out / "warehouse.duckdb"
-    days = log_days(home)
+    days = [d for d in log_days(home) if (first is None or d >= first) and (last is None or d <= last)]
     digests: dict[str, dict[str, str]] = {}
     if days:
         result = dg.materialize(
             derive.build_assets(daily_partitions(home)),
             instance=dg.DagsterInstance.ephemeral(),
-            resources=resources_for(home, warehouse, out / "published", include_typed_text),
-            tags={"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]},
+            resources=resources_for(home, warehouse, published or out / "published", include_typed_text),
+            tags={"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1],
+                  derive.OBSERVE_DAYS_TAG: "false"},
             raise_on_error=True,
         )
         assert result.success
         con = duckdb.connect(str(warehouse), read_only=True)
         try:
-            for day in days:
-                digests[day] = store.day_digests(con, day)
+            digests = store.digests(con, days)
         finally:
             con.close()
     env = {"TZ": os.environ.get("TZ", ""), "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "")}
     return {"env": env, "days": digests}
 
 
-def compare_tables(live_con: Any, fresh: FreshBuild, day: str) -> list[str]:
-    """Warehouse tables of one day that differ from the fresh rebuild."""
+def compare_tables(live: dict[str, str], fresh: FreshBuild, day: str) -> list[str]:
+    """Warehouse tables of one day that differ from the fresh rebuild (``live``: the day's
+    digests in the warehouse being certified, from store.digests)."""
     want = fresh.digests.get(day)
     if want is None:
         return [f"{day}: the fresh rebuild from the log has no such day"]
-    have = store.day_digests(live_con, day)
+    have = live
     problems = []
     for table in sorted(set(want) | set(have)):
         w, h = want.get(table, "0:-"), have.get(table, "0:-")
@@ -201,9 +256,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--home", required=True, help="data folder whose event log is rebuilt")
     p.add_argument("--out", required=True, help="empty folder for the fresh warehouse and published/")
     p.add_argument("--typed-text", action="store_true", help="build with the typed-text opt-in")
+    p.add_argument("--published", help="folder to publish the days into (default OUT/published)")
+    p.add_argument("--from", dest="first", metavar="DAY", help="first day to build (default: the log's first)")
+    p.add_argument("--to", dest="last", metavar="DAY", help="last day to build (default: the log's last)")
     args = p.parse_args(argv)
     out = Path(args.out)
-    data = _build_here(Home(args.home), out, args.typed_text)
+    data = _build_here(Home(args.home), out, args.typed_text, Path(args.published) if args.published else None,
+                       args.first, args.last)
     (out / DIGESTS).write_text(json.dumps(data, sort_keys=True) + "\n", encoding="utf-8")
     return 0
 
