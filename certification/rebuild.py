@@ -122,6 +122,7 @@ def start(home: Home, include_typed_text: bool = False) -> None:
     ``fresh_build`` waits for it, or starts it itself if nobody did.
     """
     from capture.log import EventLog
+    from capture.timeutil import days_between
 
     key = _key(home, include_typed_text)
     if key in _CACHE or key in _PENDING:
@@ -135,8 +136,10 @@ def start(home: Home, include_typed_text: bool = False) -> None:
     child_env = dict(os.environ, **env)
     child_env["PYTHONPATH"] = root + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
     child_env.pop("DAGSTER_HOME", None)  # the child uses an ephemeral instance
-    # elements weigh little now that only clicked trees are read; snapshots and inputs dominate
-    work = [(d.day, d.counts.get("snapshots", 0) + d.counts.get("inputs", 0)) for d in EventLog(home).days()]
+    # Every partition from the log's first day to its last, empty days too: a range run builds
+    # them all. Elements weigh little now that only clicked trees are read.
+    rows = {d.day: d.counts.get("snapshots", 0) + d.counts.get("inputs", 0) for d in EventLog(home).days()}
+    work = [(day, rows.get(day, 0)) for day in (days_between(min(rows), max(rows)) if rows else [])]
     parts = split_days(work, _processes()) or [[]]
     procs = []
     for i, part in enumerate(parts):
@@ -207,11 +210,13 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
     from assets import derive
     from assets.partitions import daily_partitions, log_days
     from assets.resources import resources_for
+    from capture.timeutil import days_between
 
     warnings.filterwarnings("ignore", category=Warning, module="dagster")
     out.mkdir(parents=True, exist_ok=True)
     warehouse = out / "warehouse.duckdb"
-    days = [d for d in log_days(home) if (first is None or d >= first) and (last is None or d <= last)]
+    logged = log_days(home)
+    days = days_between(first or logged[0], last or logged[-1]) if logged else []
     digests: dict[str, dict[str, str]] = {}
     if days:
         result = dg.materialize(
