@@ -108,6 +108,8 @@ def _sum(key: str) -> Callable[[list[dict]], dict]:
 
 
 def _progress(context: dg.AssetExecutionContext, name: str, days: Sequence[str], i: int) -> None:
+    if context.run.tags.get(OBSERVE_DAYS_TAG) == "false":
+        return
     if len(days) > 1 and (i == len(days) - 1 or i % 10 == 0):
         context.log.info(f"{name}: day {i + 1}/{len(days)} ({days[i]})")
 
@@ -262,10 +264,14 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
             for day in _days(context):
-                counts: dict[str, int] = {}
-                for s in store.load_capture(con, day, SNAPSHOTS_ONLY).snapshots:
-                    if s.url:
-                        counts[s.url] = counts.get(s.url, 0) + 1
+                store.load_capture(con, day, ())  # the day must have been loaded: a clear error if not
+                counts: dict[str, int] = dict(
+                    con.execute(  # counted in the warehouse: no snapshot objects for a URL tally
+                        f"SELECT url, count(*) FROM {store.RAW_TABLES['snapshots']} "
+                        "WHERE day = ? AND url IS NOT NULL AND url <> '' GROUP BY url",
+                        [day],
+                    ).fetchall()
+                )
                 rows = []
                 kinds: dict[str, int] = {}
                 for url in sorted(counts):
