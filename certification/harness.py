@@ -112,9 +112,7 @@ def _tags(days: list[str]) -> dict[str, str]:
 
 
 def _day_checks(result: Any, days: list[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Each day's verdict per check, from one run's evaluations (a range run evaluates each check once)."""
-    from checks.invariants import PER_DAY
-
+    """Each day's verdict per check, from the run's evaluations (each check records one per day)."""
     per_day: dict[str, dict[str, Any]] = {day: {} for day in days}
     other_env: dict[str, str] = {}
     for ev in result.all_events:
@@ -125,23 +123,14 @@ def _day_checks(result: Any, days: list[str]) -> tuple[dict[str, dict[str, Any]]
         for k in ("other process TZ", "other process PYTHONHASHSEED"):
             if k in meta:
                 other_env[k.split()[-1]] = str(meta[k])
-        by_day = meta.get(PER_DAY) or {}
-        for day in days:
-            if data.passed:
-                found: list[str] = []
-            elif by_day:
-                found = list(by_day.get(day, []))
-            else:  # failed without saying which day (e.g. ids repeated across days): every day fails it
-                found = [data.description or "failed"]
-            if len(days) == 1 and not data.passed:
-                # One day: keep the check's own description and details, exactly as evaluated.
-                per_day[day][data.check_name] = {"passed": False, "problem": data.description, "details": meta.get("details")}
-                continue
-            per_day[day][data.check_name] = {
-                "passed": not found,
-                "problem": found[0] if found else None,
-                "details": "\n".join(f"- {p}" for p in found) if found else None,
-            }
+        # An evaluation on no partition (none of ours) would speak for every day of the run.
+        for day in [data.partition] if data.partition else days:
+            if day in per_day:
+                per_day[day][data.check_name] = {
+                    "passed": bool(data.passed),
+                    "problem": None if data.passed else data.description,
+                    "details": None if data.passed else meta.get("details"),
+                }
     return per_day, other_env
 
 

@@ -3,12 +3,19 @@
 Thin: each check gathers what it needs from the resources and asks certification/ whether the
 invariant holds for each day of the run. A failure names the day and what differs; being
 blocking, it fails the run (Dagster leaves a run green on a failed non-blocking check).
+Every check records one evaluation per day partition, also when one run covers a day range.
 """
 
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import dagster as dg
+
+# Not re-exported by `dagster`; the same record Dagster fills in for a single-partition run.
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
 from dagster_duckdb import DuckDBResource
 
 from assets.resources import DataFolder
@@ -19,37 +26,91 @@ RECOMPILE = "byte_identical_recompile"
 REBUILD = "rebuild_equals_incremental"
 APPEND_ONLY = "append_only"
 INVARIANTS = (RECOMPILE, REBUILD, APPEND_ONLY)
-PER_DAY = "problems by day"  # metadata key: {day: [problem, ...]} for the days that failed
+
+# What a check returns: its (valueless) output, then one evaluation per day partition. Dagster
+# runs such a check function, but types @asset_check functions as returning one AssetCheckResult,
+# hence the type: ignore on each decorator.
+CheckEvents = Iterator[dg.Output | dg.AssetCheckEvaluation]
 
 
 def _days(context: dg.AssetCheckExecutionContext) -> list[str]:
     return list(context.partition_keys)
 
 
-def verdict(days: Sequence[str], problems_of: Callable[[str], list[str]], extra: dict | None = None) -> dg.AssetCheckResult:
-    problems: list[str] = []
-    by_day: dict[str, list[str]] = {}
-    for day in days:
-        found = problems_of(day)
-        problems.extend(found)
-        if found:
-            by_day[day] = found[:MAX_LISTED]
-    meta: dict = {"days": len(days), "problems": len(problems)}
-    if problems:
-        meta["details"] = dg.MetadataValue.md("\n".join(f"- {p}" for p in problems[:MAX_LISTED]))
-    # A run over a day range evaluates each check once; this says which days failed and why, so
-    # the certificate still gives every day its own verdict per check.
-    meta[PER_DAY] = dg.MetadataValue.json(by_day)
-    meta.update(extra or {})
-    return dg.AssetCheckResult(
-        passed=not problems,
-        metadata=meta,
-        description=problems[0] if problems else None,
+def _latest_materializations(
+    context: dg.AssetCheckExecutionContext, asset_key: dg.AssetKey, days: Sequence[str]
+) -> dict[str, AssetCheckEvaluationTargetMaterializationData]:
+    """Each day's latest materialization of the checked asset (two queries for the whole range).
+
+    Dagster shows a partition's check status only while the evaluation targets the partition's
+    latest materialization; without a target the UI would show no status for a built day.
+    """
+    instance = context.instance
+    latest = instance.event_log_storage.get_latest_storage_id_by_partition(
+        asset_key, dg.DagsterEventType.ASSET_MATERIALIZATION, set(days)
     )
+    if not latest:
+        return {}
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, storage_ids=sorted(latest.values())), limit=len(latest)
+    ).records
+    by_id = {r.storage_id: r for r in records}
+    return {
+        day: AssetCheckEvaluationTargetMaterializationData(
+            storage_id=sid, run_id=by_id[sid].run_id, timestamp=by_id[sid].timestamp
+        )
+        for day, sid in latest.items()
+        if sid in by_id
+    }
+
+
+def verdict(
+    context: dg.AssetCheckExecutionContext,
+    days: Sequence[str],
+    problems_of: Callable[[str], list[str]],
+    extra: Mapping[str, Any] | None = None,
+    extra_of: Callable[[str], Mapping[str, Any]] | None = None,
+) -> CheckEvents:
+    """The check's result on each day of the run: one evaluation per day partition.
+
+    A run over a day range would otherwise record one result for the whole run and none on the
+    days, so the UI could not show a day's status. Each evaluation carries that day's problems
+    (``extra`` is the same for every day, ``extra_of(day)`` is the day's own). Every day is
+    judged here, before returning, because ``problems_of`` may use a connection the caller closes
+    on return. Any failed day fails the step (the evaluations are blocking), hence the run.
+    """
+    found = {day: problems_of(day) for day in days}
+    spec = context.check_specs[0]  # each of our check ops evaluates exactly one check
+    targets = _latest_materializations(context, spec.asset_key, days)
+    # The check's output carries no value, but Dagster only yields it for us from an
+    # AssetCheckResult; with evaluations it has to be yielded here.
+    output_name = context.op_def.output_defs[0].name
+
+    def events() -> CheckEvents:
+        yield dg.Output(None, output_name=output_name)
+        for day in days:
+            problems = found[day]
+            meta: dict[str, Any] = {"problems": len(problems), "days in run": len(days)}
+            if problems:
+                meta["details"] = dg.MetadataValue.md("\n".join(f"- {p}" for p in problems[:MAX_LISTED]))
+            meta.update(extra or {})
+            meta.update(extra_of(day) if extra_of else {})
+            yield dg.AssetCheckEvaluation(
+                asset_key=spec.asset_key,
+                check_name=spec.name,
+                passed=not problems,
+                metadata=meta,
+                target_materialization_data=targets.get(day),
+                description=problems[0] if problems else None,
+                blocking=spec.blocking,
+                partition=day,
+            )
+
+    return events()
 
 
 def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
-    @dg.asset_check(
+    @dg.asset_check(  # type: ignore[arg-type]  # see CheckEvents
         asset=published_day,
         name=RECOMPILE,
         blocking=True,
@@ -59,7 +120,7 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
     )
     def byte_identical_recompile(
         context: dg.AssetCheckExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
-    ) -> dg.AssetCheckResult:
+    ) -> CheckEvents:
         from certification import rebuild, recompile
 
         fresh = rebuild.fresh_build(data_folder.home, data_folder.include_typed_text)
@@ -70,12 +131,13 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
                 return recompile.compare(data_folder.published_dir, fresh.published, day, row[0] if row else "missing")
 
             return verdict(
+                context,
                 _days(context),
                 problems,
                 {"other process TZ": fresh.env.get("TZ", ""), "other process PYTHONHASHSEED": fresh.env.get("PYTHONHASHSEED", "")},
             )
 
-    @dg.asset_check(
+    @dg.asset_check(  # type: ignore[arg-type]  # see CheckEvents
         asset=published_day,
         name=REBUILD,
         blocking=True,
@@ -85,7 +147,7 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
     )
     def rebuild_equals_incremental(
         context: dg.AssetCheckExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
-    ) -> dg.AssetCheckResult:
+    ) -> CheckEvents:
         from assets import store
         from certification import rebuild
 
@@ -94,9 +156,9 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
         with warehouse.get_connection() as con:
             live = store.digests(con, days)
         fresh = rebuild.fresh_build(data_folder.home, data_folder.include_typed_text)
-        return verdict(days, lambda day: rebuild.compare_tables(live[day], fresh, day), {"fresh days": len(fresh.digests)})
+        return verdict(context, days, lambda day: rebuild.compare_tables(live[day], fresh, day), {"fresh days": len(fresh.digests)})
 
-    @dg.asset_check(
+    @dg.asset_check(  # type: ignore[arg-type]  # see CheckEvents
         asset=published_day,
         name=APPEND_ONLY,
         blocking=True,
@@ -104,12 +166,13 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
         description="Sealed segments match the log's hash-chained manifest, and the published files of this "
         "and every earlier sealed day match their manifests and the segments they came from.",
     )
-    def append_only(context: dg.AssetCheckExecutionContext, data_folder: DataFolder) -> dg.AssetCheckResult:
+    def append_only(context: dg.AssetCheckExecutionContext, data_folder: DataFolder) -> CheckEvents:
         from certification import appendonly
 
         log = data_folder.log()
         memo: dict[str, list[str] | None] = {}  # each earlier published day verified once per run
         return verdict(
+            context,
             _days(context),
             lambda day: appendonly.check_day(log, data_folder.published_dir, day, memo),
             {"chain head": log.chain_head() or "-"},

@@ -2,7 +2,8 @@
 
 dagster-ge only supports GX < 1.0, so these are our own asset checks calling GX directly. GX
 takes about five seconds to import: it is imported on the first validation, never when the code
-location loads. Each check validates every day of its run in one batch.
+location loads. Each check validates every day of its run in one batch and records its result on
+each day partition (checks.invariants.verdict).
 
 raw_day:  ids unique, keys never null, time order per (kind, stream) in the stored order.
 frames:   ids unique, keys never null, time order per stream (a frame never starts before the
@@ -19,7 +20,7 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from checks.invariants import MAX_LISTED, PER_DAY
+from checks.invariants import CheckEvents, verdict
 
 RAW_QUALITY = "raw_rows_quality"
 FRAMES_QUALITY = "frames_quality"
@@ -130,47 +131,45 @@ def validate(name: str, frame: Any, expectations: list[Any]) -> list[str]:
     return problems
 
 
-def validate_days(name: str, frame: Any, expectations: Any, days: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
-    """Validate all the days in one GX batch; on failure, find which days fail.
+def validate_days(name: str, frame: Any, expectations: Any, days: Sequence[str]) -> dict[str, list[str]]:
+    """Validate all the days in one GX batch; on failure, find which days fail: {day: problems}.
 
     The lag columns are computed per day, so each day's rows validate on their own; the per-day
-    pass only runs when the batch failed, so a clean range costs one validation per check.
+    pass only runs when the batch failed, so a clean range costs one validation per check. A
+    failure no single day shows (an id repeated across two days) belongs to the whole range:
+    every day gets it.
     """
     problems = validate(name, frame, expectations(_gx()))
-    by_day: dict[str, list[str]] = {}
-    if problems and len(days) == 1:
-        by_day[days[0]] = problems[:MAX_LISTED]
-    elif problems:
-        for day in days:
-            found = validate(name, frame[frame["day"] == day], expectations(_gx()))
-            if found:
-                by_day[day] = found[:MAX_LISTED]
-    return problems, by_day
+    if not problems:
+        return {day: [] for day in days}
+    if len(days) == 1:
+        return {days[0]: problems}
+    by_day = {day: validate(name, frame[frame["day"] == day], expectations(_gx())) for day in days}
+    if not any(by_day.values()):
+        return {day: problems for day in days}
+    return by_day
 
 
 def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
-    def result(found: tuple[list[str], dict[str, list[str]]], rows: int, days: int) -> dg.AssetCheckResult:
-        problems, by_day = found
-        meta: dict[str, Any] = {"rows": rows, "days": days, "failed_expectations": len(problems)}
-        if problems:
-            meta["details"] = dg.MetadataValue.md("\n".join(f"- {p}" for p in problems[:MAX_LISTED]))
-        meta[PER_DAY] = dg.MetadataValue.json(by_day)
-        return dg.AssetCheckResult(passed=not problems, metadata=meta, description=problems[0] if problems else None)
+    def result(context: dg.AssetCheckExecutionContext, name: str, frame: Any, expectations: Any) -> CheckEvents:
+        days = list(context.partition_keys)
+        found = validate_days(name, frame, expectations, days)
+        rows = frame["day"].value_counts().to_dict() if len(frame) else {}
+        return verdict(context, days, lambda day: found[day], extra_of=lambda day: {"rows": int(rows.get(day, 0))})
 
-    @dg.asset_check(
+    @dg.asset_check(  # type: ignore[arg-type]  # see CheckEvents
         asset=raw_day,
         name=RAW_QUALITY,
         blocking=True,
         partitions_def=partitions,
         description="GX: raw snapshot and input ids unique, keys not null, time order per stream.",
     )
-    def raw_rows_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> dg.AssetCheckResult:
-        days = list(context.partition_keys)
+    def raw_rows_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> CheckEvents:
         with warehouse.get_connection() as con:
-            frame = con.execute(raw_sql(days)).df()
-        return result(validate_days("raw_rows", frame, _raw_expectations, days), len(frame), len(days))
+            frame = con.execute(raw_sql(list(context.partition_keys))).df()
+        return result(context, "raw_rows", frame, _raw_expectations)
 
-    @dg.asset_check(
+    @dg.asset_check(  # type: ignore[arg-type]  # see CheckEvents
         asset=frames,
         name=FRAMES_QUALITY,
         blocking=True,
@@ -178,10 +177,9 @@ def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, part
         description="GX: frame ids unique, keys not null, no overlap per stream, active <= wall, "
         "active <= dwell cap x snapshots.",
     )
-    def frames_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> dg.AssetCheckResult:
-        days = list(context.partition_keys)
+    def frames_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> CheckEvents:
         with warehouse.get_connection() as con:
-            frame = con.execute(frames_sql(days)).df()
-        return result(validate_days("frames", frame, _frames_expectations, days), len(frame), len(days))
+            frame = con.execute(frames_sql(list(context.partition_keys))).df()
+        return result(context, "frames", frame, _frames_expectations)
 
     return [raw_rows_quality, frames_quality]
