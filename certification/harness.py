@@ -2,8 +2,9 @@
 
 ``af build`` and ``af certify`` call these. Both use the data folder's own Dagster instance
 (``<home>/dagster``, telemetry off) and the in-process executor. A build over a day range is one
-run (a single-run backfill); certification runs the checks-only ``certify`` job once per day,
-which is exactly what ``dagster job execute -m assets.definitions -a defs -j certify --tags
+run (a single-run backfill); certification runs the checks-only ``certify`` job once over the
+whole day range, each check recording its result on every day partition. For one day that is
+exactly what ``dagster job execute -m assets.definitions -a defs -j certify --tags
 '{"dagster/partition": "DAY"}'`` does from a shell.
 """
 
@@ -135,22 +136,31 @@ def _day_checks(result: Any, days: list[str]) -> tuple[dict[str, dict[str, Any]]
 
 
 def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: None) -> dict[str, Any]:
-    """Run the checks-only job over the days in one run; return the certificate (also written to the folder)."""
+    """Run the checks-only job over the days in one run; return the certificate (also written to the folder).
+
+    The run covers every day partition from the first day to the last, days without capture
+    included, and the certificate gives each of them its verdict: none is checked unreported."""
     _quiet()
+    from capture.timeutil import days_between
+    from certification import rebuild
+
+    started = time.monotonic()
+    # The independent rebuild (the longest part) starts first, in other processes, so it runs
+    # while this one imports Dagster and Great Expectations and runs the append-only and
+    # data-quality checks; the two checks that need it wait for it.
+    rebuild.start(home, include_typed_text=False)
+    days = days_between(days[0], days[-1]) if days else days
     from assets.definitions import CERTIFY_JOB, build_definitions
     from assets.instance import instance
     from assets.version import code_version
     from capture.log import EventLog
-    from certification import rebuild
     from checks import invariants, quality
     inst = instance(home)
     defs = build_definitions(home)
     job = defs.resolve_job_def(CERTIFY_JOB)
     expected = {*invariants.INVARIANTS, quality.RAW_QUALITY, quality.FRAMES_QUALITY}
-    started = time.monotonic()
     data_folder = (defs.resources or {}).get("data_folder")
-    # The independent rebuild starts now, in its own process, and runs while Dagster starts up
-    # and the append-only and data-quality checks run; the two checks that need it wait for it.
+    # A no-op unless the definitions build with the typed-text opt-in (then that build is started).
     rebuild.start(home, bool(getattr(data_folder, "include_typed_text", False)))
     # One run for the whole range: Dagster's per-run overhead (~1.7 s) is paid once and each check
     # reads the warehouse once; every check still evaluates every day and can fail any of them.
@@ -177,7 +187,9 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     log = EventLog(home)
     cert = {
         "certificate_version": CERTIFICATE_VERSION,
-        "verdict": "pass" if all(d["passed"] for d in per_day.values()) else "fail",
+        # a run Dagster failed never passes, even if no single day explains why
+        "verdict": "pass" if result.success and all(d["passed"] for d in per_day.values()) else "fail",
+        "run_succeeded": bool(result.success),
         "certified_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "code_version": code_version(),
         "tz": log.tz,
