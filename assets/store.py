@@ -107,20 +107,23 @@ def replace_day(
     rows: Iterable[Sequence[Any]],
 ) -> int:
     """Replace one day's rows of a table (created on first use). Returns the rows written."""
+    import numpy as np
     import pandas as pd
 
     names = list(columns)
     types = [columns[n] for n in names]
-    data: list[list[Any]] = [[] for _ in names]
-    n = 0
-    for row in rows:
-        for i, value in enumerate(row):
-            data[i].append(_cell(value, types[i]))
-        n += 1
-    frame = pd.DataFrame(
-        {"day": pd.Series([day] * n, dtype=object), "seq": pd.Series(range(n), dtype=object)}
-        | {f"c{i}": pd.Series(col, dtype=object) for i, col in enumerate(data)}
-    )
+    rows = list(rows)
+    n = len(rows)
+    cols: list[Sequence[Any]] = list(zip(*rows, strict=True)) if n else [() for _ in names]
+    if len(cols) != len(names):
+        raise ValueError(f"{table}: rows have {len(cols)} values, the table has {len(names)} columns")
+    data: dict[str, Any] = {"day": pd.Series([day] * n, dtype=object), "seq": np.arange(n, dtype=np.int64)}
+    for i, (col, sql_type) in enumerate(zip(cols, types, strict=True)):
+        # Only text columns holding something other than text need converting (to canonical JSON).
+        if sql_type == "VARCHAR" and not all(v is None or v.__class__ is str for v in col):
+            col = [_cell(v, sql_type) for v in col]
+        data[f"c{i}"] = pd.Series(col, dtype=object)
+    frame = pd.DataFrame(data)
     select = ", ".join(
         ["CAST(day AS VARCHAR)", "CAST(seq AS BIGINT)"] + [f"CAST(c{i} AS {t})" for i, t in enumerate(types)]
     )
@@ -231,6 +234,8 @@ class WarehouseElements:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, day: str):
         self.con, self.day = con, day
+        # enrichment and the compile ask for the same snapshots (the same anonymous clicks)
+        self._last: tuple[list[str], list[Any]] | None = None
         (n,) = con.execute(f"SELECT count(*) FROM {RAW_TABLES['elements']} WHERE day = ?", [day]).fetchone() or (0,)
         self.count = int(n)
 
@@ -238,13 +243,17 @@ class WarehouseElements:
         ids = sorted(set(frame_ids))
         if not ids or not self.count:
             return []
+        if self._last is not None and self._last[0] == ids:
+            return list(self._last[1])
         cls = CLASS_OF["elements"]
         rows = self.con.execute(
             f"SELECT {SELECT_SQL['elements']} FROM {RAW_TABLES['elements']} "
             "WHERE day = ? AND snapshot_frame_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
             [self.day, ids],
         ).fetchall()
-        return [cls(*r) for r in rows]
+        found = [cls(*r) for r in rows]
+        self._last = (ids, found)
+        return list(found)
 
 
 def load_capture(

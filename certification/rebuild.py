@@ -1,20 +1,22 @@
 """The independent rebuild both invariant checks compare against.
 
-A fresh build of the whole event log runs in a separate Python process with a different ``TZ``
-and ``PYTHONHASHSEED`` (``python -m certification.rebuild --home DIR --out DIR``). It runs the
-same Dagster assets over every day of the log in one run, into its own warehouse and published
-folder, and writes the per-day digest of every warehouse table. Then:
+A fresh build of the whole event log runs in separate Python processes with a different ``TZ``
+and ``PYTHONHASHSEED`` (``python -m certification.rebuild --home DIR --out DIR``). They run the
+same per-day steps as the Dagster assets (assets/steps.py) over every day of the log, into a
+new warehouse and published folder, and write the per-day digest of every warehouse table. Then:
 
 - byte-identical recompile: the published bytes of a day (canonical document, YAML, Markdown,
   context block) must equal what the other process produced from the log;
 - rebuild equals incremental: every warehouse table's rows for the day must equal the fresh
-  warehouse's, although ours was built day by day as capture arrived.
+  warehouse's, although ours was built by Dagster runs as capture arrived (a day at a time, or
+  asset by asset over a range), and the fresh one day after day, every step of a day in turn.
 
-The log's days are split into contiguous parts of about equal work, one process per core
-(``AF_REBUILD_PROCESSES`` overrides), each materializing its part in one Dagster run into its
-own warehouse and the shared published folder. Days do not share state (every day asset is a
-function of that day's rows), so this is the same fresh build, in parallel; a part is still a
-multi-day run, as opposed to the day-by-day runs that built the warehouse being certified.
+The rebuild goes without Dagster: its start-up and per-event bookkeeping would cost more than
+the days (Dagster's own execution of the assets is what the warehouse being certified came
+from). The log's days are split into contiguous parts of about equal work, one process per core
+(``AF_REBUILD_PROCESSES`` overrides), each with its own warehouse, publishing into one shared
+folder. Days share no state (each step is a function of that day's rows and its earlier steps),
+so the parts together are the same fresh build, in parallel.
 
 The build is kept for the rest of the process, keyed by the log's state and the code version,
 so certifying many days pays for it once.
@@ -200,39 +202,38 @@ def clear() -> None:
 
 
 def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path | None = None,
-                first: str | None = None, last: str | None = None) -> dict[str, Any]:
-    """Materialize the log's days in [first, last] (default all) into ``out`` (runs in the child)."""
-    import warnings
+                first: str | None = None, last: str | None = None, progress: bool = False) -> dict[str, Any]:
+    """Build the log's days in [first, last] (default all) into ``out`` (runs in the child).
 
-    import dagster as dg
+    The same per-day steps the Dagster assets run (assets/steps.py), day by day on a fresh
+    warehouse, without Dagster: its start-up and per-event bookkeeping would cost more than the
+    days themselves, and nothing here is for the UI."""
+    import time
+
     import duckdb
 
-    from assets import derive
-    from assets.partitions import daily_partitions, log_days
-    from assets.resources import resources_for
+    from assets import steps
+    from assets.partitions import log_days
+    from assets.version import code_version
+    from capture.log import EventLog
     from capture.timeutil import days_between
 
-    warnings.filterwarnings("ignore", category=Warning, module="dagster")
     out.mkdir(parents=True, exist_ok=True)
-    warehouse = out / "warehouse.duckdb"
     logged = log_days(home)
     days = days_between(first or logged[0], last or logged[-1]) if logged else []
-    digests: dict[str, dict[str, str]] = {}
-    if days:
-        result = dg.materialize(
-            derive.build_assets(daily_partitions(home)),
-            instance=dg.DagsterInstance.ephemeral(),
-            resources=resources_for(home, warehouse, published or out / "published", include_typed_text),
-            tags={"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1],
-                  derive.OBSERVE_DAYS_TAG: "false"},
-            raise_on_error=True,
-        )
-        assert result.success
-        con = duckdb.connect(str(warehouse), read_only=True)
-        try:
-            digests = store.digests(con, days)
-        finally:
-            con.close()
+    published_dir = published or out / "published"
+    log = EventLog(home)
+    version = code_version()
+    con = duckdb.connect(str(out / "warehouse.duckdb"), config={"checkpoint_threshold": "1GB"})
+    try:
+        started = time.monotonic()
+        for i, day in enumerate(days):
+            steps.build_day(con, log, day, published_dir, include_typed_text, version, steps.now_iso())
+            if progress:
+                print(f"rebuilt {day} ({i + 1}/{len(days)}, {time.monotonic() - started:.1f} s)", flush=True)
+        digests = store.digests(con, days)
+    finally:
+        con.close()
     env = {"TZ": os.environ.get("TZ", ""), "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "")}
     return {"env": env, "days": digests}
 
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     out = Path(args.out)
     data = _build_here(Home(args.home), out, args.typed_text, Path(args.published) if args.published else None,
-                       args.first, args.last)
+                       args.first, args.last, progress=True)
     (out / DIGESTS).write_text(json.dumps(data, sort_keys=True) + "\n", encoding="utf-8")
     return 0
 
