@@ -224,7 +224,11 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
     published_dir = published or out / "published"
     log = EventLog(home)
     version = code_version()
-    con = duckdb.connect(str(out / "warehouse.duckdb"), config={"checkpoint_threshold": "1GB"})
+    # This warehouse lives only until its digests are taken: no checkpoint on close (it would
+    # rewrite everything once more). One thread: the parts already keep every core busy, and
+    # DuckDB's own threads would only contend with them.
+    con = duckdb.connect(str(out / "warehouse.duckdb"), config={"threads": 1, "checkpoint_threshold": "1GB"})
+    con.execute("PRAGMA disable_checkpoint_on_shutdown")
     try:
         started = time.monotonic()
         for i, day in enumerate(days):
