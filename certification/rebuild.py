@@ -67,6 +67,7 @@ _CACHE: dict[tuple, FreshBuild] = {}
 _PENDING: dict[tuple, tuple[list[subprocess.Popen], Path]] = {}  # started, not yet waited for
 CHILD_LOG = "child.log"
 PROCESSES_ENV = "AF_REBUILD_PROCESSES"
+MEMORY_LIMIT = "2GB"  # per rebuild process; DuckDB spills what is beyond it to disk
 atexit.register(lambda: clear())  # the temporary build folders go when the process ends
 
 
@@ -224,11 +225,12 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
     published_dir = published or out / "published"
     log = EventLog(home)
     version = code_version()
-    # This warehouse lives only until its digests are taken: no checkpoint on close (it would
-    # rewrite everything once more). One thread: the parts already keep every core busy, and
-    # DuckDB's own threads would only contend with them.
-    con = duckdb.connect(str(out / "warehouse.duckdb"), config={"threads": 1, "checkpoint_threshold": "1GB"})
-    con.execute("PRAGMA disable_checkpoint_on_shutdown")
+    # In memory: this warehouse lives only until its digests are taken, so its write-ahead log,
+    # fsyncs and checkpoints would be pure cost (a third of loading a day). Past the memory limit
+    # DuckDB spills to the temp folder, so a year of days still fits. One thread: the parts
+    # already keep every core busy, and DuckDB's own threads would only contend with them.
+    con = duckdb.connect(":memory:", config={"threads": 1, "memory_limit": MEMORY_LIMIT,
+                                             "temp_directory": str(out / "spill")})
     try:
         started = time.monotonic()
         for i, day in enumerate(days):
