@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 
-from capture.log import COLUMNS, SELECT_SQL, EventLog
+from capture.log import COLUMNS, NAMES, SELECT_SQL, EventLog, build_instances, column_values
 from capture.model import CLASS_OF, ROW_KINDS, DayCapture
 
 RAW_TABLES: dict[str, str] = {kind: f"raw_{kind}" for kind in ROW_KINDS}
@@ -250,8 +250,8 @@ class WarehouseElements:
             f"SELECT {SELECT_SQL['elements']} FROM {RAW_TABLES['elements']} "
             "WHERE day = ? AND snapshot_frame_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
             [self.day, ids],
-        ).fetchall()
-        found = [cls(*r) for r in rows]
+        ).fetchnumpy()
+        found = build_instances(cls, [column_values(rows[n]) for n in NAMES["elements"]])
         self._last = (ids, found)
         return list(found)
 
@@ -277,11 +277,11 @@ def load_capture(
         kinds = [k for k in kinds if k != "elements"]
         cap.element_source = WarehouseElements(con, day)
     for kind in kinds:
-        cls = CLASS_OF[kind]
-        rows = con.execute(
+        data = con.execute(
             f"SELECT {SELECT_SQL[kind]} FROM {_quote(RAW_TABLES[kind])} WHERE day = ? ORDER BY seq", [day]
-        ).fetchall()
-        setattr(cap, kind, [cls(*r) for r in rows])
+        ).fetchnumpy()
+        # Column by column (as the log reads sealed days): the rows were checked when they landed.
+        setattr(cap, kind, build_instances(CLASS_OF[kind], [column_values(data[n]) for n in NAMES[kind]]))
     return cap
 
 

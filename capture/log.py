@@ -354,7 +354,7 @@ def _empty_sql(kind: str) -> str:
     return f"(SELECT {cols} WHERE false)"
 
 
-def _build(cls: type, columns: list[list[Any]]) -> list[Any]:
+def build_instances(cls: type, columns: list[list[Any]]) -> list[Any]:
     """Instances of a frozen slots dataclass from checked columns, field by field at C speed.
 
     The rows come from a sealed file the log wrote from checked values, so going around the
@@ -375,7 +375,7 @@ def _build(cls: type, columns: list[list[Any]]) -> list[Any]:
     return objs
 
 
-def _pylist(column: Any) -> list[Any]:
+def column_values(column: Any) -> list[Any]:
     """A fetched column as Python values, NULL as None (faster than MaskedArray.tolist)."""
     import numpy as np
 
@@ -1265,7 +1265,7 @@ class EventLog:
                 if not _in_order(kind, data):
                     data = con.execute(f"{query} ORDER BY {SORT_SQL[kind]}").fetchnumpy()
                 # Column-wise conversion is several times faster than fetchall() on wide days.
-                setattr(cap, kind, _build(CLASS_OF[kind], [_pylist(data[n]) for n in NAMES[kind]]))
+                setattr(cap, kind, build_instances(CLASS_OF[kind], [column_values(data[n]) for n in NAMES[kind]]))
         doc = json.loads((folder / SOURCES_SEALED).read_bytes())
         cap.recorders = sorted(doc.get("recorders", []))
         return cap
