@@ -34,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import bench_growth  # noqa: E402
 from bench.common import BENCH_DIR, ROOT, Measured, af_command, run_measured, say  # noqa: E402
 
 
@@ -190,6 +191,7 @@ def bench_pipeline(s: Sizes, timeout: float, _done: dict[str, Any]) -> dict[str,
 BENCHMARKS: dict[str, Callable[[Sizes, float, dict[str, Any]], dict[str, Any]]] = {
     "synth": bench_synth, "import": bench_import, "qa": bench_qa, "compile": bench_compile,
     "routines51": bench_routines51, "routines365": bench_routines365, "mcp": bench_mcp, "pipeline": bench_pipeline,
+    "growth": bench_growth.runner,
 }
 
 
@@ -273,6 +275,8 @@ def table_rows(s: Sizes, res: dict[str, Any], errors: dict[str, str]) -> list[di
         lambda r: (f"{r['growth']['ratio']:.3f} at {r['growth']['days']} active days (read alone "
                    f"{r['growth']['read_ratio']:.3f}; median day {r['growth']['median_ms']:.0f} ms)",
                    _met(r["growth"]["ratio"] <= 1.1)))
+    add("growth", "day-N cost vs history: read a day, compile it, nightly Dagster run", "paper: 0.86", "<= 1.1",
+        bench_growth.table_row)
     add("pipeline", f"full rebuild through Dagster, {pipe_days} days with capture (one run)", "-", "(report)",
         lambda r: (f"{r['full_rebuild_seconds']:.1f} s "
                    f"({r.get('full_rebuild_per_captured_day_ms', r.get('full_rebuild_per_day_ms')):.0f} ms a day)",

@@ -1,0 +1,430 @@
+"""Benchmark: does day N cost more when there are N-1 days of history before it?
+
+    .venv/bin/python bench/bench_growth.py [--days 365] [--sample 20] [--seed 1] [--out DIR] [--profile]
+
+DESIGN anchor: "day N compile cost vs history length: second-half / first-half ratio at most 1.1
+at 365 days". What a user pays every night is not the pure compile alone, so this measures three
+things, each in log order over the days that have capture:
+
+(a) read:    EventLog.read_day(day) on the sealed log (best of 2), every day;
+(b) compile: af_pipeline.compile.compile_day on that day's rows (best of 3), every day;
+(c) nightly: one run of the Dagster `build` job for the day alone (raw_day -> frames ->
+             enriched_input -> page_refs -> day_document -> context_block -> published_day), on a
+             warehouse and Dagster instance that already hold every earlier day, i.e. what the
+             nightly schedule does. Building all days one run at a time would take hours, so the
+             first --sample days are built one run each (timed), the days between them and the
+             last --sample days in ONE range run (not timed), then the last --sample days one run
+             each (timed).
+
+Ratios: (a) and (b) mean of the second half of the days over the mean of the first half; (c) the
+mean of the last sample over the mean of the first sample. The same ratio of (b) on just the
+sample days is printed beside (c): it says how much of (c)'s ratio is the days' content (later
+days can simply be busier) rather than history. The target for each ratio is at most 1.1.
+
+The corpus (`af synth --days D --seed S`) and a pristine copy of the data folder it lands in are
+kept under --out (default .bench/growth/), so a rerun skips generation and import. Every run
+builds in a fresh copy (DIR/home). --profile also re-runs each timed sample day under cProfile
+(untimed), writes DIR/first.prof and DIR/last.prof and lists the functions whose cumulative time
+grew most from the first sample to the last.
+
+Progress goes to stderr; stdout gets a table and then the JSON summary, which is also written to
+DIR/result.json. Exit 1 if a build failed, else 0 (a ratio over target is reported, not an error).
+Wall times depend on what else runs: the load average before and after is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import shutil
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.common import BENCH_DIR, dir_mb, run_measured, say  # noqa: E402
+
+TARGET = 1.1
+# In the past, so every day of a 365-day corpus is sealed on landing, as a year of real history
+# is (af synth's default start runs into the future: those days would stay open, read from JSONL).
+DEFAULT_START = "2025-06-01"
+DEFAULT_OUT = BENCH_DIR / "growth"
+
+
+def _load() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def halves_ratio(xs: Sequence[float]) -> float | None:
+    """Mean of the second half over the mean of the first half (the middle item of an odd count
+    belongs to neither)."""
+    half = len(xs) // 2
+    if half == 0:
+        return None
+    first = statistics.mean(xs[:half])
+    return statistics.mean(xs[len(xs) - half:]) / first if first > 0 else None
+
+
+def ratio(first: Sequence[float], last: Sequence[float]) -> float | None:
+    if not first or not last or statistics.mean(first) <= 0:
+        return None
+    return statistics.mean(last) / statistics.mean(first)
+
+
+def _ms(xs: Sequence[float]) -> float | None:
+    return round(1000 * statistics.median(xs), 1) if xs else None
+
+
+def _r(x: float | None) -> float | None:
+    return round(x, 3) if x is not None else None
+
+
+def _best(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
+    best, value = float("inf"), None
+    for _ in range(runs):
+        t = time.perf_counter()
+        value = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, value
+
+
+# ------------------------------------------------------------------ corpus and data folder
+
+def corpus(out: Path, days: int, seed: int, start: str) -> Path:
+    """The synthetic screenpipe database, generated once (generation is deterministic)."""
+    folder = out / f"synth-{days}d-seed{seed}-from{start}"
+    if not ((folder / "screenpipe.sqlite").exists() and (folder / "truth.json").exists()):
+        from capture.synth import generate
+
+        say(f"generating {days} days of synthetic capture (seed {seed}, from {start}) into {folder}")
+        generate(days, seed, folder, start_day=start,
+                 progress=lambda i, n, day, _c: print(f"\r  day {i}/{n} {day}", end="", file=sys.stderr, flush=True))
+        print(file=sys.stderr)
+    return folder
+
+
+def landed_home(out: Path, sample: Path) -> Path:
+    """A data folder holding the whole corpus in its event log and nothing else, kept as a
+    template: each run copies it, so a rerun does not import 365 days again."""
+    from capture.home import Home
+    from capture.importers.screenpipe import read_screenpipe
+    from capture.log import EventLog
+
+    template = out / f"landed-{sample.name}"
+    if (template / ".complete").exists():
+        return template
+    if template.exists():
+        shutil.rmtree(template)  # an interrupted landing: start again
+    home = Home(template)
+    home.init(tz=json.loads((sample / "truth.json").read_text()).get("tz", "UTC"))
+    say(f"landing {sample.name} in the event log of {template} (once; later runs copy it)")
+    t = time.perf_counter()
+    report = EventLog(home).append(read_screenpipe(sample / "screenpipe.sqlite"), progress=lambda m: say(f"  {m}"))
+    say(f"  landed in {time.perf_counter() - t:.0f} s: {report}"[:300])
+    (template / ".complete").write_text("ok\n")
+    return template
+
+
+# ------------------------------------------------------------------ (a) and (b)
+
+def read_and_compile(home: Any, days: list[str]) -> dict[str, list[float]]:
+    from af_pipeline.compile import compile_day
+    from capture.log import EventLog
+
+    log = EventLog(home)
+    read_s: list[float] = []
+    compile_s: list[float] = []
+    for i, day in enumerate(days, 1):
+        print(f"\r  read + compile: day {i}/{len(days)} {day}", end="", file=sys.stderr, flush=True)
+        r, cap = _best(lambda d=day: log.read_day(d), 2)  # type: ignore[misc]
+        c, _ = _best(lambda cap=cap: compile_day(cap), 3)  # type: ignore[misc]
+        read_s.append(r)
+        compile_s.append(c)
+    print(file=sys.stderr)
+    log.close()
+    return {"read_s": read_s, "compile_s": compile_s}
+
+
+# ------------------------------------------------------------------ (c) the nightly Dagster path
+
+def _step_ms(home: Any, run_id: str) -> dict[str, float]:
+    """Each step's own duration in one run, from the run's STEP_SUCCESS events."""
+    from dagster import DagsterEventType
+
+    from assets.instance import instance
+
+    out: dict[str, float] = {}
+    for entry in instance(home).all_logs(run_id, of_type=DagsterEventType.STEP_SUCCESS):
+        ev = entry.dagster_event
+        if ev is not None and ev.step_key:
+            out[ev.step_key] = float(ev.step_success_data.duration_ms)
+    return out
+
+
+def build_one(home: Any, day: str, prof: cProfile.Profile | None = None) -> dict[str, Any]:
+    """One nightly run for one day, timed as the user pays it (definitions + run)."""
+    from certification import harness
+
+    t = time.perf_counter()
+    if prof is not None:
+        prof.enable()
+    try:
+        outcome = harness.run_build(home, [day])
+    finally:
+        if prof is not None:
+            prof.disable()
+    wall = time.perf_counter() - t
+    if not outcome.ok:
+        raise RuntimeError(f"the build of {day} failed: {'; '.join(outcome.failures)[:300]}")
+    return {"day": day, "wall_s": wall, "run_s": outcome.seconds, "steps_ms": _step_ms(home, outcome.run_id)}
+
+
+def build_sample(home: Any, days: list[str], label: str, profile_to: Path | None) -> list[dict[str, Any]]:
+    runs = []
+    for i, day in enumerate(days, 1):
+        runs.append(build_one(home, day))
+        say(f"  {label}: day {i}/{len(days)} {day}: {runs[-1]['wall_s']:.2f} s")
+    if profile_to is not None:
+        prof = cProfile.Profile()
+        for i, day in enumerate(days, 1):
+            say(f"  {label}: profiling day {i}/{len(days)} {day} (run again, untimed)")
+            build_one(home, day, prof)
+        prof.dump_stats(str(profile_to))
+    return runs
+
+
+def profile_growth(first: Path, last: Path, top: int = 20) -> list[dict[str, Any]]:
+    """Functions ordered by how much their cumulative time grew from the first sample's runs to
+    the last's (both over the same number of runs, so totals compare)."""
+    def table(path: Path) -> dict[str, tuple[float, float, int]]:
+        stats: dict[Any, Any] = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
+        return {f"{Path(f).name}:{line}({fn})": (tt, ct, nc) for (f, line, fn), (_cc, nc, tt, ct, _callers)
+                in stats.items()}
+
+    a, b = table(first), table(last)
+    rows: list[dict[str, Any]] = []
+    for name in set(a) | set(b):
+        ta, ca, na = a.get(name, (0.0, 0.0, 0))
+        tb, cb, nb = b.get(name, (0.0, 0.0, 0))
+        rows.append({"function": name, "cum_first_s": round(ca, 3), "cum_last_s": round(cb, 3),
+                     "cum_growth_s": round(cb - ca, 3), "own_first_s": round(ta, 3), "own_last_s": round(tb, 3),
+                     "calls_first": na, "calls_last": nb})
+    rows.sort(key=lambda r: (-r["cum_growth_s"], r["function"]))
+    return rows[:top]
+
+
+def history_size(home: Any) -> dict[str, Any]:
+    import duckdb
+
+    con = duckdb.connect(str(home.warehouse_path), read_only=True)
+    try:
+        (elements,) = con.execute("SELECT count(*) FROM raw_elements").fetchone() or (0,)
+        (days,) = con.execute("SELECT count(DISTINCT day) FROM raw_days").fetchone() or (0,)
+    finally:
+        con.close()
+    return {"warehouse_mb": round(home.warehouse_path.stat().st_size / 1e6, 1), "warehouse_days": int(days),
+            "raw_elements_rows": int(elements), "dagster_mb": round(dir_mb(home.dagster_home), 1),
+            "log_mb": round(dir_mb(home.log_dir), 1), "published_mb": round(dir_mb(home.published_dir), 1)}
+
+
+# ------------------------------------------------------------------ report
+
+def _row(name: str, n: str, first: float | None, last: float | None, r: float | None, note: str = "") -> str:
+    def f(x: float | None) -> str:
+        return f"{x:.1f}" if x is not None else "-"
+
+    met = "-" if r is None else ("yes" if r <= TARGET else "**no**")
+    return f"| {name} | {n} | {f(first)} | {f(last)} | {'-' if r is None else f'{r:.3f}'} | <= {TARGET} | {met} | {note} |"
+
+
+def render(res: dict[str, Any]) -> str:
+    a, b, c = res["read"], res["compile"], res["nightly"]
+    k = c["sample"]
+    lines = [
+        f"Growth with history: {res['days_with_capture']} days with capture ({res['days']}-day corpus, seed "
+        f"{res['seed']}); load average before {res['load_before'][:1]} / after {res['load_after'][:1]}",
+        "",
+        "| measure | days compared | first (median ms) | last (median ms) | ratio | target | met? | note |",
+        "|---|---|---|---|---|---|---|---|",
+        _row("(a) EventLog.read_day", f"{a['days']} (2nd half / 1st)", a["first_half_median_ms"],
+             a["second_half_median_ms"], a["ratio"]),
+        _row("(b) compile_day", f"{b['days']} (2nd half / 1st)", b["first_half_median_ms"], b["second_half_median_ms"],
+             b["ratio"]),
+        _row("(c) nightly build, one day through Dagster", f"last {k} / first {k}", c["first_median_ms"],
+             c["last_median_ms"], c["ratio"],
+             f"compile_day on the same days: {c['content_ratio']:.3f}" if c["content_ratio"] else ""),
+    ]
+    lines += ["", f"(c) ratio of the medians instead of the means: {c['median_ratio']:.3f}. Outside the steps "
+              f"(definitions, run start and bookkeeping): {c['outside_steps']['first_median_ms']:.0f} -> "
+              f"{c['outside_steps']['last_median_ms']:.0f} ms median."]
+    steps = c.get("steps", {})
+    if steps:
+        lines += ["", "Nightly run, per step (median ms over each sample; the rest of a run is Dagster's own work):",
+                  "", "| step | first | last | ratio |", "|---|---|---|---|"]
+        for name, s in steps.items():
+            lines.append(f"| {name} | {s['first_median_ms']:.1f} | {s['last_median_ms']:.1f} | "
+                         f"{s['ratio']:.3f} |" if s["ratio"] is not None else f"| {name} | - | - | - |")
+    h = c["history_at_last"]
+    lines += ["", f"History when the last {k} days were built: warehouse {h['warehouse_mb']} MB "
+              f"({h['warehouse_days']} days, {h['raw_elements_rows']:,} raw_elements rows), Dagster instance "
+              f"{h['dagster_mb']} MB, event log {h['log_mb']} MB, published/ {h['published_mb']} MB."]
+    return "\n".join(lines)
+
+
+def summarize(days: list[str], ab: dict[str, list[float]], first: list[dict[str, Any]], last: list[dict[str, Any]],
+              history: dict[str, Any], sample: int) -> dict[str, Any]:
+    half = len(days) // 2
+
+    def series(xs: list[float]) -> dict[str, Any]:
+        return {"days": len(xs), "ratio": _r(halves_ratio(xs)), "median_ms": _ms(xs),
+                "first_half_median_ms": _ms(xs[:half]), "second_half_median_ms": _ms(xs[len(xs) - half:])}
+
+    by_day = dict(zip(days, ab["compile_s"], strict=True))
+    fw, lw = [r["wall_s"] for r in first], [r["wall_s"] for r in last]
+    steps: dict[str, Any] = {}
+    for name in sorted({s for r in first + last for s in r["steps_ms"]}):
+        f = [r["steps_ms"][name] for r in first if name in r["steps_ms"]]
+        g = [r["steps_ms"][name] for r in last if name in r["steps_ms"]]
+        steps[name] = {"first_median_ms": round(statistics.median(f), 1) if f else None,
+                       "last_median_ms": round(statistics.median(g), 1) if g else None, "ratio": _r(ratio(f, g))}
+    overhead = {"first_median_ms": _ms([r["wall_s"] - sum(r["steps_ms"].values()) / 1000 for r in first]),
+                "last_median_ms": _ms([r["wall_s"] - sum(r["steps_ms"].values()) / 1000 for r in last])}
+    return {
+        "read": series(ab["read_s"]),
+        "compile": series(ab["compile_s"]),
+        "nightly": {
+            "sample": sample, "first_days": [r["day"] for r in first], "last_days": [r["day"] for r in last],
+            "ratio": _r(ratio(fw, lw)), "median_ratio": _r(statistics.median(lw) / statistics.median(fw)),
+            "first_median_ms": _ms(fw), "last_median_ms": _ms(lw),
+            "first_mean_ms": round(1000 * statistics.mean(fw), 1), "last_mean_ms": round(1000 * statistics.mean(lw), 1),
+            "run_only_ratio": _r(ratio([r["run_s"] for r in first], [r["run_s"] for r in last])),
+            "content_ratio": _r(ratio([by_day[r["day"]] for r in first], [by_day[r["day"]] for r in last])),
+            "steps": steps, "outside_steps": overhead, "history_at_last": history,
+            "per_day": [{"day": r["day"], "wall_ms": round(1000 * r["wall_s"], 1)} for r in first + last],
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench_growth.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--days", type=int, default=365, help="days in the synthetic corpus (default 365)")
+    ap.add_argument("--sample", type=int, default=20, metavar="K",
+                    help="days built one Dagster run each at the start and at the end (default 20)")
+    ap.add_argument("--seed", type=int, default=1, help="synthetic corpus seed (default 1)")
+    ap.add_argument("--start", default=DEFAULT_START, metavar="DAY",
+                    help=f"first day of the corpus (default {DEFAULT_START}; the whole corpus must lie in the past)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"cache and results folder (default {DEFAULT_OUT})")
+    ap.add_argument("--profile", action="store_true",
+                    help="also profile each sample day's run (untimed re-run) and list what grew")
+    args = ap.parse_args(argv)
+    if args.days < 4 or args.sample < 1:
+        ap.error("--days must be at least 4 and --sample at least 1")
+    warnings.filterwarnings("ignore")
+
+    from assets.instance import use_home
+    from capture.home import Home
+    from capture.log import EventLog
+    from certification import harness
+
+    out: Path = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    load_before = _load()
+    started = time.time()
+    template = landed_home(out, corpus(out, args.days, args.seed, args.start))
+    home = Home(out / "home")
+    if home.root.exists():
+        shutil.rmtree(home.root)
+    shutil.copytree(template, home.root)
+    (home.root / ".complete").unlink()
+    use_home(home)
+
+    status = EventLog(home).days()
+    days = [d.day for d in status if d.counts.get("snapshots", 0)]
+    still_open = [d.day for d in status if not d.sealed]
+    if still_open:  # a history is sealed days; open ones are read from JSONL and would skew every ratio
+        say(f"warning: {len(still_open)} day(s) are still open ({still_open[0]} ..); use an earlier --start")
+    k = min(args.sample, len(days) // 2)
+    say(f"(a)+(b): reading and compiling {len(days)} days with capture, in log order")
+    ab = read_and_compile(home, days)
+
+    # The first run in a process pays Dagster's imports and the instance's creation; build the
+    # first day once untimed, so the first sample is not inflated by what no later run pays.
+    say(f"(c): warm-up build of {days[0]} (untimed)")
+    build_one(home, days[0])
+    say(f"(c): the first {k} days, one Dagster run each")
+    first = build_sample(home, days[:k], "first", out / "first.prof" if args.profile else None)
+    middle = [d for d in harness.select_days(home, None, None) if days[k - 1] < d < days[len(days) - k]]
+    if middle:
+        say(f"(c): the {len(middle)} days between in one range run (untimed)")
+        bulk = harness.run_build(home, middle, lambda m: say(f"  {m}"))
+        if not bulk.ok:
+            say(f"the range build failed: {'; '.join(bulk.failures)[:300]}")
+            return 1
+        say(f"  done in {bulk.seconds:.0f} s")
+    history = history_size(home)
+    say(f"(c): the last {k} days, one Dagster run each")
+    last = build_sample(home, days[len(days) - k:], "last", out / "last.prof" if args.profile else None)
+
+    res: dict[str, Any] = {"days": args.days, "seed": args.seed, "days_with_capture": len(days),
+                           "first_day": days[0], "last_day": days[-1], "open_days": len(still_open),
+                           "target": TARGET}
+    res |= summarize(days, ab, first, last, history, k)
+    res["met"] = {m: (res[m]["ratio"] is not None and res[m]["ratio"] <= TARGET) for m in ("read", "compile", "nightly")}
+    if args.profile:
+        res["profile_growth"] = profile_growth(out / "first.prof", out / "last.prof")
+    res |= {"load_before": load_before, "load_after": _load(), "cpus": os.cpu_count(),
+            "wall_s": round(time.time() - started, 1)}
+    (out / "result.json").write_text(json.dumps(res, indent=2) + "\n")
+    print(render(res))
+    if args.profile:
+        print("\nWhat grew most from the first sample's runs to the last's (cumulative s over all runs):\n")
+        for p in res["profile_growth"][:12]:
+            print(f"  +{p['cum_growth_s']:7.3f} s  {p['function']}  ({p['cum_first_s']} -> {p['cum_last_s']}, "
+                  f"calls {p['calls_first']} -> {p['calls_last']})")
+    print()
+    print(json.dumps({key: v for key, v in res.items() if key != "profile_growth"}, indent=2))
+    say(f"wrote {out / 'result.json'}")
+    return 0
+
+
+# ------------------------------------------------------------------ the bench runner (python -m bench)
+
+def runner(sizes: Any, timeout: float, _done: dict[str, Any]) -> dict[str, Any]:
+    """For bench/__main__.py: the 365-day run in full mode, 20 days in quick mode; a child process."""
+    quick = 365 not in sizes.routine_days
+    out = BENCH_DIR / "runner-growth"
+    (out / "result.json").unlink(missing_ok=True)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--days", "20" if quick else "365",
+           "--sample", "3" if quick else "20", "--out", str(out)]
+    say(f"[bench] growth: {' '.join(cmd[1:])}")
+    m = run_measured(cmd, timeout=timeout)
+    if m.timed_out or not (out / "result.json").exists():
+        raise RuntimeError(f"bench_growth {'timed out' if m.timed_out else f'exited {m.returncode}'}: {m.tail(300)}")
+    result: dict[str, Any] = json.loads((out / "result.json").read_text())
+    return result
+
+
+def table_row(r: dict[str, Any]) -> tuple[str, str]:
+    """The runner's 'ours' and 'met?' cells."""
+    a, b, c = r["read"], r["compile"], r["nightly"]
+    return (f"at {r['days']} days: read {a['ratio']:.3f}, compile {b['ratio']:.3f} ({b['days']} days with capture, "
+            f"2nd half / 1st); nightly Dagster "
+            f"run {c['ratio']:.3f} (last {c['sample']} / first {c['sample']}, {c['first_median_ms']:.0f} -> "
+            f"{c['last_median_ms']:.0f} ms)", "yes" if all(r["met"].values()) else "**no**")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
