@@ -32,7 +32,7 @@ import shutil
 import threading
 import time
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
@@ -509,6 +509,34 @@ def _quarantine_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
 
 
 # ---------------------------------------------------------------------- the log
+
+
+class SealedElements:
+    """A sealed day's element rows, read by snapshot from its (hash-checked) segment
+    (capture.model.ElementSource), in the segment's order."""
+
+    def __init__(self, log: EventLog, path: Path, count: int):
+        self.log, self.path, self.count = log, path, count
+        # enrichment and the compile ask for the same snapshots (the same anonymous clicks)
+        self._last: tuple[list[str], list[Any]] | None = None
+
+    def of_snapshots(self, frame_ids: Iterable[str]) -> list[Any]:
+        ids = sorted(set(frame_ids))
+        if not ids or not self.count:
+            return []
+        if self._last is not None and self._last[0] == ids:
+            return list(self._last[1])
+        query = (
+            f"SELECT {SELECT_SQL['elements']} FROM read_parquet('{_sql_path(self.path)}') "
+            "WHERE snapshot_frame_id IN (SELECT unnest(?::VARCHAR[]))"
+        )
+        with self.log._db() as con:  # one thread: rows come back in file order
+            data = con.execute(query, [ids]).fetchnumpy()
+            if not _in_order("elements", data):
+                data = con.execute(f"{query} ORDER BY {SORT_SQL['elements']}", [ids]).fetchnumpy()
+        found = build_instances(CLASS_OF["elements"], [column_values(data[n]) for n in NAMES["elements"]])
+        self._last = (ids, found)
+        return list(found)
 
 
 class EventLog:
@@ -1220,15 +1248,19 @@ class EventLog:
             return {}
         return {k: self.sealed_dir / day / f"{k}.parquet" for k in ROW_KINDS}
 
-    def read_day(self, day: str) -> DayCapture:
-        """Every row of a local day, sorted (an unknown day reads as empty and open)."""
+    def read_day(self, day: str, lazy_elements: bool = False) -> DayCapture:
+        """Every row of a local day, sorted (an unknown day reads as empty and open).
+
+        ``lazy_elements``: a sealed day's element trees (most of its rows) are not read; the
+        capture gets an element source that reads the trees of the snapshots a compile asks for
+        from the same verified segment. Open days are read whole either way."""
         try:
             parse_day(day)
         except ValueError as exc:
             raise UserError(str(exc)) from None
         entry = self._sealed().get(day)
         if entry is not None:
-            return self._read_sealed(day, entry)
+            return self._read_sealed(day, entry, lazy_elements)
         try:
             cap: DayCapture | None = self._read_open(day)
         except FileNotFoundError:
@@ -1237,10 +1269,10 @@ class EventLog:
             # A writer may have sealed the day (and removed its open segment) while we looked.
             entry = self._sealed().get(day)
             if entry is not None:
-                return self._read_sealed(day, entry)
+                return self._read_sealed(day, entry, lazy_elements)
         return cap if cap is not None else DayCapture(day=day, tz=self.tz, sealed=False)
 
-    def _read_sealed(self, day: str, entry: dict[str, Any]) -> DayCapture:
+    def _read_sealed(self, day: str, entry: dict[str, Any], lazy_elements: bool = False) -> DayCapture:
         folder = self.sealed_dir / day
         hashes: dict[str, str] = {}
         for name, meta in sorted(entry["files"].items()):
@@ -1255,8 +1287,13 @@ class EventLog:
                 )
             hashes[f"sealed/{day}/{name}"] = actual
         cap = DayCapture(day=day, tz=self.tz, sealed=True, segment_hashes=hashes)
+        kinds = ROW_KINDS
+        if lazy_elements:
+            kinds = tuple(k for k in ROW_KINDS if k != "elements")
+            rows = int(entry["files"].get("elements.parquet", {}).get("rows", 0))
+            cap.element_source = SealedElements(self, folder / "elements.parquet", rows)
         with self._db() as con:
-            for kind in ROW_KINDS:
+            for kind in kinds:
                 query = f"SELECT {SELECT_SQL[kind]} FROM read_parquet('{_sql_path(folder / f'{kind}.parquet')}')"
                 # Sealing writes each file in SORT_SQL order, and the file was just checked against its
                 # hash: read it as stored (one thread keeps file order) and only sort if the check of

@@ -121,7 +121,7 @@ def _published(home: Home, day: str, options: CompileOptions) -> dict[str, Any] 
 def _live(home: Home, day: str, options: CompileOptions) -> dict[str, Any]:
     from capture.log import EventLog
 
-    capture = EventLog(home).read_day(day)
+    capture = EventLog(home).read_day(day, lazy_elements=True)
     _require_rows(capture, f"day {day}")
     return _stamp(compile_day(capture, options))
 

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
           f"{report.quarantined} quarantined.")
     print(f"\n{'day':<12}{'sealed':>8}{'snapshots':>11}{'inputs':>9}{'elements':>10}{'apps':>6}")
     for d in days:
-        capture = log.read_day(d.day)
+        capture = log.read_day(d.day, lazy_elements=True)
         apps = len({s.app for s in capture.snapshots})
         print(f"{d.day:<12}{'yes' if d.sealed else 'no':>8}{d.counts.get('snapshots', 0):>11}"
               f"{d.counts.get('inputs', 0):>9}{d.counts.get('elements', 0):>10}{apps:>6}")

@@ -90,7 +90,7 @@ def load_actions(home_arg: str | None, last_days: int | None) -> tuple[list[list
     for n, day in enumerate(days, start=1):
         msg = f"reading and enriching day {n}/{len(days)} ({day})"
         print("\r" + msg if tty else msg, end="" if tty else "\n", file=sys.stderr, flush=True)
-        capture = log.read_day(day)
+        capture = log.read_day(day, lazy_elements=True)
         acts = actions_for_day(day, enrich(capture))
         if acts:
             out.append(acts)

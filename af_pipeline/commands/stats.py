@@ -82,7 +82,7 @@ def _from_log(args: argparse.Namespace) -> tuple[list[str | None], dict[str, Any
     urls: list[str | None] = []
     snapshots = 0
     for i, day in enumerate(days, 1):
-        capture = log.read_day(day)
+        capture = log.read_day(day, lazy_elements=True)
         snapshots += len(capture.snapshots)
         urls.extend(s.url for s in capture.snapshots)
         if len(days) > 1:

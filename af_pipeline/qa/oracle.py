@@ -301,7 +301,7 @@ def oracle_log_day(log: Any, day: str, runner: DuckDBOracle | None = None) -> Or
         seg = log.segment_paths(day).get("snapshots")
         if seg is not None and Path(seg).exists():
             return r.day_from_parquet(day, Path(seg), log.tz)
-        return r.day_from_rows(day, log.read_day(day).snapshots, log.tz)
+        return r.day_from_rows(day, log.read_day(day, lazy_elements=True).snapshots, log.tz)
     finally:
         if own:
             r.close()

@@ -149,7 +149,7 @@ def run(
 
     def cap(day: str) -> DayCapture:
         if day not in caps:
-            caps[day] = log.read_day(day)
+            caps[day] = log.read_day(day, lazy_elements=True)
         return caps[day]
 
     raw_cache: dict[str, tuple[str, int]] = {}

@@ -1,0 +1,84 @@
+"""Element trees read on demand give exactly the documents and enrichment of reading them all.
+
+Element rows are most of a day's capture, and only the trees under anonymous clicks are ever
+looked at, so the log (sealed days) and the warehouse can hand the compiler an element source
+instead of the rows. These tests hold both readers to the full read, on a corpus whose clicks
+really are resolved against element trees.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from test_dagster_support import corpus, days_of, new_home
+
+from af_pipeline.compile import CompileOptions, compile_day
+from af_pipeline.emit import canonical_bytes
+from af_pipeline.enrich import enrich
+from assets import store
+from capture.log import EventLog
+
+
+@pytest.fixture(scope="module")
+def sealed_log(tmp_path_factory):
+    home = new_home(tmp_path_factory.mktemp("lazy"))
+    batch = corpus(2)
+    log = EventLog(home)
+    log.append(batch)
+    days = days_of(batch)
+    for day in days:
+        if day not in {d.day for d in log.days() if d.sealed}:
+            log.seal(day)
+    assert all(d.sealed for d in log.days())
+    return log, days
+
+
+def _resolved_by_trees(events) -> int:
+    return sum(1 for e in events if e.resolution in ("exact", "tolerance"))
+
+
+def test_sealed_day_read_lazily_compiles_to_the_same_bytes(sealed_log):
+    log, days = sealed_log
+    for day in days:
+        full = log.read_day(day)
+        lazy = log.read_day(day, lazy_elements=True)
+        assert full.elements and not lazy.elements
+        assert lazy.element_count() == len(full.elements)
+        for typed in (False, True):
+            opts = CompileOptions(include_typed_text=typed)
+            assert canonical_bytes(compile_day(lazy, opts)) == canonical_bytes(compile_day(full, opts))
+        full_events, lazy_events = enrich(full), enrich(lazy)
+        assert lazy_events == full_events
+        # not vacuous: clicks of this day were named from their element trees
+        assert _resolved_by_trees(full_events) > 0
+
+
+def test_sealed_elements_by_snapshot_are_the_trees_in_log_order(sealed_log):
+    log, days = sealed_log
+    full = log.read_day(days[0])
+    lazy = log.read_day(days[0], lazy_elements=True)
+    assert lazy.element_source is not None
+    ids = sorted({e.snapshot_frame_id for e in full.elements})[::7]
+    wanted = set(ids)
+    assert lazy.element_source.of_snapshots(ids) == [e for e in full.elements if e.snapshot_frame_id in wanted]
+    assert lazy.element_source.of_snapshots(reversed(ids)) == lazy.element_source.of_snapshots(ids)
+    assert lazy.element_source.of_snapshots([]) == []
+    assert lazy.element_source.of_snapshots(["no-such-snapshot"]) == []
+
+
+def test_warehouse_capture_with_lazy_elements_compiles_to_the_same_bytes(sealed_log, tmp_path):
+    log, days = sealed_log
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        for day in days:
+            store.load_raw_day(con, log, day)
+            full = store.load_capture(con, day)
+            lazy = store.load_capture(con, day, lazy_elements=True)
+            assert full.elements == log.read_day(day).elements  # the warehouse keeps the log's rows
+            assert not lazy.elements and lazy.element_count() == len(full.elements)
+            assert canonical_bytes(compile_day(lazy, CompileOptions())) == canonical_bytes(
+                compile_day(full, CompileOptions())
+            )
+            assert enrich(lazy) == enrich(full)
+    finally:
+        con.close()
