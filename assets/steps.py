@@ -74,7 +74,7 @@ DOCUMENT_COLUMNS = {
     "tokens": "BIGINT",
     "sealed": "BOOLEAN",
 }
-CONTEXT_COLUMNS = {"text": "VARCHAR", "sha256": "VARCHAR", "tokens": "BIGINT", "raw_tokens": "BIGINT"}
+CONTEXT_COLUMNS = {"text": "VARCHAR", "sha256": "VARCHAR", "tokens": "BIGINT"}
 
 
 
@@ -223,26 +223,40 @@ def day_document(
     }
 
 
-def context_block(con: duckdb.DuckDBPyConnection, day: str, capture: DayCapture | None = None) -> dict[str, Any]:
-    """The day's context block; ``preview`` in the result is its first PREVIEW_CHARS (Markdown)."""
+def context_block(
+    con: duckdb.DuckDBPyConnection, day: str, capture: DayCapture | None = None, measure_raw: bool = True
+) -> dict[str, Any]:
+    """The day's context block; ``preview`` in the result is its first PREVIEW_CHARS (Markdown).
+
+    ``measure_raw`` adds what an agent would read instead (the day's rows as a search API returns
+    them, in tokens) to the result: a measurement for people, not part of the table, so the
+    certification rebuild, which only compares tables and files, skips it."""
     from af_pipeline import emit, tokens
-    from af_pipeline.qa.report import raw_rows_json
 
     doc, doc_tokens = document(con, day)
     text = emit.context_block(doc, CONTEXT_BUDGET_TOKENS)
     n = tokens.count(text)
-    # what an agent would otherwise read: the day's rows as a search API returns them
-    raw = tokens.count(raw_rows_json(capture or store.load_capture(con, day, SNAPSHOTS_ONLY)))
     sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    store.replace_day(con, CONTEXTS, day, CONTEXT_COLUMNS, [(text, sha, n, raw)])
-    return {
+    store.replace_day(con, CONTEXTS, day, CONTEXT_COLUMNS, [(text, sha, n)])
+    meta: dict[str, Any] = {
         "context_tokens": n,
         "document_tokens": doc_tokens,
-        "raw_rows_tokens": raw,
-        "reduction_vs_raw_rows": round(raw / n, 1) if n else 0.0,
         "reduction_vs_document": round(doc_tokens / n, 1) if n else 0.0,
         "preview": "```text\n" + text[:PREVIEW_CHARS] + "\n```",
     }
+    if measure_raw:
+        raw = raw_tokens(capture or store.load_capture(con, day, SNAPSHOTS_ONLY))
+        meta["raw_rows_tokens"] = raw
+        meta["reduction_vs_raw_rows"] = round(raw / n, 1) if n else 0.0
+    return meta
+
+
+def raw_tokens(capture: DayCapture) -> int:
+    """cl100k tokens of the day's snapshot rows as a search API returns them (one JSON list)."""
+    from af_pipeline import tokens
+    from af_pipeline.qa.report import raw_rows_json
+
+    return tokens.count(raw_rows_json(capture))
 
 
 def published_day(
@@ -275,7 +289,7 @@ def build_day(
     enriched_input(con, day, include_typed_text, capture)
     page_refs(con, day)
     day_document(con, day, include_typed_text, capture)
-    context_block(con, day, capture)
+    context_block(con, day, capture, measure_raw=False)
     published_day(con, day, published_dir, code_version, generated_at)
 
 

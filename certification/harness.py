@@ -23,6 +23,10 @@ from capture.errors import UserError
 from capture.home import Home
 
 CERTIFICATE_VERSION = 1
+# The console shows warnings and errors only: a range run records hundreds of events (one per
+# check and day), and printing each as a debug line costs seconds. The run's full event log is
+# still stored in the instance for the UI.
+_QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 Progress = Callable[[str], None]
 
 
@@ -164,7 +168,7 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     rebuild.start(home, bool(getattr(data_folder, "include_typed_text", False)))
     # One run for the whole range: Dagster's per-run overhead (~1.7 s) is paid once and each check
     # reads the warehouse once; every check still evaluates every day and can fail any of them.
-    result = job.execute_in_process(instance=inst, tags=_tags(days), raise_on_error=False)
+    result = job.execute_in_process(instance=inst, tags=_tags(days), raise_on_error=False, run_config=_QUIET_RUN)
     checks_by_day, other_env = _day_checks(result, days)
     failed_steps = [f for f in _failures(result) if f.startswith("step ")]
     per_day: dict[str, Any] = {}

@@ -90,6 +90,9 @@ def _run_pipeline(home: Home, days: list[str]) -> dict:
     """Build every day through Dagster (one run), certify each day, and collect the numbers."""
     import duckdb
 
+    from af_pipeline import tokens
+    from af_pipeline.qa.report import raw_rows_json
+    from capture.log import EventLog
     from certification import harness
 
     print(f"[3/4] building {len(days)} day partitions through Dagster (one run)", file=sys.stderr)
@@ -101,14 +104,17 @@ def _run_pipeline(home: Home, days: list[str]) -> dict:
     con = duckdb.connect(str(home.warehouse_path), read_only=True)
     try:
         rows = con.execute(
-            "SELECT d.day, d.frames, d.active_min, c.raw_tokens, d.tokens, c.tokens "
+            "SELECT d.day, d.frames, d.active_min, d.tokens, c.tokens "
             "FROM day_document d JOIN context_block c USING (day) ORDER BY d.day"
         ).fetchall()
     finally:
         con.close()
+    log = EventLog(home)
     table = [
-        {"day": r[0], "frames": r[1], "active_min": r[2], "raw_tokens": r[3], "document_tokens": r[4],
-         "block_tokens": r[5], "certified": cert["days"].get(r[0], {}).get("passed", False)}
+        {"day": r[0], "frames": r[1], "active_min": r[2],
+         # what an agent would read instead: the day's rows as a search API returns them
+         "raw_tokens": tokens.count(raw_rows_json(log.read_day(r[0], lazy_elements=True))), "document_tokens": r[3],
+         "block_tokens": r[4], "certified": cert["days"].get(r[0], {}).get("passed", False)}
         for r in rows
     ]
     return {
