@@ -205,9 +205,9 @@ def build_sample(home: Any, days: list[str], label: str, profile_to: Path | None
     return runs
 
 
-def profile_growth(first: Path, last: Path, top: int = 20) -> list[dict[str, Any]]:
-    """Functions ordered by how much their cumulative time grew from the first sample's runs to
-    the last's (both over the same number of runs, so totals compare)."""
+def profile_growth(first: Path, last: Path, top: int = 20, key: str = "cum") -> list[dict[str, Any]]:
+    """Functions ordered by how much their cumulative (key "cum") or own ("own") time grew from the
+    first sample's runs to the last's (both over the same number of runs, so totals compare)."""
     def table(path: Path) -> dict[str, tuple[float, float, int]]:
         stats: dict[Any, Any] = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
         return {f"{Path(f).name}:{line}({fn})": (tt, ct, nc) for (f, line, fn), (_cc, nc, tt, ct, _callers)
@@ -220,8 +220,9 @@ def profile_growth(first: Path, last: Path, top: int = 20) -> list[dict[str, Any
         tb, cb, nb = b.get(name, (0.0, 0.0, 0))
         rows.append({"function": name, "cum_first_s": round(ca, 3), "cum_last_s": round(cb, 3),
                      "cum_growth_s": round(cb - ca, 3), "own_first_s": round(ta, 3), "own_last_s": round(tb, 3),
+                     "own_growth_s": round(tb - ta, 3),
                      "calls_first": na, "calls_last": nb})
-    rows.sort(key=lambda r: (-r["cum_growth_s"], r["function"]))
+    rows.sort(key=lambda r: (-r[f"{key}_growth_s"], r["function"]))
     return rows[:top]
 
 
@@ -385,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     res["met"] = {m: (res[m]["ratio"] is not None and res[m]["ratio"] <= TARGET) for m in ("read", "compile", "nightly")}
     if args.profile:
         res["profile_growth"] = profile_growth(out / "first.prof", out / "last.prof")
+        res["profile_growth_own"] = profile_growth(out / "first.prof", out / "last.prof", key="own")
     res |= {"load_before": load_before, "load_after": _load(), "cpus": os.cpu_count(),
             "wall_s": round(time.time() - started, 1)}
     (out / "result.json").write_text(json.dumps(res, indent=2) + "\n")
@@ -394,8 +396,12 @@ def main(argv: list[str] | None = None) -> int:
         for p in res["profile_growth"][:12]:
             print(f"  +{p['cum_growth_s']:7.3f} s  {p['function']}  ({p['cum_first_s']} -> {p['cum_last_s']}, "
                   f"calls {p['calls_first']} -> {p['calls_last']})")
+        print("\nThe same by each function's own time (excluding what it calls):\n")
+        for p in res["profile_growth_own"][:12]:
+            print(f"  +{p['own_growth_s']:7.3f} s  {p['function']}  ({p['own_first_s']} -> {p['own_last_s']}, "
+                  f"calls {p['calls_first']} -> {p['calls_last']})")
     print()
-    print(json.dumps({key: v for key, v in res.items() if key != "profile_growth"}, indent=2))
+    print(json.dumps({key: v for key, v in res.items() if not key.startswith("profile_growth")}, indent=2))
     say(f"wrote {out / 'result.json'}")
     return 0
 
