@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -207,13 +208,11 @@ def day_document(
     sha = hashlib.sha256(body).hexdigest()
     n_tokens = tokens.count(body.decode("utf-8"))
     active = float(doc["coverage"]["active_min"])
+    canonical = body.decode("utf-8")
     store.replace_day(
-        con,
-        DOCUMENTS,
-        day,
-        DOCUMENT_COLUMNS,
-        [(body.decode("utf-8"), sha, len(doc["frames"]), active, n_tokens, capture.sealed)],
+        con, DOCUMENTS, day, DOCUMENT_COLUMNS, [(canonical, sha, len(doc["frames"]), active, n_tokens, capture.sealed)]
     )
+    _remember(sha, canonical)
     return {
         "frames": len(doc["frames"]),
         "active_minutes": active,
@@ -307,24 +306,53 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def document(con: Any, day: str) -> tuple[dict[str, Any], int]:
-    row = con.execute(f"SELECT canonical_json, tokens FROM {DOCUMENTS} WHERE day = ?", [day]).fetchone()
+# Canonical documents just written, by their sha256. The steps after day_document read the
+# day's document back; DuckDB keeps the documents of all days in one compressed column segment,
+# so reading one decompresses every day's, a cost that grows with the history. The small sha256
+# column says which document the warehouse holds; a document is only taken from here when its
+# hash matches, so a hit is always the stored document.
+_RECENT_DOCS: OrderedDict[str, str] = OrderedDict()
+_RECENT_MAX = 8
+
+
+def _remember(sha: str, canonical: str) -> None:
+    _RECENT_DOCS[sha] = canonical
+    _RECENT_DOCS.move_to_end(sha)
+    while len(_RECENT_DOCS) > _RECENT_MAX:
+        _RECENT_DOCS.popitem(last=False)
+
+
+def _stored_document(con: Any, day: str) -> tuple[str, str, int, bool] | None:
+    """(canonical json, sha256, tokens, sealed) of the day's stored document, or None."""
+    row = con.execute(f"SELECT sha256, tokens, sealed FROM {DOCUMENTS} WHERE day = ?", [day]).fetchone()
     if row is None:
+        return None
+    sha, n_tokens, sealed = str(row[0]), int(row[1]), bool(row[2])
+    canonical = _RECENT_DOCS.get(sha)
+    if canonical is None:
+        (canonical,) = con.execute(f"SELECT canonical_json FROM {DOCUMENTS} WHERE day = ?", [day]).fetchone() or ("",)
+    return canonical, sha, n_tokens, sealed
+
+
+def document(con: Any, day: str) -> tuple[dict[str, Any], int]:
+    found = _stored_document(con, day)
+    if found is None:
         raise LookupError(f"day {day} has no document in the warehouse; materialize day_document first")
-    return json.loads(row[0]), int(row[1])
+    return json.loads(found[0]), found[2]
 
 
 def day_artifacts(con: Any, day: str, generated_at: str) -> tuple[dict[str, bytes], str, bool, dict[str, str]]:
     """The published files of one day from the warehouse: (files, canonical sha256, sealed, segments)."""
 
-    row = con.execute(f"SELECT canonical_json, sha256, sealed FROM {DOCUMENTS} WHERE day = ?", [day]).fetchone()
+    found = _stored_document(con, day)
     ctx = con.execute(f"SELECT text FROM {CONTEXTS} WHERE day = ?", [day]).fetchone()
-    if row is None or ctx is None:
+    if found is None or ctx is None:
         raise LookupError(f"day {day} has no document or context block in the warehouse")
-    doc = json.loads(row[0])
+    canonical, sha, _tokens, sealed = found
+    doc = json.loads(canonical)
     files = artifact_bytes(doc, ctx[0], generated_at)
     segments = {s["file"]: s["sha256"] for s in doc.get("provenance", {}).get("segments", [])}
-    return files, str(row[1]), bool(row[2]), segments
+    return files, sha, sealed, segments
 
 
 def artifact_bytes(doc: dict[str, Any], context_text: str, generated_at: str) -> dict[str, bytes]:
