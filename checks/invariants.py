@@ -26,6 +26,9 @@ RECOMPILE = "byte_identical_recompile"
 REBUILD = "rebuild_equals_incremental"
 APPEND_ONLY = "append_only"
 INVARIANTS = (RECOMPILE, REBUILD, APPEND_ONLY)
+# Checks that need no independent rebuild run first in a certify run, while the rebuild is still
+# going; the two that wait for it come last (Dagster runs higher priorities first).
+RUN_FIRST = {"dagster/priority": "1"}
 
 # What a check returns: its (valueless) output, then one evaluation per day partition. Dagster
 # runs such a check function, but types @asset_check functions as returning one AssetCheckResult,
@@ -161,6 +164,7 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
     @dg.asset_check(  # type: ignore[arg-type]  # see CheckEvents
         asset=published_day,
         name=APPEND_ONLY,
+        op_tags=RUN_FIRST,
         blocking=True,
         partitions_def=partitions,
         description="Sealed segments match the log's hash-chained manifest, and the published files of this "

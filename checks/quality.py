@@ -20,7 +20,7 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from checks.invariants import CheckEvents, verdict
+from checks.invariants import RUN_FIRST, CheckEvents, verdict
 
 RAW_QUALITY = "raw_rows_quality"
 FRAMES_QUALITY = "frames_quality"
@@ -160,6 +160,7 @@ def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, part
     @dg.asset_check(  # type: ignore[arg-type]  # see CheckEvents
         asset=raw_day,
         name=RAW_QUALITY,
+        op_tags=RUN_FIRST,
         blocking=True,
         partitions_def=partitions,
         description="GX: raw snapshot and input ids unique, keys not null, time order per stream.",
@@ -172,6 +173,7 @@ def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, part
     @dg.asset_check(  # type: ignore[arg-type]  # see CheckEvents
         asset=frames,
         name=FRAMES_QUALITY,
+        op_tags=RUN_FIRST,
         blocking=True,
         partitions_def=partitions,
         description="GX: frame ids unique, keys not null, no overlap per stream, active <= wall, "
