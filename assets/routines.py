@@ -9,7 +9,7 @@ mines or prices anything itself.
 Deterministic by construction: no wall-clock value is stored or hashed (report()'s timing entry
 is not used), tables are replaced whole in one transaction, and plan files are written
 atomically from canonical JSON. The tables have no ``seq`` column on purpose: they are not per
-day, so the per-day rebuild comparison of the certification (store.day_digests) skips them.
+day, so the per-day rebuild comparison of the certification (store.digests) skips them.
 """
 
 

@@ -231,6 +231,7 @@ def context_block(
     them, in tokens) to the result: a measurement for people, not part of the table, so the
     certification rebuild, which only compares tables and files, skips it."""
     from af_pipeline import emit, tokens
+    from af_pipeline.qa.report import raw_rows_tokens
 
     doc, doc_tokens = document(con, day)
     text = emit.context_block(doc, CONTEXT_BUDGET_TOKENS)
@@ -244,18 +245,10 @@ def context_block(
         "preview": "```text\n" + text[:PREVIEW_CHARS] + "\n```",
     }
     if measure_raw:
-        raw = raw_tokens(capture or store.load_capture(con, day, SNAPSHOTS_ONLY))
+        raw = raw_rows_tokens(capture or store.load_capture(con, day, SNAPSHOTS_ONLY))
         meta["raw_rows_tokens"] = raw
         meta["reduction_vs_raw_rows"] = round(raw / n, 1) if n else 0.0
     return meta
-
-
-def raw_tokens(capture: DayCapture) -> int:
-    """cl100k tokens of the day's snapshot rows as a search API returns them (one JSON list)."""
-    from af_pipeline import tokens
-    from af_pipeline.qa.report import raw_rows_json
-
-    return tokens.count(raw_rows_json(capture))
 
 
 def published_day(

@@ -13,6 +13,7 @@ slow for a day of element rows).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import typing
@@ -22,7 +23,15 @@ from typing import Any
 
 import duckdb
 
-from capture.log import COLUMNS, NAMES, SELECT_SQL, EventLog, build_instances, column_values
+from capture.log import (
+    COLUMNS,
+    NAMES,
+    SELECT_SQL,
+    ElementsBySnapshot,
+    EventLog,
+    build_instances,
+    column_values,
+)
 from capture.model import CLASS_OF, ROW_KINDS, DayCapture
 
 RAW_TABLES: dict[str, str] = {kind: f"raw_{kind}" for kind in ROW_KINDS}
@@ -228,32 +237,13 @@ def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dic
     return {"counts": counts, "sealed": sealed, "recorders": sorted(recorders), "segment_hashes": hashes}
 
 
-class WarehouseElements:
-    """One day's raw_elements, fetched by snapshot (capture.model.ElementSource). Valid while
-    the connection it was made with is open."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection, day: str):
-        self.con, self.day = con, day
-        # enrichment and the compile ask for the same snapshots (the same anonymous clicks)
-        self._last: tuple[list[str], list[Any]] | None = None
-        (n,) = con.execute(f"SELECT count(*) FROM {RAW_TABLES['elements']} WHERE day = ?", [day]).fetchone() or (0,)
-        self.count = int(n)
-
-    def of_snapshots(self, frame_ids: Iterable[str]) -> list[Any]:
-        ids = sorted(set(frame_ids))
-        if not ids or not self.count:
-            return []
-        if self._last is not None and self._last[0] == ids:
-            return list(self._last[1])
-        cls = CLASS_OF["elements"]
-        rows = self.con.execute(
-            f"SELECT {SELECT_SQL['elements']} FROM {RAW_TABLES['elements']} "
-            "WHERE day = ? AND snapshot_frame_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
-            [self.day, ids],
-        ).fetchnumpy()
-        found = build_instances(cls, [column_values(rows[n]) for n in NAMES["elements"]])
-        self._last = (ids, found)
-        return list(found)
+def _element_columns(con: duckdb.DuckDBPyConnection, day: str, frame_ids: list[str]) -> dict[str, Any]:
+    """raw_elements of these snapshots of the day, in the log's order (fetchnumpy columns)."""
+    return con.execute(  # type: ignore[no-any-return]
+        f"SELECT {SELECT_SQL['elements']} FROM {RAW_TABLES['elements']} "
+        "WHERE day = ? AND snapshot_frame_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
+        [day, frame_ids],
+    ).fetchnumpy()
 
 
 def load_capture(
@@ -275,7 +265,9 @@ def load_capture(
     )
     if lazy_elements:
         kinds = [k for k in kinds if k != "elements"]
-        cap.element_source = WarehouseElements(con, day)
+        (count,) = con.execute(f"SELECT count(*) FROM {RAW_TABLES['elements']} WHERE day = ?", [day]).fetchone() or (0,)
+        # valid while this connection is open
+        cap.element_source = ElementsBySnapshot(int(count), functools.partial(_element_columns, con, day))
     for kind in kinds:
         data = con.execute(
             f"SELECT {SELECT_SQL[kind]} FROM {_quote(RAW_TABLES[kind])} WHERE day = ? ORDER BY seq", [day]
@@ -322,11 +314,6 @@ def digests(con: duckdb.DuckDBPyConnection, days: Sequence[str]) -> dict[str, di
         for day, digest in found.items():
             out[day][table] = digest
     return out
-
-
-def day_digests(con: duckdb.DuckDBPyConnection, day: str) -> dict[str, str]:
-    """``rows:digest`` of each table's rows for one day (see digests)."""
-    return digests(con, [day])[day]
 
 
 def count_day(con: duckdb.DuckDBPyConnection, table: str, day: str) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import collections
 import fcntl
+import functools
 import gc
 import hashlib
 import itertools
@@ -511,32 +512,26 @@ def _quarantine_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
 # ---------------------------------------------------------------------- the log
 
 
-class SealedElements:
-    """A sealed day's element rows, read by snapshot from its (hash-checked) segment
-    (capture.model.ElementSource), in the segment's order."""
+class ElementsBySnapshot:
+    """A day's element rows, fetched by snapshot when asked (capture.model.ElementSource).
 
-    def __init__(self, log: EventLog, path: Path, count: int):
-        self.log, self.path, self.count = log, path, count
-        # enrichment and the compile ask for the same snapshots (the same anonymous clicks)
+    ``fetch(ids)`` returns the columns (as DuckDB's fetchnumpy gives them) of the elements of
+    those snapshots, in the log's order; the rows were checked when they landed. The last answer
+    is kept: enrichment and the compile ask for the same snapshots (the same anonymous clicks)."""
+
+    def __init__(self, count: int, fetch: Callable[[list[str]], dict[str, Any]]):
+        self.count = count
+        self._fetch = fetch
         self._last: tuple[list[str], list[Any]] | None = None
 
     def of_snapshots(self, frame_ids: Iterable[str]) -> list[Any]:
         ids = sorted(set(frame_ids))
         if not ids or not self.count:
             return []
-        if self._last is not None and self._last[0] == ids:
-            return list(self._last[1])
-        query = (
-            f"SELECT {SELECT_SQL['elements']} FROM read_parquet('{_sql_path(self.path)}') "
-            "WHERE snapshot_frame_id IN (SELECT unnest(?::VARCHAR[]))"
-        )
-        with self.log._db() as con:  # one thread: rows come back in file order
-            data = con.execute(query, [ids]).fetchnumpy()
-            if not _in_order("elements", data):
-                data = con.execute(f"{query} ORDER BY {SORT_SQL['elements']}", [ids]).fetchnumpy()
-        found = build_instances(CLASS_OF["elements"], [column_values(data[n]) for n in NAMES["elements"]])
-        self._last = (ids, found)
-        return list(found)
+        if self._last is None or self._last[0] != ids:
+            data = self._fetch(ids)
+            self._last = (ids, build_instances(CLASS_OF["elements"], [column_values(data[n]) for n in NAMES["elements"]]))
+        return list(self._last[1])
 
 
 class EventLog:
@@ -1291,7 +1286,9 @@ class EventLog:
         if lazy_elements:
             kinds = tuple(k for k in ROW_KINDS if k != "elements")
             rows = int(entry["files"].get("elements.parquet", {}).get("rows", 0))
-            cap.element_source = SealedElements(self, folder / "elements.parquet", rows)
+            cap.element_source = ElementsBySnapshot(
+                rows, functools.partial(self._sealed_element_columns, folder / "elements.parquet")
+            )
         with self._db() as con:
             for kind in kinds:
                 query = f"SELECT {SELECT_SQL[kind]} FROM read_parquet('{_sql_path(folder / f'{kind}.parquet')}')"
@@ -1306,6 +1303,18 @@ class EventLog:
         doc = json.loads((folder / SOURCES_SEALED).read_bytes())
         cap.recorders = sorted(doc.get("recorders", []))
         return cap
+
+    def _sealed_element_columns(self, path: Path, frame_ids: list[str]) -> dict[str, Any]:
+        """The element rows of these snapshots from a sealed (hash-checked) segment, in its order."""
+        query = (
+            f"SELECT {SELECT_SQL['elements']} FROM read_parquet('{_sql_path(path)}') "
+            "WHERE snapshot_frame_id IN (SELECT unnest(?::VARCHAR[]))"
+        )
+        with self._db() as con:  # one thread: rows come back in file order
+            data: dict[str, Any] = con.execute(query, [frame_ids]).fetchnumpy()
+            if not _in_order("elements", data):
+                data = con.execute(f"{query} ORDER BY {SORT_SQL['elements']}", [frame_ids]).fetchnumpy()
+        return data
 
     def _read_open(self, day: str) -> DayCapture:
         folder = self.open_dir / day

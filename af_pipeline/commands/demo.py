@@ -90,8 +90,7 @@ def _run_pipeline(home: Home, days: list[str]) -> dict:
     """Build every day through Dagster (one run), certify each day, and collect the numbers."""
     import duckdb
 
-    from af_pipeline import tokens
-    from af_pipeline.qa.report import raw_rows_json
+    from af_pipeline.qa.report import raw_rows_tokens
     from capture.log import EventLog
     from certification import harness
 
@@ -113,7 +112,7 @@ def _run_pipeline(home: Home, days: list[str]) -> dict:
     table = [
         {"day": r[0], "frames": r[1], "active_min": r[2],
          # what an agent would read instead: the day's rows as a search API returns them
-         "raw_tokens": tokens.count(raw_rows_json(log.read_day(r[0], lazy_elements=True))), "document_tokens": r[3],
+         "raw_tokens": raw_rows_tokens(log.read_day(r[0], lazy_elements=True)), "document_tokens": r[3],
          "block_tokens": r[4], "certified": cert["days"].get(r[0], {}).get("passed", False)}
         for r in rows
     ]

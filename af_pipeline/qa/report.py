@@ -46,6 +46,11 @@ def raw_rows_json(cap: DayCapture) -> str:
     return json.dumps(rows, ensure_ascii=False)
 
 
+def raw_rows_tokens(cap: DayCapture) -> int:
+    """cl100k tokens of raw_rows_json: what an agent would read instead of the block."""
+    return tokens.count(raw_rows_json(cap))
+
+
 @dataclass
 class DayEval:
     day: str
