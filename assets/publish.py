@@ -12,7 +12,10 @@ Layout of one day::
 Each file is written to a temporary name and renamed into place; manifest.json is renamed last,
 so a reader that trusts the manifest never sees a half-written day. Once a day is published
 *sealed*, its files never change: publishing it again with the same content is a no-op (the
-original generated_at is kept), and publishing different content is refused.
+original generated_at is kept), and publishing different content is refused. The one exception
+is an amendment: when the log has sealed further segments for the day since (late capture), the
+day is compiled again from all its segments and published anew; its manifest then lists every
+segment, the earlier ones with unchanged hashes.
 """
 
 from __future__ import annotations
@@ -97,6 +100,15 @@ def _same_content(old: dict[str, Any], new: dict[str, Any]) -> bool:
     )
 
 
+def amends(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether ``new`` was compiled from the segments ``old`` was, unchanged, plus at least one
+    more: the day was amended in the log since, and its published files follow the amendment."""
+    before, after = old.get("segments") or {}, new.get("segments") or {}
+    return isinstance(before, dict) and len(after) > len(before) and all(
+        after.get(name) == sha for name, sha in before.items()
+    )
+
+
 def publish_day(
     published_dir: Path,
     day: str,
@@ -113,7 +125,7 @@ def publish_day(
         day, files, canonical_sha256=canonical_sha256, sealed=sealed, segments=segments, code_version=code_version
     )
     old = read_manifest(published_dir, day)
-    if old is not None and old.get("sealed"):
+    if old is not None and old.get("sealed") and not amends(old, new):
         if _same_content(old, new):
             return Published(day, folder, old, written=False)
         raise CheckFailed(

@@ -1,7 +1,8 @@
-"""A sensor that rebuilds days the log has sealed since they were last published.
+"""A sensor that rebuilds days the log has sealed (or amended) since they were last published.
 
 State lives in the data folder, not in a cursor: a sealed day whose published manifest is
-missing, or was written while the day was still open, needs a run. The run key names the
+missing, was written while the day was still open, or lists fewer segments than the log now
+holds for the day (an amendment landed since), needs a run. The run key names the
 manifest entry, so one sealing never launches two runs.
 """
 
@@ -22,11 +23,22 @@ def days_needing_publish(home: Home) -> list[tuple[str, str]]:
         return []
     from capture.log import EventLog
 
-    out = []
-    for entry in EventLog(home).manifest():
+    log = EventLog(home)
+    latest: dict[str, dict[str, Any]] = {}
+    segments: dict[str, int] = {}
+    for entry in log.manifest():
         day = str(entry.get("day"))
+        latest[day] = entry  # the newest segment's entry names the run: an amendment is a new run
+        segments[day] = segments.get(day, 0) + 1
+    out = []
+    for day, entry in latest.items():
         published = publish.read_manifest(home.published_dir, day)
-        if published is None or not published.get("sealed"):
+        stale = published is None or not published.get("sealed")
+        if not stale and published is not None:
+            # Amended since it was published: compiled from fewer segments than the log holds now.
+            listed = {str(rel).split("/")[1] for rel in (published.get("segments") or {})}
+            stale = len(listed) < segments[day]
+        if stale:
             out.append((day, str(entry.get("hash", ""))[:16]))
     return out
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,12 +26,13 @@ from capture.log import (
     COLUMNS,
     NAMES,
     SELECT_SQL,
+    SORT_SQL,
     ElementsBySnapshot,
     EventLog,
     build_instances,
     column_values,
 )
-from capture.model import CLASS_OF, ROW_KINDS, DayCapture
+from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS, DayCapture
 
 RAW_TABLES: dict[str, str] = {kind: f"raw_{kind}" for kind in ROW_KINDS}
 RAW_DAYS = "raw_days"
@@ -174,59 +174,50 @@ def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dict[str, Any]:
     """Copy one day of the event log into the raw_* tables; returns counts and provenance.
 
     A sealed day is scanned straight from its Parquet segments after checking each file against
     the sha256 its manifest entry records; an open day is read through the log.
     """
-    entry = next((e for e in log.manifest() if e.get("day") == day), None)
+    segments = log.day_entries(day)
     counts: dict[str, int] = {}
     hashes: dict[str, str] = {}
-    if entry is None:
+    if not segments:
         capture = log.read_day(day)
         for kind in ROW_KINDS:
             counts[kind] = replace_records(con, RAW_TABLES[kind], day, CLASS_OF[kind], getattr(capture, kind))
         sealed, recorders = False, capture.recorders
     else:
-        folder = log.sealed_dir / day
-        from capture.errors import CheckFailed
-
-        for name, meta in sorted(entry["files"].items()):
-            path = folder / name
-            actual = _file_sha256(path) if path.exists() else "missing"
-            if actual != meta.get("sha256"):
-                raise CheckFailed(
-                    f"sealed segment {path} does not match its manifest entry (sha256 {actual}); run `af log verify`"
-                )
-            hashes[f"sealed/{day}/{name}"] = actual
+        hashes = log.verified_segments(day)  # CheckFailed if any file differs from its entry
+        single = len(segments) == 1 and segments[0].get("capture_schema") == CAPTURE_SCHEMA_VERSION
         con.execute("BEGIN TRANSACTION")
         try:
             for kind in ROW_KINDS:
                 table = RAW_TABLES[kind]
                 ensure_table(con, table, COLUMNS[kind])
                 con.execute(f"DELETE FROM {_quote(table)} WHERE day = ?", [day])
-                path = _sql_path(folder / f"{kind}.parquet")
-                # Sealed files are written in the log's sort order: the file row number is the seq.
+                if single:
+                    # Sealed files are written in the log's sort order: the file row number is the seq.
+                    path = _sql_path(log.segment_files(day, kind)[0])
+                    select = (f"SELECT ?, file_row_number, {SELECT_SQL[kind]} "
+                              f"FROM read_parquet('{path}', file_row_number = true)")
+                else:
+                    # A day with amendments (or sealed under an older schema): merged in the log's order.
+                    select = (f"SELECT ?, row_number() OVER (ORDER BY {SORT_SQL[kind]}) - 1, {SELECT_SQL[kind]} "
+                              f"FROM {log.sealed_relation(day, kind)}")
                 (counts[kind],) = con.execute(  # an INSERT answers with the number of rows it wrote
-                    f"INSERT INTO {_quote(table)} SELECT ?, file_row_number, {SELECT_SQL[kind]} "
-                    f"FROM read_parquet('{path}', file_row_number = true)",
-                    [day],
+                    f"INSERT INTO {_quote(table)} {select}", [day]
                 ).fetchone() or (0,)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
-        sources = json.loads((folder / "sources.json").read_bytes())
-        sealed, recorders = True, sorted(sources.get("recorders", []))
+        recorders_seen: set[str] = set()
+        for rel in hashes:
+            if rel.endswith("/sources.json"):
+                recorders_seen.update(json.loads((log.dir / rel).read_bytes()).get("recorders", []))
+        sealed, recorders = True, sorted(recorders_seen)
     replace_day(
         con,
         RAW_DAYS,

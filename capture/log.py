@@ -53,6 +53,10 @@ QUARANTINE = "quarantine.jsonl"
 LOCK = ".lock"
 SOURCES_OPEN = "sources.jsonl"
 SOURCES_SEALED = "sources.json"
+# Capture that arrives for a day already sealed (a second device, a second tool, late rows) is
+# sealed as an amendment: a further segment of that day in sealed/<day>+<k>/, chained in the
+# manifest after the earlier ones, which stay untouched.
+AMEND_SEP = "+"
 RAW_EXCERPT = 300  # characters of a refused row kept in the quarantine for a human to read
 HOUR_US = 3_600 * 1_000_000
 # Plausible capture times (1990 .. 2100); anything else is a broken clock and cannot be given a day.
@@ -132,6 +136,7 @@ class DayStatus:
     day: str
     sealed: bool
     counts: dict[str, int]
+    amendments: int = 0  # sealed segments added after the day's first
 
 
 @dataclass
@@ -143,6 +148,7 @@ class AppendReport:
     days_touched: list[str]
     days_sealed: list[str]
     recovered: list[str] = field(default_factory=list)  # repairs made after an earlier crash
+    days_amended: list[str] = field(default_factory=list)  # sealed days that received an amendment
 
 
 @dataclass
@@ -259,6 +265,29 @@ def _is_day(name: str) -> bool:
 
 def _next_day(day: str) -> str:
     return (parse_day(day) + timedelta(days=1)).isoformat()
+
+
+def segment_name(day: str, amendment: int = 0) -> str:
+    """The folder of a sealed segment under sealed/: the day itself, then ``<day>+<k>`` for amendment k."""
+    return day if amendment == 0 else f"{day}{AMEND_SEP}{amendment}"
+
+
+def parse_segment_name(name: str) -> tuple[str, int] | None:
+    """(day, amendment) of a sealed segment's folder name, or None if it is not one."""
+    day, sep, k = name.partition(AMEND_SEP)
+    if not _is_day(day):
+        return None
+    if not sep:
+        return day, 0
+    if not k.isdigit() or k.startswith("0") or len(k) > 6:
+        return None
+    return day, int(k)
+
+
+def amendment_of(entry: dict[str, Any]) -> int:
+    """The amendment number a manifest entry records (0: the day's first sealed segment)."""
+    k = entry.get("amendment", 0)
+    return k if type(k) is int and k >= 0 else -1
 
 
 # ---------------------------------------------------------------------- row checks and encoding
@@ -596,6 +625,13 @@ class EventLog:
                 yield notes
 
     @contextmanager
+    def writing(self) -> Iterator[list[str]]:
+        """Hold the writer lock across several appends (a source landed day batch by day batch),
+        so no other writer can take the log between them; yields the recovery notes."""
+        with self._writing() as notes:
+            yield notes
+
+    @contextmanager
     def _process_lock(self) -> Iterator[list[str]]:
         self.dir.mkdir(parents=True, exist_ok=True)
         fh = open(self.dir / LOCK, "a+")
@@ -629,18 +665,23 @@ class EventLog:
                 if cut:
                     notes.append(f"{path.name}: removed an incomplete last record ({cut} bytes)")
         sealed_days = set(self._sealed())
+        chained = self._chained_segments()
         if self.sealed_dir.exists():
             for child in sorted(self.sealed_dir.iterdir()):
+                parsed = parse_segment_name(child.name)
                 if child.name.startswith(".") and child.name.endswith(".staging"):
                     shutil.rmtree(child)
                     notes.append(f"day {child.name[1:-8]}: removed an unfinished seal")
-                elif child.is_dir() and _is_day(child.name) and child.name not in sealed_days:
-                    if (self.open_dir / child.name).is_dir() or (self.dir / f".{child.name}.direct").exists():
+                elif child.is_dir() and parsed is not None and child.name not in chained:
+                    day, k = parsed
+                    direct = self.dir / f".{child.name}.direct"
+                    if direct.exists() or (k == 0 and (self.open_dir / day).is_dir()):
                         # Moved into place but its manifest entry never landed: not sealed. The open
-                        # segment (or the source, for a day sealed straight from an import) is the truth.
+                        # segment (or the source, for a segment sealed straight from an import) is the truth.
                         shutil.rmtree(child)
-                        (self.dir / f".{child.name}.direct").unlink(missing_ok=True)
-                        notes.append(f"day {child.name}: undid a seal interrupted before its manifest entry")
+                        direct.unlink(missing_ok=True)
+                        what = "seal" if k == 0 else f"amendment {k}"
+                        notes.append(f"day {day}: undid a {what} interrupted before its manifest entry")
         for marker in sorted(self.dir.glob(".*.direct")):
             marker.unlink()
         if self.open_dir.exists():
@@ -684,10 +725,30 @@ class EventLog:
         return list(out)
 
     def _sealed(self) -> dict[str, dict[str, Any]]:
-        return {e["day"]: e for e in self._entries()}
+        """Each sealed day's first manifest entry (a day is sealed once it has one)."""
+        out: dict[str, dict[str, Any]] = {}
+        for e in self._entries():
+            out.setdefault(e["day"], e)
+        return out
+
+    def _chained_segments(self) -> set[str]:
+        """Folder names (under sealed/) of every segment the manifest has an entry for."""
+        return {segment_name(e["day"], amendment_of(e)) for e in self._entries() if amendment_of(e) >= 0}
+
+    def day_entries(self, day: str) -> list[dict[str, Any]]:
+        """The manifest entries of one day's sealed segments, oldest first (empty while open)."""
+        return [e for e in self._entries() if e["day"] == day]
+
+    def _segments(self, day: str) -> list[tuple[str, dict[str, Any]]]:
+        """(folder name under sealed/, manifest entry) of each sealed segment of a day, oldest first."""
+        return [(segment_name(day, max(amendment_of(e), 0)), e) for e in self.day_entries(day)]
+
+    def segment_files(self, day: str, kind: str) -> list[Path]:
+        """The sealed Parquet files of one row kind of a day, one per segment ([] while open)."""
+        return [self.sealed_dir / name / f"{kind}.parquet" for name, _ in self._segments(day)]
 
     def manifest(self) -> list[dict[str, Any]]:
-        """The manifest entries, oldest first."""
+        """The manifest entries, oldest first (a day with amendments has several)."""
         return self._entries()
 
     def chain_head(self) -> str | None:
@@ -707,9 +768,64 @@ class EventLog:
         for kind in ROW_KINDS:
             f = folder / f"{kind}.jsonl"
             if f.exists():
-                refs.update(json.loads(line)["ref"] for line in _complete_lines(f.read_bytes()))
+                refs.update(r.ref for r in self._parse_open(f, kind)[0])
         self._ref_cache[day] = (sizes, refs)
         return refs
+
+    @staticmethod
+    def _parse_open(path: Path, kind: str) -> tuple[list[Any], list[tuple[int, str, str]]]:
+        """The rows of an open segment file, and its lines that are not rows: (line, reason, text).
+
+        Read tolerantly: a damaged or hand-edited line, or one written by a newer capture schema
+        (fields this version does not know), is reported and left out; every other row is served.
+        Sealing quarantines the reported lines with their file and line number.
+        """
+        if not path.exists():
+            return [], []
+        cls = CLASS_OF[kind]
+        known = NAMES[kind]
+        known_set = frozenset(known)
+        rows: list[Any] = []
+        linenos: list[int] = []
+        problems: list[tuple[int, str, str]] = []
+        data = path.read_bytes()
+        end = data.rfind(b"\n")  # a torn tail is not a record (the next writer cuts it)
+        for lineno, line in enumerate(data[: end + 1].split(b"\n")[:-1] if end >= 0 else [], start=1):
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                problems.append((lineno, f"is not valid JSON ({getattr(exc, 'msg', exc)})",
+                                 line.decode("utf-8", "replace")))
+                continue
+            if not isinstance(obj, dict):
+                problems.append((lineno, "is not a JSON object", line.decode("utf-8", "replace")))
+                continue
+            if obj.keys() != known_set:
+                extra = sorted(set(obj) - known_set)
+                missing = sorted(known_set - set(obj))
+                why = []
+                if extra:
+                    why.append(f"has fields capture schema v{CAPTURE_SCHEMA_VERSION} does not know "
+                               f"({', '.join(extra[:5])}: written by a newer version?)")
+                if missing:
+                    why.append(f"lacks the fields {', '.join(missing[:5])}")
+                problems.append((lineno, "; ".join(why), line.decode("utf-8", "replace")))
+                continue
+            rows.append(cls(**{n: obj[n] for n in known}))
+            linenos.append(lineno)
+        if rows and not _columns_ok(kind, {n: list(map(attrgetter(n), rows)) for n in known}):
+            good = []
+            for row, lineno in zip(rows, linenos, strict=True):
+                problem = _row_problem(kind, row)
+                if problem is None:
+                    good.append(row)
+                else:
+                    problems.append((lineno, f"{kind} row {problem}", _excerpt(kind, row)))
+            rows = good
+            problems.sort()
+        return rows, problems
 
     @staticmethod
     def _sizes(folder: Path) -> tuple[int, ...]:
@@ -718,7 +834,7 @@ class EventLog:
         )
 
     def _sealed_refs(self, day: str) -> set[str]:
-        paths = list(self.segment_paths(day).values())
+        paths = [p for kind in ROW_KINDS for p in self.segment_files(day, kind)]
         if not paths:
             return set()
         with self._db() as con:
@@ -755,6 +871,49 @@ class EventLog:
                     found |= self._scan_refs(maybe, sealed_days, [])
         return found
 
+    def _conflicts(self, day: str, kind: str, rows: list[Any], sealed: bool) -> list[tuple[Any, str]]:
+        """Rows whose ref the day already holds but whose content differs, with the reason.
+
+        The same ref with the same content is the same row again (a re-import): not a conflict.
+        """
+        if not rows:
+            return []
+        cols, bad = _columns(kind, rows)
+        out = [(row, f"{kind} row {problem}") for row, problem in bad]
+        if not cols["ref"]:
+            return out
+        names = NAMES[kind]
+        if sealed:
+            differing: dict[str, list[str]] = {}
+            with self._db() as con:
+                con.register("incoming_rows", _frame(kind, cols))
+                try:
+                    tests = ", ".join(
+                        f"CASE WHEN p.\"{n}\" IS DISTINCT FROM s.\"{n}\" THEN '{n}' END" for n in names if n != "ref"
+                    )
+                    found = con.execute(
+                        f"SELECT p.ref, concat_ws(',', {tests}) AS diff FROM incoming_rows p "
+                        f"JOIN {self.sealed_relation(day, kind)} s ON p.ref = s.ref"
+                    ).fetchall()
+                finally:
+                    con.unregister("incoming_rows")
+            differing = {ref: diff.split(",") for ref, diff in found if diff}
+        else:
+            stored = {r.ref: r for r in self._parse_open(self.open_dir / day / f"{kind}.jsonl", kind)[0]}
+            differing = {}
+            for values in zip(*(cols[n] for n in names), strict=True):
+                old = stored.get(values[0])
+                if old is not None:
+                    fields_ = [n for n, v in zip(names, values, strict=True) if getattr(old, n) != v]
+                    if fields_:
+                        differing[values[0]] = fields_
+        for row in rows:
+            diff = differing.get(row.ref)
+            if diff:
+                out.append((row, f"conflicts with the {kind} row of the same ref already in the log "
+                                 f"(differs in {', '.join(diff)}); the logged row is kept"))
+        return out
+
     def _open_refs_held(self, day: str) -> bool:
         cached = self._ref_cache.get(day)
         return cached is not None and cached[0] == self._sizes(self.open_dir / day)
@@ -778,31 +937,40 @@ class EventLog:
         """"<source id>:" prefixes that every ref of a sealed day starts with, or None if unknown."""
         if day in self._prefix_cache:
             return self._prefix_cache[day]
-        entry = self._sealed().get(day)
-        if entry is None:
+        segments = self._segments(day)
+        if not segments:
             return None
-        if "ref_sources" in entry:
-            listed = entry["ref_sources"]
-            ids = listed if isinstance(listed, list) and all(isinstance(s, str) for s in listed) else None
-        else:
-            # Sealed before manifest entries recorded it: work it out once per process from the
-            # day's sources and refs (the same computation sealing does).
-            try:
-                doc = json.loads((self.sealed_dir / day / SOURCES_SEALED).read_bytes())
-                candidates = [str(s["source_id"]) for s in doc.get("sources", [])]
-                with self._db() as con:
-                    ids = _ref_sources(con, list(self.segment_paths(day).values()), candidates)
-            except (OSError, ValueError, KeyError, TypeError, AttributeError, duckdb.Error):
-                ids = None  # unreadable: look at the day every time, as verify will report it
-        prefixes = None if ids is None else tuple(f"{s}:" for s in ids)
+        union: set[str] = set()
+        unknown = False
+        for name, entry in segments:
+            ids = self._segment_ref_sources(name, entry)
+            if ids is None:
+                unknown = True
+                break
+            union.update(ids)
+        prefixes = None if unknown else tuple(f"{s}:" for s in sorted(union))
         self._prefix_cache[day] = prefixes
         return prefixes
+
+    def _segment_ref_sources(self, name: str, entry: dict[str, Any]) -> list[str] | None:
+        if "ref_sources" in entry:
+            listed = entry["ref_sources"]
+            return listed if isinstance(listed, list) and all(isinstance(s, str) for s in listed) else None
+        # Sealed before manifest entries recorded it: work it out once per process from the
+        # segment's sources and refs (the same computation sealing does).
+        try:
+            doc = json.loads((self.sealed_dir / name / SOURCES_SEALED).read_bytes())
+            candidates = [str(s["source_id"]) for s in doc.get("sources", [])]
+            with self._db() as con:
+                return _ref_sources(con, [self.sealed_dir / name / f"{k}.parquet" for k in ROW_KINDS], candidates)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, duckdb.Error):
+            return None  # unreadable: look at the day every time, as verify will report it
 
     def _scan_refs(self, refs: list[str], sealed_days: list[str], open_days: list[str]) -> set[str]:
         """Exact lookup: scan the ref column of the given days."""
         parts = []
         if sealed_days:
-            files = [self.sealed_dir / day / f"{k}.parquet" for day in sealed_days for k in ROW_KINDS]
+            files = [p for day in sealed_days for k in ROW_KINDS for p in self.segment_files(day, k)]
             parts.append(f"SELECT ref FROM read_parquet({_sql_list(files)})")
         opened = [
             self.open_dir / day / f"{k}.jsonl"
@@ -836,7 +1004,7 @@ class EventLog:
 
         missing = [day for day in sealed_days if day not in self._index_days]
         if missing:
-            files = [self.sealed_dir / day / f"{k}.parquet" for day in missing for k in ROW_KINDS]
+            files = [p for day in missing for k in ROW_KINDS for p in self.segment_files(day, k)]
             with self._db() as con:
                 found = con.execute(f"SELECT ref FROM read_parquet({_sql_list(files)})").fetchnumpy()["ref"]
             self._index_add(missing, found.tolist())
@@ -891,6 +1059,7 @@ class EventLog:
         for q in batch.quarantined:
             refused.add(q.reason, row=q.row, raw=q.raw, source=q.source)
         days_sealed: list[str] = []
+        amended: list[str] = []
         with self._writing() as recovered:
             for note in recovered:
                 say(f"recovered: {note}")
@@ -916,6 +1085,11 @@ class EventLog:
                     new = [row for row in rows if row.ref not in known]
                     if len(new) < len(rows):
                         already_here.add(day)
+                        # Same identity: the same row again (skipped), or a true conflict (refused).
+                        again = [row for row in rows if row.ref in known]
+                        for row, reason in self._conflicts(day, kind, again, day in sealed):
+                            refused.add(reason, row=row.ref, raw=_excerpt(kind, row), day=day)
+                            skipped -= 1
                     skipped += len(rows) - len(new)
                     if new:
                         candidates[day][kind] = new
@@ -930,14 +1104,6 @@ class EventLog:
                         by_kind[kind] = [row for row in rows if row.ref not in elsewhere]
                         skipped += len(rows) - len(by_kind[kind])
                 head = f"[{n_done}/{len(touched)}] {day}:"
-                if day in sealed:
-                    n_refused = 0
-                    for kind in ROW_KINDS:
-                        for row in by_kind.get(kind, ()):
-                            n_refused += 1
-                            refused.add(f"day {day} is sealed", row=row.ref, raw=_excerpt(kind, row), day=day)
-                    say(f"{head} already sealed; {n_refused} new rows refused into the quarantine")
-                    continue
                 fresh: dict[str, dict[str, list[Any]]] = {}
                 for kind in ROW_KINDS:
                     if by_kind.get(kind):
@@ -954,7 +1120,15 @@ class EventLog:
                         self._note_source(folder, batch)
                     say(f"{head} nothing new")
                     continue
-                if seal and self._due(day, now) and not folder.exists():
+                if day in sealed:
+                    # Late capture for a sealed day: a new sealed segment chained after the day's
+                    # earlier ones (never merged into them); the day's assets are then stale.
+                    k = self._seal_columns(day, fresh, [(batch.source_id, batch.recorder)], amend=True)
+                    amended.append(day)
+                    if self._index is not None and day in self._index_days:
+                        self._index_add([day], [ref for cols in fresh.values() for ref in cols["ref"]])
+                    state = f"landed as amendment {k} of the sealed day"
+                elif seal and self._due(day, now) and not folder.exists():
                     # A whole past day arriving at once seals straight from memory: no open segment
                     # to write and parse back. Killed before its manifest entry, the day is simply
                     # absent, and running the import again lands it.
@@ -988,6 +1162,7 @@ class EventLog:
             days_touched=touched,
             days_sealed=sorted(days_sealed),
             recovered=recovered,
+            days_amended=sorted(amended),
         )
 
     def _group(self, batch: CaptureBatch, refused: _Refusals) -> dict[str, dict[str, list[Any]]]:
@@ -1126,26 +1301,57 @@ class EventLog:
             sources: list[tuple[str, str]] = []
             if (folder / SOURCES_OPEN).exists():
                 for ln in _complete_lines((folder / SOURCES_OPEN).read_bytes()):
-                    s = json.loads(ln)
-                    sources.append((str(s["source_id"]), str(s["recorder"])))
-            relations = {
-                kind: (
-                    f"read_json('{_sql_path(folder / f'{kind}.jsonl')}', format = 'newline_delimited', "
-                    f"columns = {COLUMNS[kind]!r})"
-                    if kind in present
-                    else _empty_sql(kind)
-                )
-                for kind in ROW_KINDS
-            }
+                    try:
+                        s = json.loads(ln)
+                        sources.append((str(s["source_id"]), str(s["recorder"])))
+                    except (ValueError, TypeError, KeyError):
+                        continue  # a damaged source note: the rows' refs still name their source
+            fresh: dict[str, dict[str, list[Any]]] = {}
+            refused = _Refusals(f"log:open:{day}", self._store_refused)
+            for kind in present:
+                path = folder / f"{kind}.jsonl"
+                rows, problems = self._parse_open(path, kind)
+                for lineno, reason, text in problems:
+                    refused.add(f"open segment line {reason}", row=f"line {lineno}", raw=text,
+                                source=f"log/open/{day}/{kind}.jsonl", day=day)
+                if rows:
+                    fresh[kind] = _columns(kind, rows)[0]
+            # Quarantined before the seal lands: a kill in between leaves the open segment (and its
+            # bad lines) in place, and sealing again records the same lines once (keyed by line).
+            refused.flush()
+            if not fresh:
+                raise UserError(f"the open segment of {day} in {folder} holds no usable row "
+                                f"({refused.count} damaged lines); nothing to seal")
             with self._db() as con:
-                self._write_sealed(con, day, relations, sources)
+                names = []
+                relations = {}
+                for kind in ROW_KINDS:
+                    if kind in fresh:
+                        names.append(f"pending_{kind}")
+                        con.register(names[-1], _frame(kind, fresh[kind]))
+                        relations[kind] = names[-1]
+                    else:
+                        relations[kind] = _empty_sql(kind)
+                try:
+                    self._write_sealed(con, day, relations, sources)
+                finally:
+                    for view in names:
+                        con.unregister(view)
             shutil.rmtree(folder)
             self._ref_cache.pop(day, None)
             return True
 
-    def _seal_columns(self, day: str, fresh: dict[str, dict[str, list[Any]]], sources: list[tuple[str, str]]) -> None:
-        """Seal a day straight from checked in-memory rows (the day has no open segment)."""
-        marker = self.dir / f".{day}.direct"  # tells recovery this seal had no open segment behind it
+    def _store_refused(self, rows: list[dict[str, Any]]) -> None:
+        seen = {_quarantine_key(r) for r in self.quarantine_rows()}
+        self._append_quarantine(rows, seen)
+
+    def _seal_columns(self, day: str, fresh: dict[str, dict[str, list[Any]]], sources: list[tuple[str, str]],
+                      amend: bool = False) -> int:
+        """Seal checked in-memory rows as a segment of ``day``: its first (the day has no open
+        segment) or, with ``amend``, its next amendment. Returns the amendment number."""
+        k = (max(amendment_of(e) for e in self.day_entries(day)) + 1) if amend else 0
+        name = segment_name(day, k)
+        marker = self.dir / f".{name}.direct"  # tells recovery this seal had no open segment behind it
         _append_bytes(marker, b"sealing from an import\n")
         try:
             with self._db() as con:
@@ -1160,26 +1366,29 @@ class EventLog:
                     else:
                         relations[kind] = _empty_sql(kind)
                 try:
-                    self._write_sealed(con, day, relations, sources)
+                    self._write_sealed(con, day, relations, sources, amendment=k)
                 finally:
-                    for name in names:
-                        con.unregister(name)
+                    for view in names:
+                        con.unregister(view)
         finally:
             # Only a killed process leaves the marker behind; an error here must not let recovery
             # treat a folder this call did not create as its own half-finished seal.
             marker.unlink(missing_ok=True)
+        return k
 
     def _write_sealed(
-        self, con: duckdb.DuckDBPyConnection, day: str, relations: dict[str, str], sources: list[tuple[str, str]]
+        self, con: duckdb.DuckDBPyConnection, day: str, relations: dict[str, str], sources: list[tuple[str, str]],
+        amendment: int = 0,
     ) -> None:
-        """Write a day's Parquet files to a staging folder, move it into place, chain the manifest."""
-        final = self.sealed_dir / day
+        """Write a segment's Parquet files to a staging folder, move it into place, chain the manifest."""
+        name = segment_name(day, amendment)
+        final = self.sealed_dir / name
         if final.exists():
             raise UserError(
-                f"{final} exists but the manifest has no entry for {day}: the log was changed by hand "
+                f"{final} exists but the manifest has no entry for it: the log was changed by hand "
                 "(run `af log verify`)"
             )
-        staging = self.sealed_dir / f".{day}.staging"
+        staging = self.sealed_dir / f".{name}.staging"
         if staging.exists():
             shutil.rmtree(staging)
         staging.mkdir(parents=True)
@@ -1210,6 +1419,7 @@ class EventLog:
         entry: dict[str, Any] = {
             "seq": len(entries),
             "day": day,
+            **({"amendment": amendment} if amendment else {}),
             "tz": self.tz,
             "capture_schema": CAPTURE_SCHEMA_VERSION,
             "files": dict(sorted(files.items())),
@@ -1219,16 +1429,26 @@ class EventLog:
         }
         entry["hash"] = entry_hash(entry)
         _append_bytes(self.manifest_path, _canonical(entry) + b"\n")
-        self._prefix_cache[day] = None if ref_sources is None else tuple(f"{s}:" for s in ref_sources)
+        self._prefix_cache.pop(day, None)  # worked out again from every segment of the day
 
     # ------------------------------------------------------------------ reading
 
     def days(self) -> list[DayStatus]:
-        """Every day in the log, sealed or open, with its row counts per kind."""
+        """Every day in the log, sealed or open, with its row counts per kind (all segments)."""
         out: list[DayStatus] = []
-        for day, entry in self._sealed().items():
-            counts = {k: int(entry["files"].get(f"{k}.parquet", {}).get("rows", 0)) for k in ROW_KINDS}
-            out.append(DayStatus(day, True, counts))
+        counts_of: dict[str, dict[str, int]] = {}
+        amendments: dict[str, int] = {}
+        for entry in self._entries():
+            day = entry["day"]
+            counts = counts_of.setdefault(day, dict.fromkeys(ROW_KINDS, 0))
+            files: dict[str, Any] = entry["files"] if isinstance(entry.get("files"), dict) else {}
+            for k in ROW_KINDS:
+                meta = files.get(f"{k}.parquet", {})
+                counts[k] += int(meta.get("rows", 0)) if isinstance(meta, dict) else 0
+            if amendment_of(entry):
+                amendments[day] = amendments.get(day, 0) + 1
+        for day, counts in counts_of.items():
+            out.append(DayStatus(day, True, counts, amendments.get(day, 0)))
         for day in self._open_days():
             counts = {}
             for k in ROW_KINDS:
@@ -1238,7 +1458,8 @@ class EventLog:
         return sorted(out, key=lambda s: s.day)
 
     def segment_paths(self, day: str) -> dict[str, Path]:
-        """The sealed Parquet file of each row kind ({} while the day is open)."""
+        """The Parquet file of each row kind of a sealed day's first segment ({} while the day is
+        open). A day with amendments has more: see segment_files."""
         if day not in self._sealed():
             return {}
         return {k: self.sealed_dir / day / f"{k}.parquet" for k in ROW_KINDS}
@@ -1246,73 +1467,97 @@ class EventLog:
     def read_day(self, day: str, lazy_elements: bool = False) -> DayCapture:
         """Every row of a local day, sorted (an unknown day reads as empty and open).
 
-        ``lazy_elements``: a sealed day's element trees (most of its rows) are not read; the
-        capture gets an element source that reads the trees of the snapshots a compile asks for
-        from the same verified segment. Open days are read whole either way."""
+        A sealed day's rows are those of all its segments (the first and every amendment), in
+        one total order, so a day reads the same whether its capture arrived before or after it
+        was sealed. ``lazy_elements``: a sealed day's element trees (most of its rows) are not
+        read; the capture gets an element source that reads the trees of the snapshots a compile
+        asks for from the same verified segments. Open days are read whole either way."""
         try:
             parse_day(day)
         except ValueError as exc:
             raise UserError(str(exc)) from None
-        entry = self._sealed().get(day)
-        if entry is not None:
-            return self._read_sealed(day, entry, lazy_elements)
+        if day in self._sealed():
+            return self._read_sealed(day, lazy_elements)
         try:
             cap: DayCapture | None = self._read_open(day)
         except FileNotFoundError:
             cap = None
         if cap is None or not (self.open_dir / day).is_dir():
             # A writer may have sealed the day (and removed its open segment) while we looked.
-            entry = self._sealed().get(day)
-            if entry is not None:
-                return self._read_sealed(day, entry, lazy_elements)
+            if day in self._sealed():
+                return self._read_sealed(day, lazy_elements)
         return cap if cap is not None else DayCapture(day=day, tz=self.tz, sealed=False)
 
-    def _read_sealed(self, day: str, entry: dict[str, Any], lazy_elements: bool = False) -> DayCapture:
-        folder = self.sealed_dir / day
+    def verified_segments(self, day: str) -> dict[str, str]:
+        """``sealed/<segment>/<file>`` -> sha256 of every file of a sealed day's segments, each
+        re-hashed now and checked against its manifest entry (CheckFailed on any difference)."""
         hashes: dict[str, str] = {}
-        for name, meta in sorted(entry["files"].items()):
-            path = folder / name
-            if not path.is_file():
-                raise CheckFailed(f"sealed segment {path} is missing; run `af log verify`")
-            actual = _sha256_file(path)
-            if actual != meta.get("sha256"):
-                raise CheckFailed(
-                    f"sealed segment {path} no longer matches the sha256 in its manifest entry; "
-                    "run `af log verify`"
-                )
-            hashes[f"sealed/{day}/{name}"] = actual
+        for name, entry in self._segments(day):
+            folder = self.sealed_dir / name
+            files: dict[str, Any] = entry["files"] if isinstance(entry.get("files"), dict) else {}
+            for fname, meta in sorted(files.items()):
+                path = folder / fname
+                if not path.is_file():
+                    raise CheckFailed(f"sealed segment {path} is missing; run `af log verify`")
+                actual = _sha256_file(path)
+                if not isinstance(meta, dict) or actual != meta.get("sha256"):
+                    raise CheckFailed(
+                        f"sealed segment {path} no longer matches the sha256 in its manifest entry; "
+                        "run `af log verify`"
+                    )
+                hashes[f"sealed/{name}/{fname}"] = actual
+        return hashes
+
+    def sealed_relation(self, day: str, kind: str) -> str:
+        """SQL for the rows of one kind of a sealed day, every segment, with the current columns
+        (a column that an older capture schema lacked reads as NULL). Not sorted."""
+        segments = self._segments(day)
+        files = [self.sealed_dir / name / f"{kind}.parquet" for name, _ in segments]
+        rel = f"read_parquet({_sql_list(files)}, union_by_name = true)"
+        if all(e.get("capture_schema") == CAPTURE_SCHEMA_VERSION for _, e in segments):
+            return f"(SELECT {SELECT_SQL[kind]} FROM {rel})"
+        with self._db() as con:
+            present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
+        cols = ", ".join(f'"{n}"' if n in present else f'CAST(NULL AS {t}) AS "{n}"' for n, t in COLUMNS[kind].items())
+        return f"(SELECT {cols} FROM {rel})"
+
+    def _read_sealed(self, day: str, lazy_elements: bool = False) -> DayCapture:
+        segments = self._segments(day)
+        hashes = self.verified_segments(day)
         cap = DayCapture(day=day, tz=self.tz, sealed=True, segment_hashes=hashes)
         kinds = ROW_KINDS
         if lazy_elements:
             kinds = tuple(k for k in ROW_KINDS if k != "elements")
-            rows = int(entry["files"].get("elements.parquet", {}).get("rows", 0))
-            cap.element_source = ElementsBySnapshot(
-                rows, functools.partial(self._sealed_element_columns, folder / "elements.parquet")
-            )
+            rows = sum(int(e["files"].get("elements.parquet", {}).get("rows", 0)) for _, e in segments)
+            cap.element_source = ElementsBySnapshot(rows, functools.partial(self._sealed_element_columns, day))
         with self._db() as con:
             for kind in kinds:
-                query = f"SELECT {SELECT_SQL[kind]} FROM read_parquet('{_sql_path(folder / f'{kind}.parquet')}')"
-                # Sealing writes each file in SORT_SQL order, and the file was just checked against its
-                # hash: read it as stored (one thread keeps file order) and only sort if the check of
-                # the order says otherwise, e.g. for a file sealed under a different order.
+                query = f"SELECT {SELECT_SQL[kind]} FROM {self.sealed_relation(day, kind)}"
+                # Sealing writes each file in SORT_SQL order, and the files were just checked against
+                # their hashes: a day of one segment is read as stored (one thread keeps file order)
+                # and only sorted if the check of the order says otherwise, e.g. for a file sealed
+                # under a different order; a day with amendments is merged by the sort.
                 data = con.execute(query).fetchnumpy()
-                if not _in_order(kind, data):
+                if len(segments) > 1 or not _in_order(kind, data):
                     data = con.execute(f"{query} ORDER BY {SORT_SQL[kind]}").fetchnumpy()
                 # Column-wise conversion is several times faster than fetchall() on wide days.
                 setattr(cap, kind, build_instances(CLASS_OF[kind], [column_values(data[n]) for n in NAMES[kind]]))
-        doc = json.loads((folder / SOURCES_SEALED).read_bytes())
-        cap.recorders = sorted(doc.get("recorders", []))
+        recorders: set[str] = set()
+        for name, _ in segments:
+            doc = json.loads((self.sealed_dir / name / SOURCES_SEALED).read_bytes())
+            recorders.update(doc.get("recorders", []))
+        cap.recorders = sorted(recorders)
         return cap
 
-    def _sealed_element_columns(self, path: Path, frame_ids: list[str]) -> dict[str, Any]:
-        """The element rows of these snapshots from a sealed (hash-checked) segment, in its order."""
+    def _sealed_element_columns(self, day: str, frame_ids: list[str]) -> dict[str, Any]:
+        """The element rows of these snapshots from a sealed day's (hash-checked) segments, in log order."""
         query = (
-            f"SELECT {SELECT_SQL['elements']} FROM read_parquet('{_sql_path(path)}') "
+            f"SELECT {SELECT_SQL['elements']} FROM {self.sealed_relation(day, 'elements')} "
             "WHERE snapshot_frame_id IN (SELECT unnest(?::VARCHAR[]))"
         )
         with self._db() as con:  # one thread: rows come back in file order
             data: dict[str, Any] = con.execute(query, [frame_ids]).fetchnumpy()
-            if not _in_order("elements", data):
+            if len(self._segments(day)) > 1 or not _in_order("elements", data):
                 data = con.execute(f"{query} ORDER BY {SORT_SQL['elements']}", [frame_ids]).fetchnumpy()
         return data
 
@@ -1324,8 +1569,7 @@ class EventLog:
         for kind in ROW_KINDS:
             f = folder / f"{kind}.jsonl"
             if f.exists():
-                cls = CLASS_OF[kind]
-                rows = [cls(**json.loads(line)) for line in _complete_lines(f.read_bytes())]
+                rows = self._parse_open(f, kind)[0]
                 rows.sort(key=sort_key(kind))
                 setattr(cap, kind, rows)
         src = folder / SOURCES_OPEN
@@ -1383,6 +1627,8 @@ class EventLog:
             notes.append("manifest.jsonl ends with an incomplete record (a writer was interrupted)")
         prev: str | None = None
         days_seen: dict[str, int] = {}
+        amendments_seen: dict[str, int] = {}
+        segments_seen: set[str] = set()
         for lineno, line in enumerate(lines[:-1], start=1):
             where = f"manifest.jsonl line {lineno}"
             try:
@@ -1412,32 +1658,55 @@ class EventLog:
             if not isinstance(day, str) or not _is_day(day):
                 problems.append(f"{label}: {day!r} is not a day")
                 continue
-            if day in days_seen:
-                problems.append(f"{label}: day {day} is sealed twice (first at entry {days_seen[day]})")
+            k = amendment_of(entry)
+            expected_k = amendments_seen.get(day, -1) + 1
+            if k < 0:
+                problems.append(f"{label}: amendment {entry.get('amendment')!r} is not a number")
+                continue
+            if k != expected_k:
+                if k == 0:
+                    problems.append(f"{label}: day {day} is sealed twice (first at entry {days_seen[day]})")
+                else:
+                    problems.append(f"{label}: amendment {k} of day {day} follows "
+                                    + (f"amendment {expected_k - 1}" if expected_k else "no sealed segment of that day")
+                                    + " (an entry was removed, reordered or forged)")
+            amendments_seen[day] = max(k, amendments_seen.get(day, -1))
             if entry.get("tz") != self.tz:
                 problems.append(
                     f"{label}: sealed in time zone {entry.get('tz')!r} but the data folder now says {self.tz!r} "
                     f"({self.home.settings_path.name} was edited; day boundaries would move)"
                 )
-            days_seen[day] = seq
-            problems.extend(self._verify_files(label, day, entry.get("files")))
+            days_seen.setdefault(day, seq)
+            name = segment_name(day, k)
+            segments_seen.add(name)
+            problems.extend(self._verify_files(label, name, entry.get("files")))
         if self.sealed_dir.exists():
             for child in sorted(self.sealed_dir.iterdir()):
-                if child.name in days_seen:
+                if child.name in segments_seen:
                     continue
+                parsed = parse_segment_name(child.name)
                 if child.name.startswith(".") and child.name.endswith(".staging"):
                     notes.append(f"sealed/{child.name}: an unfinished seal (a writer was interrupted)")
-                elif _is_day(child.name) and (
-                    (self.open_dir / child.name).is_dir() or (self.dir / f".{child.name}.direct").exists()
+                elif parsed is not None and (
+                    (self.dir / f".{child.name}.direct").exists()
+                    or (parsed[1] == 0 and (self.open_dir / parsed[0]).is_dir())
                 ):
                     notes.append(f"sealed/{child.name}: a seal interrupted before its manifest entry")
                 else:
                     problems.append(f"sealed/{child.name} is not in the manifest (added by hand, or its entry was removed)")
+        # Open segments are not hashed (they still grow), but each line must be a row this version
+        # can read: a damaged one is reported here and quarantined when the day is sealed.
+        for day in self._open_days():
+            for kind in ROW_KINDS:
+                for lineno, reason, _text in self._parse_open(self.open_dir / day / f"{kind}.jsonl", kind)[1]:
+                    problems.append(f"open/{day}/{kind}.jsonl line {lineno} {reason} "
+                                    "(it will be quarantined when the day is sealed)")
         head = entries[-1].get("hash") if entries else None
         return VerifyReport(ok=not problems, problems=problems, entries=len(entries),
                             head=head if isinstance(head, str) else None, notes=notes)
 
     def _verify_files(self, label: str, day: str, files: Any) -> list[str]:
+        """Problems of one sealed segment's folder (``day`` is its folder name) against its entry."""
         folder = self.sealed_dir / day
         if not isinstance(files, dict) or not files:
             return [f"{label}: lists no files"]

@@ -1,5 +1,8 @@
 """Append-only: sealed segments and the published artifacts of sealed days never change.
 
+A day amended after it was sealed (late capture) has further segments chained after its first;
+the earlier ones must still hash as recorded, and its publication follows the amendment.
+
 Checked against two records written when the data was made: the log's hash-chained manifest
 (each sealed segment's sha256, each entry chained to the one before) and each published day's
 manifest.json (each file's sha256, and the log segments the day was compiled from).
@@ -12,7 +15,7 @@ import os
 from pathlib import Path
 
 from assets import publish
-from capture.log import EventLog
+from capture.log import EventLog, amendment_of, segment_name
 
 _VERIFY_CACHE: dict[tuple, tuple[bool, list[str], str | None]] = {}
 
@@ -43,55 +46,71 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _published_problems(log: EventLog, published_dir: Path, pday: str, entries: dict[str, dict]) -> list[str] | None:
+def _chain_files(log: EventLog, day: str) -> dict[str, str]:
+    """``sealed/<segment>/<file>`` -> the sha256 the manifest chain records, every segment of the day."""
+    out: dict[str, str] = {}
+    for entry in log.day_entries(day):
+        name = segment_name(day, max(amendment_of(entry), 0))
+        for fname, meta in sorted((entry.get("files") or {}).items()):
+            out[f"sealed/{name}/{fname}"] = str(meta.get("sha256") if isinstance(meta, dict) else None)
+    return out
+
+
+def _published_problems(log: EventLog, published_dir: Path, pday: str) -> list[str] | None:
     """Problems of one published day against its manifest and the chain (None: not published as sealed)."""
     manifest = publish.read_manifest(published_dir, pday)
     if not manifest or not manifest.get("sealed"):
         return None
     problems = list(publish.verify_day(published_dir, pday))
-    chained = entries.get(pday)
-    if chained is None:
+    chained = _chain_files(log, pday)
+    if not chained:
         problems.append(f"{pday}: published as sealed but the log's manifest chain has no entry for it")
         return problems
     recorded = manifest.get("segments", {})
-    for name, meta in sorted(chained.get("files", {}).items()):
-        rel = f"sealed/{pday}/{name}"
-        if rel in recorded and recorded[rel] != meta.get("sha256"):
-            problems.append(f"{pday}: published from segment {name} {recorded[rel][:12]}, the chain now records "
-                            f"{str(meta.get('sha256'))[:12]}")
+    for rel, sha in sorted(recorded.items()):
+        if rel not in chained:
+            problems.append(f"{pday}: published from segment {rel}, which the log's manifest chain does not hold")
+        elif chained[rel] != sha:
+            problems.append(f"{pday}: published from {rel} {str(sha)[:12]}, the chain now records {chained[rel][:12]}")
     return problems
 
 
 def check_day(log: EventLog, published_dir: Path, day: str, memo: dict[str, list[str] | None] | None = None) -> list[str]:
     """Problems that break append-only for ``day`` and the sealed days published before it.
 
-    ``memo`` lets one check over a day range verify each earlier published day once instead of
-    once per later day (quadratic over a long range); every day still reports every earlier problem.
+    Every sealed segment of the day (its first and each amendment) must hash as the chain
+    records; every published sealed day must have been compiled from segments the chain holds,
+    unchanged. ``memo`` lets one check over a day range verify each earlier published day once
+    instead of once per later day (quadratic over a long range); every day still reports every
+    earlier problem.
     """
     memo = {} if memo is None else memo
     problems: list[str] = []
     ok, chain_problems, _ = verify_chain(log)
     if not ok:
         problems.extend(f"event log: {p}" for p in chain_problems)
-    entries = {str(e.get("day")): e for e in log.manifest()}
-    entry = entries.get(day)
-    if entry is not None:
-        # This day's segments, hashed now (not trusting the cache), against its chain entry.
-        for name, meta in sorted(entry.get("files", {}).items()):
-            path = log.sealed_dir / day / name
-            actual = _sha256(path) if path.is_file() else "missing"
-            if actual != meta.get("sha256"):
-                problems.append(f"{day}: sealed segment {name} is {actual[:12]}, the manifest chain records "
-                                f"{str(meta.get('sha256'))[:12]}")
+    chained = _chain_files(log, day)
+    # This day's segments, hashed now (not trusting the cache), against the chain's entries.
+    for rel, sha in sorted(chained.items()):
+        path = log.dir / rel
+        actual = _sha256(path) if path.is_file() else "missing"
+        if actual != sha:
+            problems.append(f"{day}: sealed segment {rel} is {actual[:12]}, the manifest chain records {sha[:12]}")
     for pday in publish.published_days(published_dir):
         if pday > day:
             continue
         if pday not in memo:
-            memo[pday] = _published_problems(log, published_dir, pday, entries)
+            memo[pday] = _published_problems(log, published_dir, pday)
         found = memo[pday]
         if found is None:
-            if pday == day and entry is not None and publish.read_manifest(published_dir, pday) is not None:
+            if pday == day and chained and publish.read_manifest(published_dir, pday) is not None:
                 problems.append(f"{day}: sealed in the log but published as open; build it again")
             continue
         problems.extend(found)
+        if pday == day:
+            listed = publish.read_manifest(published_dir, pday) or {}
+            if set(listed.get("segments", {})) < set(chained):
+                problems.append(f"{day}: amended in the log since it was published "
+                                f"({len(chained)} sealed files, published from {len(listed.get('segments', {}))}); "
+                                "build it again")
     return problems

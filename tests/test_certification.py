@@ -203,3 +203,35 @@ def test_dagster_job_execute_runs_the_certify_job_and_fails_on_tampering(increme
     assert proc.returncode != 0
     assert "Asset check 'append_only' on 'published_day' did not pass" in out
     assert "Asset check 'raw_rows_quality' on 'raw_day' passed" in out  # the job really ran every check
+
+
+def test_an_amended_day_goes_stale_rebuilds_and_certifies(incremental):
+    """A second device's capture for a day already sealed and published lands as an amendment;
+    the sensor asks for the day again, the build republishes it from every segment, and the
+    day certifies (earlier segments unchanged, the amendment chained)."""
+    from assets.sensors import days_needing_publish
+    from capture.model import CaptureBatch, Snapshot
+
+    home, days = incremental
+    day = days[0]
+    start, _ = day_bounds(day, "Europe/Paris")
+    late = CaptureBatch(source_id="screenpipe:laptop2", recorder="screenpipe")
+    for i in range(12):  # twelve minutes in Figma at 13:00, on the second device's own monitor
+        late.snapshots.append(Snapshot(f"screenpipe:laptop2:frames:{i}", start + 13 * 3_600_000_000 + i * 60_000_000,
+                                       "laptop2", "Figma", window="Landing page", heartbeat=True))
+    before = json.loads((home.published_dir / day / "manifest.json").read_text())
+    assert days_needing_publish(home) == []
+    report = EventLog(home).append(late)
+    assert report.days_amended == [day] and report.quarantined == 0
+    assert [d for d, _ in days_needing_publish(home)] == [day]
+    out = harness.run_build(home, [day])
+    assert out.ok, out.failures
+    after = json.loads((home.published_dir / day / "manifest.json").read_text())
+    assert {k: after["segments"][k] for k in before["segments"]} == before["segments"]
+    assert any(k.startswith(f"sealed/{day}+1/") for k in after["segments"])
+    doc = json.loads((home.published_dir / day / "document.json").read_text())
+    assert "Figma" in json.dumps(doc["apps"])
+    assert days_needing_publish(home) == []
+    ok, checks = certify(home, day)
+    assert ok, checks
+    assert all(checks[name][0] for name in INVARIANTS)

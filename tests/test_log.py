@@ -76,18 +76,6 @@ def test_reimport_adds_nothing(home):
     assert len(log.quarantine_rows()) == 1
 
 
-def test_sealed_day_refuses_new_rows_into_quarantine(home):
-    log = EventLog(home)
-    log.append(batch(), now_us=after("2026-03-15"))
-    late = batch(n=21)  # the same 20 refs plus one new one per kind... (new refs: index 20)
-    r = log.append(late, now_us=after("2026-03-15"))
-    assert sum(r.landed.values()) == 0
-    assert r.quarantine_reasons == {"day 2026-03-15 is sealed": 3}
-    assert len(log.read_day("2026-03-15").snapshots) == 20
-    rows = log.quarantine_rows()
-    assert {q["reason"] for q in rows} == {"day 2026-03-15 is sealed"} and all(q["day"] == "2026-03-15" for q in rows)
-
-
 def test_seal_on_request(home):
     log = EventLog(home)
     log.append(batch(), now_us=parse_ts("2026-03-15T12:00:00Z"))

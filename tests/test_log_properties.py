@@ -173,7 +173,7 @@ def lookup(request, monkeypatch):
 
 @SETTINGS
 @given(first=batches(source="a"), second=batches(source="b"), cut=st.sampled_from(DAYS))
-def test_sealed_bytes_never_change_and_sealed_days_refuse_new_rows(lookup, first, second, cut):
+def test_sealed_bytes_never_change_and_sealed_days_take_amendments(lookup, first, second, cut):
     with fresh_log() as log:
         # Seal every day up to `cut`, then append more capture for all days.
         log.append(first, now_us=EARLY)
@@ -188,19 +188,25 @@ def test_sealed_bytes_never_change_and_sealed_days_refuse_new_rows(lookup, first
         report = log.append(second, now_us=EARLY)
         log.seal_due(LATER)
         after_bytes = sealed_bytes(log)
+        # earlier segments keep their bytes; the manifest only grows
         assert {k: after_bytes[k] for k in before_bytes} == before_bytes
         assert (log.manifest_path.read_bytes() if log.manifest_path.exists() else b"").startswith(before_manifest)
         after = contents(log)
-        for day in sealed_days:
-            assert after[day] == before[day]
-        refused = {
-            ref
+        late = {
+            ref: row
             for ref, (_kind, row) in winners(second).items()
             if log_module.local_day(row.ts_us, TZ) in sealed_days and ref not in present  # type: ignore[attr-defined]
         }
-        quarantined = {q["row"] for q in log.quarantine_rows() if q["reason"].endswith("is sealed")}
-        assert quarantined == refused
-        assert report.quarantined == len(refused)
+        for day in sealed_days:
+            old_refs = {row.ref for rows in before[day] for row in rows}
+            new_refs = {row.ref for rows in after[day] for row in rows}
+            # every earlier row is still there, and the late rows of that day joined it
+            assert old_refs <= new_refs
+            assert new_refs - old_refs == {r for r, row in late.items()
+                                           if log_module.local_day(row.ts_us, TZ) == day}  # type: ignore[attr-defined]
+        amended = {log_module.local_day(row.ts_us, TZ) for row in late.values()}  # type: ignore[attr-defined]
+        assert set(report.days_amended) == amended
+        assert not any(q["reason"].endswith("is sealed") for q in log.quarantine_rows())
         assert log.verify().ok
 
 

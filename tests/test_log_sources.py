@@ -176,13 +176,13 @@ def test_an_append_from_another_source_reads_no_sealed_day(home, monkeypatch):
     assert [DAYS[0], DAYS[1]] in scanned
 
 
-def test_a_sealed_day_of_the_same_source_still_refuses_new_rows(home):
+def test_a_sealed_day_of_the_same_source_takes_its_new_rows_as_an_amendment(home):
     log = EventLog(home)
     log.append(_batch("sp", DAYS[0], ["sp:frames:1"]), now_us=LATER)
     log.append(_batch("other", DAYS[1], ["other:1"]), now_us=LATER)
     report = log.append(_batch("sp", DAYS[0], ["sp:frames:1", "sp:frames:2"]), now_us=LATER)
-    assert (report.skipped, report.quarantined) == (1, 1)
-    assert report.quarantine_reasons == {f"day {DAYS[0]} is sealed": 1}
+    assert (report.skipped, report.quarantined, report.landed["snapshots"]) == (1, 0, 1)
+    assert report.days_amended == [DAYS[0]]
 
 
 ZONES = sorted(__import__("zoneinfo").available_timezones())

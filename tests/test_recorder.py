@@ -451,7 +451,7 @@ def test_rows_wait_in_memory_while_another_process_holds_the_log(home):
     assert len(day.streams) == 2
 
 
-def test_rows_for_a_day_sealed_meanwhile_are_quarantined_and_counted(home):
+def test_rows_for_a_day_sealed_meanwhile_land_as_an_amendment(home):
     from capture.recorder import _Writer
 
     writer = _Writer(home, lambda _m: None)
@@ -461,9 +461,9 @@ def test_rows_for_a_day_sealed_meanwhile_are_quarantined_and_counted(home):
     writer.log.seal("2026-03-15")  # `af log seal` run by hand while recording
     r.click(T0 + S, 5, 5, "left", EDITOR)
     assert writer.write(r.take())
-    assert writer.quarantined == 2  # the click and its snapshot
-    assert list(writer.reasons) == ["day 2026-03-15 is sealed"]
-    assert writer.landed == {"elements": 0, "inputs": 0, "presence": 0, "snapshots": 1, "streams": 2}
+    assert writer.quarantined == 0
+    assert writer.landed == {"elements": 0, "inputs": 1, "presence": 0, "snapshots": 2, "streams": 2}
+    assert [e.get("amendment", 0) for e in writer.log.day_entries("2026-03-15")] == [0, 1]
 
 
 @settings(max_examples=60, deadline=None)

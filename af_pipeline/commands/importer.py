@@ -105,8 +105,14 @@ def run(args: argparse.Namespace) -> int:
         batches = [read_rpm(path, **opts)]
     log = EventLog(home)
     total = _Totals()
-    for batch in batches:
-        total.add(batch, log.append(batch, progress=progress))
+    # One writer lock for the whole source: a long import landed day by day is not broken off by
+    # another writer (the recorder, a sync) taking the log between two of its batches.
+    with log.writing() as recovered:
+        for note in recovered:
+            if progress:
+                progress(f"recovered: {note}")
+        for batch in batches:
+            total.add(batch, log.append(batch, progress=progress))
     if progress:
         progress(f"read {sum(total.read.values()):,} rows ({total.unusable:,} unusable) into {home.log_dir}")
     notes = dict(sorted(total.notes.items()))
@@ -124,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             "importer_notes": notes,
             "days_touched": total.days_touched,
             "days_sealed": total.days_sealed,
+            "days_amended": total.days_amended,
         })
         return 0
     _print_table(args.source_kind, path, total.source_id, home.root, total.read, total, notes)
@@ -144,6 +151,7 @@ class _Totals:
         self.notes: dict[str, int] = {}
         self.days_touched: list[str] = []
         self.days_sealed: list[str] = []
+        self.days_amended: list[str] = []
 
     def add(self, batch: Any, report: Any) -> None:
         self.source_id = batch.source_id
@@ -159,6 +167,7 @@ class _Totals:
             self.notes[what] = self.notes.get(what, 0) + n
         self.days_touched = sorted(set(self.days_touched) | set(report.days_touched))
         self.days_sealed = sorted(set(self.days_sealed) | set(report.days_sealed))
+        self.days_amended = sorted(set(self.days_amended) | set(report.days_amended))
 
 
 def _print_table(kind: str, path: Path, source_id: str, root: Path, read: dict[str, int], report: Any,
@@ -186,3 +195,6 @@ def _print_table(kind: str, path: Path, source_id: str, root: Path, read: dict[s
     if days:
         span = days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
         print(f"\n  days touched: {len(days)} ({span}); sealed now: {len(report.days_sealed)}")
+    if report.days_amended:
+        print(f"  sealed days amended (a new sealed segment each; rebuilt by the next build): "
+              f"{', '.join(report.days_amended)}")

@@ -10,7 +10,7 @@ from typing import Any
 from af_pipeline import cli
 from capture.errors import UserError
 from capture.home import resolve_home
-from capture.log import EventLog
+from capture.log import DayStatus, EventLog
 from capture.model import ROW_KINDS
 from capture.timeutil import day_bounds
 
@@ -82,6 +82,12 @@ def _open(args: argparse.Namespace) -> EventLog:
         raise UserError(f"cannot read the settings of {home.root}: {exc}") from None
 
 
+def _state(d: DayStatus) -> str:
+    if not d.sealed:
+        return "open"
+    return "sealed" if not d.amendments else f"sealed +{d.amendments} amendment{'s' if d.amendments > 1 else ''}"
+
+
 def _status(args: argparse.Namespace) -> int:
     log = _open(args)
     days = log.days()
@@ -96,7 +102,8 @@ def _status(args: argparse.Namespace) -> int:
         cli.emit_json(
             {
                 "tz": log.tz,
-                "days": [{"day": d.day, "sealed": d.sealed, "counts": d.counts} for d in days],
+                "days": [{"day": d.day, "sealed": d.sealed, "amendments": d.amendments, "counts": d.counts}
+                         for d in days],
                 "quarantined": quarantined,
                 "quarantine_reasons": dict(sorted(reasons.items())),
                 "chain_head": head,
@@ -105,13 +112,16 @@ def _status(args: argparse.Namespace) -> int:
         return 0
     print(f"event log {log.dir} (days in {log.tz})")
     header = ["day", "state"] + list(ROW_KINDS)
-    rows = [[d.day, "sealed" if d.sealed else "open"] + [str(d.counts[k]) for k in ROW_KINDS] for d in days]
+    rows = [[d.day, _state(d)] + [str(d.counts[k]) for k in ROW_KINDS] for d in days]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))))
     for r in rows:
         print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
     sealed = sum(d.sealed for d in days)
-    print(f"{len(days)} days ({sealed} sealed, {len(days) - sealed} open); {quarantined} rows quarantined")
+    amended = sum(d.amendments for d in days)
+    print(f"{len(days)} days ({sealed} sealed, {len(days) - sealed} open); "
+          + (f"{amended} amendments of sealed days; " if amended else "")
+          + f"{quarantined} rows quarantined")
     for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:5]:
         print(f"  {n:>8}  {reason}")
     if len(reasons) > 5:

@@ -265,11 +265,13 @@ class DuckDBOracle:
     def close(self) -> None:
         self.con.close()
 
-    def day_from_parquet(self, day: str, snapshot_parquet: Path, tz: str) -> OracleDay:
-        path = str(snapshot_parquet).replace("'", "''")
+    def day_from_parquet(self, day: str, snapshot_parquet: Path | Sequence[Path], tz: str) -> OracleDay:
+        """A sealed day from its snapshot Parquet file(s): a day with amendments has one per segment."""
+        files = [snapshot_parquet] if isinstance(snapshot_parquet, Path) else list(snapshot_parquet)
+        paths = ", ".join("'" + str(p).replace("'", "''") + "'" for p in files)
         self.con.execute(
             "CREATE OR REPLACE TEMP VIEW capture_rows AS "
-            f"SELECT ts_us, stream, app, url FROM read_parquet('{path}') WHERE focused"
+            f"SELECT ts_us, stream, app, url FROM read_parquet([{paths}]) WHERE focused"
         )
         return self._run(day, tz)
 
@@ -298,9 +300,9 @@ def oracle_log_day(log: Any, day: str, runner: DuckDBOracle | None = None) -> Or
     own = runner is None
     r = runner or DuckDBOracle()
     try:
-        seg = log.segment_paths(day).get("snapshots")
-        if seg is not None and Path(seg).exists():
-            return r.day_from_parquet(day, Path(seg), log.tz)
+        segs = log.segment_files(day, "snapshots")
+        if segs and all(Path(p).exists() for p in segs):
+            return r.day_from_parquet(day, segs, log.tz)
         return r.day_from_rows(day, log.read_day(day, lazy_elements=True).snapshots, log.tz)
     finally:
         if own:

@@ -1,0 +1,52 @@
+"""A damaged or newer-schema line in an open segment: served around, reported, quarantined at seal."""
+
+from __future__ import annotations
+
+import json
+
+from test_log import after, batch
+
+from af_pipeline import cli
+from capture.log import EventLog
+from capture.timeutil import day_bounds
+
+DAY = "2026-03-15"
+
+
+def _damage(log: EventLog) -> None:
+    path = log.open_dir / DAY / "inputs.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    row = json.loads(lines[0])
+    row["ref"] = "test:a:ui:newer"
+    row["pressure"] = 0.5  # a field a newer capture schema might add
+    lines.insert(2, b'{"ref": "test:a:ui:broken", "ts_us": 17\n')  # a torn-then-appended write, say
+    lines.insert(4, json.dumps(row).encode() + b"\n")
+    path.write_bytes(b"".join(lines))
+
+
+def test_bad_lines_are_served_around_reported_and_quarantined_at_seal(home, capsys):
+    log = EventLog(home)
+    log.append(batch(n=5), now_us=day_bounds(DAY, "Europe/Paris")[0] + 12 * 3_600_000_000)
+    _damage(log)
+    fresh = EventLog(home)
+    cap = fresh.read_day(DAY)
+    assert len(cap.inputs) == 5 and len(cap.snapshots) == 5  # everything else is served
+    report = fresh.verify()
+    assert not report.ok
+    assert any("open/2026-03-15/inputs.jsonl line 3 is not valid JSON" in p for p in report.problems)
+    assert any("line 5 has fields capture schema v1 does not know (pressure" in p for p in report.problems)
+    assert cli.main(["log", "verify", "--home", str(home.root)]) == 1
+    assert "inputs.jsonl line 3" in capsys.readouterr().out
+    # appending more capture to the damaged day still works
+    more = batch(n=7)
+    r = fresh.append(more, now_us=day_bounds(DAY, "Europe/Paris")[0] + 12 * 3_600_000_000)
+    assert r.landed["inputs"] == 2
+    # sealing quarantines the two lines with their file and line, and seals the rest
+    assert cli.main(["log", "seal", DAY, "--home", str(home.root)]) == 0
+    sealed = EventLog(home)
+    assert len(sealed.read_day(DAY).inputs) == 7 and sealed.verify().ok
+    q = [row for row in sealed.quarantine_rows() if row.get("source") == f"log/open/{DAY}/inputs.jsonl"]
+    assert sorted(row["row"] for row in q) == ["line 3", "line 5"]
+    # sealing again or re-importing adds nothing
+    sealed.append(more, now_us=after(DAY))
+    assert len(sealed.quarantine_rows()) == len(q)
