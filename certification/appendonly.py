@@ -16,7 +16,9 @@ from pathlib import Path
 
 from assets import publish
 from capture.log import EventLog, amendment_of, segment_name
+from certification import history
 
+_GLOBAL = "*"  # memo key of the problems that concern the whole log, not one day
 _VERIFY_CACHE: dict[tuple, tuple[bool, list[str], str | None]] = {}
 
 
@@ -64,8 +66,7 @@ def _published_problems(log: EventLog, published_dir: Path, pday: str) -> list[s
     problems = list(publish.verify_day(published_dir, pday))
     chained = _chain_files(log, pday)
     if not chained:
-        problems.append(f"{pday}: published as sealed but the log's manifest chain has no entry for it")
-        return problems
+        return problems  # reported once per run by check_day, for every such day
     recorded = manifest.get("segments", {})
     for rel, sha in sorted(recorded.items()):
         if rel not in chained:
@@ -89,6 +90,17 @@ def check_day(log: EventLog, published_dir: Path, day: str, memo: dict[str, list
     ok, chain_problems, _ = verify_chain(log)
     if not ok:
         problems.extend(f"event log: {p}" for p in chain_problems)
+    if _GLOBAL not in memo:
+        # Once per run: the chain must extend the last certified head, and no day may be
+        # published as sealed without a sealed day in the log (e.g. its days were deleted).
+        found = [f"certification history: {p}" for p in history.chain_problems(log.home, log)]
+        sealed = {str(e.get("day")) for e in log.manifest()}
+        for pday in publish.published_days(published_dir):
+            manifest = publish.read_manifest(published_dir, pday)
+            if manifest and manifest.get("sealed") and pday not in sealed:
+                found.append(f"{pday}: published as sealed but the log's manifest chain has no entry for it")
+        memo[_GLOBAL] = found
+    problems.extend(memo[_GLOBAL] or [])
     chained = _chain_files(log, day)
     # This day's segments, hashed now (not trusting the cache), against the chain's entries.
     for rel, sha in sorted(chained.items()):

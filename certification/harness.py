@@ -197,12 +197,16 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
         "certified_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "code_version": code_version(),
         "tz": log.tz,
-        "log": {"chain_head": log.chain_head(), "sealed_days": len(log.manifest())},
+        "log": {"chain_head": log.chain_head(), "entries": len(log.manifest()),
+                "sealed_days": len({e["day"] for e in log.manifest()})},
         "other_process": other_env,
         "days": per_day,
         "seconds": round(time.monotonic() - started, 2),
     }
     write_certificate(home, cert)
+    from certification import history
+
+    history.record(home, cert)  # the certified head is kept even when a later certificate replaces this one
     return cert
 
 

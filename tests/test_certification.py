@@ -235,3 +235,32 @@ def test_an_amended_day_goes_stale_rebuilds_and_certifies(incremental):
     ok, checks = certify(home, day)
     assert ok, checks
     assert all(checks[name][0] for name in INVARIANTS)
+
+
+def test_deleting_the_newest_sealed_day_after_certification_is_caught(incremental, capsys):
+    """Removing the newest day (its manifest line and folder) leaves a chain that verifies on its
+    own; the certification history still holds the longer certified head, so both `af log verify`
+    and the next certification fail, and the day published without a sealed day is flagged."""
+    from certification import history
+
+    home, days = incremental
+    assert cli.main(["certify", "--home", str(home.root)]) == 0
+    records, problems = history.read(home)
+    assert len(records) == 1 and not problems and records[0]["chain_head"] == EventLog(home).chain_head()
+    log = EventLog(home)
+    lines = log.manifest_path.read_bytes().splitlines(keepends=True)
+    log.manifest_path.write_bytes(b"".join(lines[:-1]))
+    shutil.rmtree(log.sealed_dir / days[-1])
+    assert EventLog(home).verify().ok  # the shortened chain is consistent in itself
+    capsys.readouterr()
+    assert cli.main(["log", "verify", "--home", str(home.root)]) == 1
+    assert "sealed history was removed" in capsys.readouterr().out
+    assert cli.main(["certify", "--home", str(home.root)]) == 1
+    cert = json.loads(home.certificate_path.read_text())
+    first = cert["days"][days[0]]["checks"]["append_only"]
+    assert not first["passed"]
+    text = json.dumps(cert)
+    assert "sealed history was removed" in text
+    assert f"{days[-1]}: published as sealed but the log's manifest chain has no entry for it" in text
+    # the failed certificate did not become the new baseline
+    assert len(history.read(home)[0]) == 1

@@ -133,6 +133,13 @@ def _status(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     log = _open(args)
     report = log.verify()
+    from certification import history
+
+    # A chain that verifies on its own may still be shorter than one certified before.
+    extra = [f"certification history: {p}" for p in history.chain_problems(log.home, log)]
+    if extra:
+        report.problems.extend(extra)
+        report.ok = False
     if args.json:
         cli.emit_json(
             {
@@ -147,7 +154,7 @@ def _verify(args: argparse.Namespace) -> int:
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
     if report.ok:
-        print(f"ok: {report.entries} sealed days, chain head {report.head or '(none)'}")
+        print(f"ok: {report.entries} sealed segments, chain head {report.head or '(none)'}")
         return 0
     for problem in report.problems:
         print(f"PROBLEM: {problem}")
