@@ -93,13 +93,13 @@ def check_day(log: EventLog, published_dir: Path, day: str, memo: dict[str, list
     if _GLOBAL not in memo:
         # Once per run: the chain must extend the last certified head, and no day may be
         # published as sealed without a sealed day in the log (e.g. its days were deleted).
-        found = [f"certification history: {p}" for p in history.chain_problems(log.home, log)]
+        whole = [f"certification history: {p}" for p in history.chain_problems(log.home, log)]
         sealed = {str(e.get("day")) for e in log.manifest()}
         for pday in publish.published_days(published_dir):
             manifest = publish.read_manifest(published_dir, pday)
             if manifest and manifest.get("sealed") and pday not in sealed:
-                found.append(f"{pday}: published as sealed but the log's manifest chain has no entry for it")
-        memo[_GLOBAL] = found
+                whole.append(f"{pday}: published as sealed but the log's manifest chain has no entry for it")
+        memo[_GLOBAL] = whole
     problems.extend(memo[_GLOBAL] or [])
     chained = _chain_files(log, day)
     # This day's segments, hashed now (not trusting the cache), against the chain's entries.
