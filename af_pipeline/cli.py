@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "log",
     "importer",
+    "sync",
     "build",
     "stats",
     "routines",
