@@ -7,6 +7,7 @@ connection (see :func:`open_sqlite_readonly`); text files are opened for reading
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import sqlite3
@@ -21,7 +22,7 @@ from urllib.parse import quote
 
 from capture.errors import UserError
 from capture.model import CaptureBatch, Quarantined, StreamInfo
-from capture.timeutil import MAX_YEAR, MIN_YEAR, local_day, parse_ts, zone
+from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, local_day, parse_ts, zone
 
 # Caps on text a capture row may carry. Longer values are truncated and the truncation is
 # counted in the batch notes; an app name this long is not an app name, so that row is quarantined.
@@ -228,7 +229,15 @@ def ts_us(value: object) -> int:
             if dt.tzinfo is None:
                 dt = dt.replace(tzinfo=UTC)
             return (dt - _EPOCH) // _ONE_US
-    return parse_ts(value)
+    if type(value) is float and not math.isfinite(value):
+        # SQLite REAL columns can hold Inf and NaN; they are no time (and int() would raise).
+        raise BadTimestamp(f"timestamp {value!r} is not a finite number")
+    try:
+        return parse_ts(value)
+    except (OverflowError, ValueError) as exc:  # BadTimestamp is a ValueError and passes as is
+        if isinstance(exc, BadTimestamp):
+            raise
+        raise BadTimestamp(f"timestamp {excerpt_of(value)[:40]!r} is not readable ({exc})") from None
 
 
 # ---------------------------------------------------------------------------------------------
