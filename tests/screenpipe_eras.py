@@ -90,15 +90,30 @@ class Node:
 class EraDB:
     """A screenpipe database that is migrated forward era by era, like a user's upgraded one."""
 
+    _templates: dict[str, tuple[bytes, list[str]]] = {}  # era -> empty migrated database, files applied
+
     def __init__(self, path: Path, era: str = "current"):
         self.path = path
         self.folder = migrations_dir()
-        self.con = sqlite3.connect(path)
+        if era not in self._templates:  # migrate once per era and test session, then copy
+            self.con = self._connect(":memory:")
+            self.applied = []
+            self.upgrade(era)
+            self._templates[era] = (self.con.serialize(), list(self.applied))
+            self.con.close()
+        data, applied = self._templates[era]
+        path.write_bytes(data)
+        self.con = self._connect(path)
+        self.applied = list(applied)
+        self.era = era
+
+    @staticmethod
+    def _connect(path: Path | str) -> sqlite3.Connection:
+        con = sqlite3.connect(path)
+        con.execute("PRAGMA synchronous = OFF")  # test fixtures: no fsync per statement
         # sqlite-vec's vec_length appears in a CHECK of one migration; only its existence matters.
-        self.con.create_function("vec_length", 1, lambda blob: len(blob or b"") // 4)
-        self.applied: list[str] = []
-        self.era = ""
-        self.upgrade(era)
+        con.create_function("vec_length", 1, lambda blob: len(blob or b"") // 4)
+        return con
 
     def upgrade(self, era: str) -> None:
         until = ERAS[era]
