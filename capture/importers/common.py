@@ -179,6 +179,8 @@ def open_sqlite_readonly(path: Path, what: str) -> sqlite3.Connection:
         # Belt and braces: even if the URI were ignored, this connection refuses writes.
         con.execute("PRAGMA query_only = ON")
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except UnicodeDecodeError as exc:  # SQLite's message quoted a damaged schema that is not UTF-8
+        raise UserError(f"{p} cannot be opened as an SQLite database (its schema is damaged: {exc})") from None
     except sqlite3.DatabaseError as exc:
         if "locked" in str(exc).lower() or "busy" in str(exc).lower():
             raise read_failure(p, exc) from None
@@ -186,7 +188,7 @@ def open_sqlite_readonly(path: Path, what: str) -> sqlite3.Connection:
     return con
 
 
-def read_failure(path: Path, exc: sqlite3.DatabaseError) -> UserError:
+def read_failure(path: Path, exc: sqlite3.DatabaseError | UnicodeDecodeError) -> UserError:
     """The one-sentence error for an SQLite source that failed part-way through."""
     if "locked" in str(exc).lower() or "busy" in str(exc).lower():
         return UserError(f"{path} is locked by another program ({exc}); wait for it to finish writing and retry")

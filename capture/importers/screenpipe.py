@@ -122,7 +122,7 @@ def iter_screenpipe(
     con = open_sqlite_readonly(path, WHAT)
     try:
         yield from _Reader(con, path, tz, screens or {}, source_id, progress).chunks()
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # corrupt pages / damaged schema text
         raise read_failure(path, exc) from None
     finally:
         con.close()
