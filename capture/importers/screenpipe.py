@@ -1,21 +1,29 @@
-"""Import a screenpipe SQLite database (both schema eras) into capture rows, read-only.
+"""Import a screenpipe SQLite database (every era, also mixed in one file) into capture rows, read-only.
 
 What is mapped (docs/importers.md says the same for users):
 
-- ``frames`` -> Snapshot. The stream is ``device_name`` (empty -> ``monitor_1``). Current
-  databases write one row per capture event: each row is a snapshot. Legacy databases (no
-  ``capture_trigger`` column, no ``elements`` table) hold one row per visible window per cycle:
-  only the ``focused`` row of a cycle (rows with the same timestamp and monitor) becomes the
-  snapshot; a cycle without a focused row gives no snapshot and its rows are quarantined
-  ("capture cycle without a focused window").
+- ``frames`` -> Snapshot. The layout is decided per row, because a database screenpipe upgraded
+  keeps its old rows in the old layout: a row whose ``ocr_text`` row names an app is 2024 layout
+  (one row per window, each with its own insert time: the focused row is the snapshot, the
+  others are background); a row without trigger but with a video chunk is 2025 video capture
+  (one row per window, a cycle's rows share the timestamp: per monitor the focused row of the
+  cycle is the snapshot; a cycle without a focused row is quarantined, "capture cycle without a
+  focused window"); any other row is an event-driven capture and a snapshot itself.
+  The stream is ``device_name``, else the video chunk's, else ``monitor_1``.
   ``capture_trigger`` is kept as the trigger; the heartbeat flag is set for the idle fallback
   triggers in HEARTBEAT_TRIGGERS.
 - ``ui_events`` -> InputEvent. ``app_switch`` keeps the app in ``text_content``; clipboard keeps
   its operation as an ASCII code in ``modifiers`` (99 copy, 120 cut, 118 paste); buttons are
   numbers (0 left, 1 right, 2 middle). The stream is the monitor of the event's frame when
   ``frame_id`` is set, else unknown (None).
-- ``elements`` and ``frames.accessibility_tree_json`` -> Element (bounds normalised 0..1); the
-  legacy ``accessibility`` table -> one text-only Element tied to the nearest snapshot.
+- ``elements`` and ``frames.accessibility_tree_json`` -> Element (bounds normalised 0..1). The
+  JSON is screenpipe's flat depth-first node list (parents rebuilt from ``depth``) or a nested
+  tree; current screenpipe writes the same nodes to ``elements`` too, so a frame's nodes come
+  from ``elements`` when it has accessibility rows there and from the JSON otherwise (counted in
+  the notes). The legacy ``accessibility`` table -> one text-only Element tied to the nearest
+  snapshot.
+- Numbers no recorder writes (Inf/NaN times, coordinates, codes or depths beyond any real value)
+  quarantine their row ("unreadable timestamp", "number out of range").
 - Rows come out as one batch per local day (:func:`iter_screenpipe`); element rows are read
   day by day so memory holds one day of them.
 - StreamInfo per monitor and local day; the screen size comes from ``--screen`` or is derived
