@@ -132,9 +132,24 @@ def run(args: argparse.Namespace) -> int:
             "days_sealed": total.days_sealed,
             "days_amended": total.days_amended,
         })
-        return 0
-    _print_table(args.source_kind, path, total.source_id, home.root, total.read, total, notes)
+    else:
+        _print_table(args.source_kind, path, total.source_id, home.root, total.read, total, notes)
+    _nothing_landed(path, total, notes)
     return 0
+
+
+def _nothing_landed(path: Path, total: _Totals, notes: dict[str, int]) -> None:
+    """A source of which nothing usable landed is an error (exit 2) with the reason.
+
+    Re-importing a source whose rows are all already in the log is a success: they landed before.
+    """
+    if sum(total.landed.values()) or total.skipped:
+        return
+    why = [f"{n:,} quarantined: {reason}" for reason, n in
+           sorted(total.quarantine_reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+    why += [f"{n:,} {what}" for what, n in sorted(notes.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+    reason = "; ".join(why) if why else "the source holds no rows"
+    raise UserError(f"{path}: nothing usable landed ({reason})")
 
 
 class _Totals:
