@@ -194,6 +194,7 @@ def sync_once(home: Home, source: Source, *, now_us: int | None = None, progress
                 batches, state = _screenpipe_batches(home, source, state)
             for batch in batches:
                 result.continued += _continue_grown_events(log, batch)
+                _drop_known_streams(log, batch)
                 report = log.append(batch, now_us=now, progress=progress)
                 result.landed += sum(report.landed.values())
                 result.skipped += report.skipped
@@ -227,6 +228,18 @@ def _newest(batch: CaptureBatch) -> int | None:
     times = [max((getattr(r, "end_us", None) or r.ts_us) for r in batch.rows(k)) for k in ("snapshots", "inputs")
              if batch.rows(k)]
     return max(times) if times else None
+
+
+def _drop_known_streams(log: EventLog, batch: CaptureBatch) -> None:
+    """A stream's row for a day is written by the first pass that sees the stream that day; a
+    later pass sees it later (and may estimate its size from fewer clicks), which is not news."""
+    if not batch.streams:
+        return
+    tz = zone(log.tz)
+    known: set[str] = set()
+    for day in sorted({local_day(r.ts_us, tz) for r in batch.streams}):
+        known.update(r.ref for r in log.read_day(day, lazy_elements=True).streams)
+    batch.streams = [r for r in batch.streams if r.ref not in known]
 
 
 def _continue_grown_events(log: EventLog, batch: CaptureBatch) -> int:
@@ -273,9 +286,14 @@ def _continue_grown_events(log: EventLog, batch: CaptureBatch) -> int:
 def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tuple[Iterable[CaptureBatch], dict[str, Any]]:
     from capture.importers import screenpipe
 
-    tz = home.settings().tz
-    # One local day per batch, as `af import` lands it; rows already in the log are skipped by ref.
-    return screenpipe.iter_screenpipe(Path(source.location), tz=tz, progress=None), dict(state)
+    path = Path(source.location)
+    identity = screenpipe.source_identity(path)
+    since = state.get("since") if identity == state.get("identity") else None  # another file: from the start
+    # Taken before reading: rows written while this pass reads are above it and read next time.
+    marks = screenpipe.watermarks(path, overlap=SP_OVERLAP_ROWS)
+    batches = screenpipe.iter_screenpipe(path, tz=home.settings().tz, progress=None,
+                                         since=since if isinstance(since, dict) else None)
+    return batches, {**state, "identity": identity, "since": marks}
 
 
 # ----------------------------------------------------------------------------- ActivityWatch

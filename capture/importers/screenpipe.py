@@ -117,20 +117,56 @@ def iter_screenpipe(
     screens: dict[str, tuple[int, int]] | None = None,
     source_id: str | None = None,
     progress: ProgressFn | None = None,
+    since: dict[str, int] | None = None,
 ) -> Iterator[ImportBatch]:
     """The same rows as :func:`read_screenpipe`, as one batch per local day (in ``tz``).
 
     Each batch holds every row of its day (so a log that seals past days as they land never sees
     a day twice); quarantined rows and notes ride on the batch during which they were found.
     Element rows, by far the most numerous, are read day by day, so memory holds one day of them.
+
+    ``since`` (continuous sync): read only rows whose id is above ``since[table]`` for frames,
+    ui_events and accessibility (elements and trees follow their frames); see :func:`watermarks`.
     """
     path = Path(path).expanduser()
     if path.is_dir() and (path / "db.sqlite").is_file():
         path = path / "db.sqlite"  # pointed at screenpipe's folder (~/.screenpipe)
     con = open_sqlite_readonly(path, WHAT)
     try:
-        yield from _Reader(con, path, tz, screens or {}, source_id, progress).chunks()
+        yield from _Reader(con, path, tz, screens or {}, source_id, progress, since or {}).chunks()
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # corrupt pages / damaged schema text
+        raise read_failure(path, exc) from None
+    finally:
+        con.close()
+
+
+SINCE_TABLES = ("frames", "ui_events", "accessibility")
+
+
+def watermarks(path: Path, overlap: int = 0) -> dict[str, int]:
+    """The highest row id of each table a sync pass reads by id, less ``overlap`` rows' worth
+    (rows written while a pass read are read again by the next; refs make that land once)."""
+    con = open_sqlite_readonly(Path(path), WHAT)
+    try:
+        tables = {str(r[0]) for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        out = {}
+        for table in SINCE_TABLES:
+            if table in tables:
+                (top,) = con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
+                out[table] = max(0, int(top or 0) - overlap)
+        return out
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        raise read_failure(path, exc) from None
+    finally:
+        con.close()
+
+
+def source_identity(path: Path) -> str:
+    """The source id a database would be imported under (its identity, see screenpipe_source_id)."""
+    con = open_sqlite_readonly(Path(path), WHAT)
+    try:
+        return screenpipe_source_id(con, Path(path))
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         raise read_failure(path, exc) from None
     finally:
         con.close()
@@ -224,7 +260,10 @@ class _Reader:
         screens: dict[str, tuple[int, int]],
         source_id: str | None,
         progress: ProgressFn | None,
+        since: dict[str, int] | None = None,
     ) -> None:
+        self.since = dict(since or {})
+        self._devices: dict[Any, Any] | None = None
         self.con = con
         self.path = path
         self.file = str(path)
@@ -264,11 +303,26 @@ class _Reader:
     def _select(self, table: str, wanted: list[str]) -> str:
         cols = set(table_columns(self.con, table))
         parts = [f'"{c}"' if c in cols else "NULL" for c in wanted]
-        return f"SELECT {', '.join(parts)} FROM \"{table}\" ORDER BY id"
+        where = f" WHERE id > {int(self.since[table])}" if table in self.since else ""
+        return f"SELECT {', '.join(parts)} FROM \"{table}\"{where} ORDER BY id"
 
     def _total(self, table: str) -> int:
         row = self.con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
         return int(row[0] or 0)
+
+    def _older_stream(self, fid: int) -> str | None:
+        """The stream of a frame below the sync watermark (not read by this pass)."""
+        cols = self.frame_cols
+        device = "device_name" if "device_name" in cols else "NULL"
+        chunk = "video_chunk_id" if "video_chunk_id" in cols else "NULL"
+        row = self.con.execute(f"SELECT {device}, {chunk} FROM frames WHERE id = ?", [fid]).fetchone()
+        if row is None:
+            return None
+        dev = row[0]
+        if (dev is None or dev == "") and row[1] is not None:
+            dev = self._chunk_devices().get(row[1])
+        self.stream_of[fid] = self._stream(dev)
+        return self.stream_of[fid]
 
     def _stream(self, device: Any) -> str:
         if device is None:
@@ -349,7 +403,8 @@ class _Reader:
         wanted = [c if c in cols else "NULL" for c in ("frame_id", "app_name", "window_name", "focused")]
         out: dict[int, tuple[Any, Any, Any]] = {}
         for fid, app, window, focused in iter_rows(self.con.execute(
-            f"SELECT {', '.join(wanted)} FROM ocr_text WHERE app_name IS NOT NULL AND app_name != '' ORDER BY rowid"
+            f"SELECT {', '.join(wanted)} FROM ocr_text WHERE app_name IS NOT NULL AND app_name != '' "
+            f"AND frame_id > {int(self.since.get('frames', -1))} ORDER BY rowid"
         )):
             if fid in out:
                 self.batch.note("ocr_text: extra rows of one frame (the first names the window)")
@@ -359,9 +414,10 @@ class _Reader:
 
     def _chunk_devices(self) -> dict[Any, Any]:
         """video chunk id -> device name (what frames of 2024-10 to 2025-01 name their monitor by)."""
-        if "device_name" not in table_columns(self.con, "video_chunks"):
-            return {}
-        return dict(self.con.execute("SELECT id, device_name FROM video_chunks"))
+        if self._devices is None:
+            self._devices = ({} if "device_name" not in table_columns(self.con, "video_chunks")
+                             else dict(self.con.execute("SELECT id, device_name FROM video_chunks")))
+        return self._devices
 
     def _frames(self) -> None:
         wanted = ["id", "timestamp", "app_name", "window_name", "focused", "browser_url", "device_name",
@@ -805,6 +861,8 @@ class _Reader:
             fid = frame_id if type(frame_id) is int else _int(frame_id)
             if fid is not None:
                 stream = stream_of.get(fid)
+                if stream is None and self.since and fid <= self.since.get("frames", -1):
+                    stream = self._older_stream(fid)  # a sync pass: the frame was read by an earlier one
                 if stream is None:
                     self.batch.note("ui_events: frame_id points at no frame (stream unknown)")
             op = None
