@@ -486,3 +486,17 @@ def test_extreme_durations_are_quarantined(tmp_path: Path, dur: str) -> None:
     assert [s.app for s in b.snapshots] == ["Mail"]
     [q] = b.quarantined
     assert q.row == "buckets['w_h'].events[0]" and "duration" in q.reason
+
+
+def test_routines_on_activitywatch_data_explain_that_input_is_needed(tmp_path: Path, capsys) -> None:
+    from af_pipeline import cli
+
+    t = parse_ts("2026-03-16T09:00:00Z")
+    p = tmp_path / "aw.json"
+    p.write_text(json.dumps(_desktop_export([(t, 600 * S, "Code", "x")], [(t, 600 * S, "not-afk")])))
+    home = str(tmp_path / "home")
+    assert cli.main(["import", "activitywatch", str(p), "--home", home, "--tz", "UTC"]) == 0
+    capsys.readouterr()
+    assert cli.main(["routines", "--home", home]) == 2
+    err = capsys.readouterr().err
+    assert "routines are mined from input events" in err and "activitywatch" in err
