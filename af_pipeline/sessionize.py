@@ -4,7 +4,10 @@ Pure and integer-only: times are UTC microseconds, so sums are exact and no floa
 make two runs differ. A stream's rows are ordered by (time, ref) before anything else.
 
 Rules, per stream:
-- dwell: a row earns min(gap to the next row, 90 s);
+- measured span: a row whose source measured how long the window was shown (Snapshot.end_us,
+  ActivityWatch) earns exactly that span, clipped at the next row of the stream so overlapping
+  events are never counted twice; the session gap is measured from its end to the next row;
+- dwell (instant-style capture, screenpipe): a row earns min(gap to the next row, 90 s);
 - session gap: a gap over 300 s earns nothing and closes the frame (the stream's last row also
   earns nothing: there is no next row to measure against);
 - flicker merge: A -> B -> A collapses into one A frame when B spans at most 20 s of wall time
@@ -26,6 +29,8 @@ import numpy as np
 from capture.model import Snapshot
 
 US = 1_000_000
+NO_END = np.iinfo(np.int64).min  # in an ``ends`` array: the row has no source-measured end
+_FAR = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
@@ -71,17 +76,43 @@ class Segment:
         return self.end_us - self.start_us
 
 
-def credits(ts: Sequence[int] | np.ndarray, rules: Rules = PAPER_RULES) -> tuple[list[int], list[bool]]:
-    """Per row: the dwell it earns (us) and whether a session break follows it."""
+def credits(ts: Sequence[int] | np.ndarray, rules: Rules = PAPER_RULES,
+            ends: Sequence[int] | np.ndarray | None = None) -> tuple[list[int], list[bool]]:
+    """Per row: the time it earns (us) and whether a session break follows it.
+
+    ``ends`` (optional, aligned with ``ts``): each row's source-measured end, NO_END for rows
+    without one. Rows with an end earn their span (clipped at the next row); the others the
+    capped dwell."""
     n = len(ts)
-    if n < 2:
-        return [0] * n, [True] * n
-    # vectorised: one difference per row, then cap and break masks (integers stay exact)
-    delta = np.diff(np.asarray(ts, dtype=np.int64))
-    brk = delta > rules.gap_s * US
-    credit = np.minimum(delta, rules.dwell_s * US)
-    credit[brk] = 0
-    return credit.tolist() + [0], brk.tolist() + [True]
+    if ends is None or n == 0:
+        if n < 2:
+            return [0] * n, [True] * n
+        # vectorised: one difference per row, then cap and break masks (integers stay exact)
+        delta = np.diff(np.asarray(ts, dtype=np.int64))
+        brk = delta > rules.gap_s * US
+        credit = np.minimum(delta, rules.dwell_s * US)
+        credit[brk] = 0
+        return credit.tolist() + [0], brk.tolist() + [True]
+    ts_a = np.asarray(ts, dtype=np.int64)
+    end_a = np.asarray(ends, dtype=np.int64)
+    measured = end_a != NO_END
+    nxt = np.empty(n, dtype=np.int64)
+    nxt[:-1] = ts_a[1:]
+    nxt[-1] = _FAR
+    last = np.zeros(n, dtype=bool)
+    last[-1] = True
+    # instant rows: the paper's dwell (the last row has no next row and earns nothing)
+    delta = np.where(last, 0, nxt - ts_a)
+    brk_i = last | (delta > rules.gap_s * US)
+    credit_i = np.where(brk_i, 0, np.minimum(delta, rules.dwell_s * US))
+    # measured rows: their span up to the next row; the gap that breaks runs from their end
+    stop = np.minimum(np.maximum(end_a, ts_a), nxt)
+    credit_m = stop - ts_a
+    after = np.maximum(end_a, ts_a)
+    brk_m = last | (np.where(last, 0, nxt - np.minimum(after, nxt)) > rules.gap_s * US)
+    credit = np.where(measured, credit_m, credit_i)
+    brk = np.where(measured, brk_m, brk_i)
+    return credit.tolist(), brk.tolist()
 
 
 def segment_stream(
@@ -90,11 +121,13 @@ def segment_stream(
     ts: Sequence[int],
     keys: Sequence[Hashable],
     rules: Rules = PAPER_RULES,
+    ends: Sequence[int] | None = None,
 ) -> list[Segment]:
-    """Frames of one stream. ``rows`` are row positions, ``ts``/``keys`` indexed by position in
-    ``rows`` (already sorted by time, ref). Returns merged frames in time order."""
+    """Frames of one stream. ``rows`` are row positions, ``ts``/``keys`` (and ``ends``, see
+    credits) indexed by position in ``rows`` (already sorted by time, ref). Returns merged
+    frames in time order."""
     stream_ts = list(ts)
-    credit, brk = credits(stream_ts, rules)
+    credit, brk = credits(stream_ts, rules, ends)
     return flicker_merge(build_segments(stream, rows, stream_ts, keys, credit, brk), rules)
 
 
@@ -159,6 +192,13 @@ def flicker_merge(raw: list[Segment], rules: Rules = PAPER_RULES) -> list[Segmen
     return out
 
 
+def ends_of(snapshots: Sequence[Snapshot]) -> list[int] | None:
+    """The ``ends`` argument of credits for these rows, None when no row has a measured end."""
+    if all(s.end_us is None for s in snapshots):
+        return None
+    return [NO_END if s.end_us is None else s.end_us for s in snapshots]
+
+
 def segment(
     snapshots: Sequence[Snapshot],
     key_of: Callable[[Snapshot], Hashable] = lambda s: (s.app, None),
@@ -179,6 +219,7 @@ def segment(
                 [snapshots[i].ts_us for i in idx],
                 [key_of(snapshots[i]) for i in idx],
                 rules,
+                ends_of([snapshots[i] for i in idx]),
             )
         )
     frames.sort(key=lambda f: (f.start_us, f.stream, snapshots[f.rows[0]].ref))

@@ -179,3 +179,29 @@ def test_first_pass_matches_a_row_by_row_reading_of_algorithm_1(spec):
     got = [(s.key, s.rows, s.start_us, s.end_us, s.active_us, s.broken)
            for s in build_segments("m", list(range(len(ts))), ts, keys, credit, brk)]
     assert got == _first_pass_row_by_row(ts, keys)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 400), st.integers(0, 2000), st.booleans()), min_size=1, max_size=40))
+def test_measured_spans_earn_exactly_their_span_clipped_at_the_next_row(rows) -> None:
+    """A row with a source-measured end earns its span up to the next row, never the 90 s dwell
+    extension; instant rows keep the paper's rule; a break follows a measured row only when the
+    gap from its end to the next row is over 300 s."""
+    from af_pipeline.sessionize import NO_END
+
+    ts, ends, t = [], [], 0
+    for gap_s, dur_s, measured in rows:
+        t += gap_s * US
+        ts.append(t)
+        ends.append(t + dur_s * US if measured else NO_END)
+    credit, brk = credits(ts, PAPER_RULES, ends)
+    for i, (a, e) in enumerate(zip(ts, ends, strict=True)):
+        nxt = ts[i + 1] if i + 1 < len(ts) else None
+        if e != NO_END:
+            assert credit[i] == (min(e, nxt) if nxt is not None else e) - a
+            assert brk[i] == (nxt is None or nxt - min(max(e, a), nxt) > 300 * US)
+        else:
+            want = 0 if nxt is None or nxt - a > 300 * US else min(nxt - a, 90 * US)
+            assert credit[i] == want and brk[i] == (nxt is None or nxt - a > 300 * US)
+    if all(e == NO_END for e in ends):
+        assert (credit, brk) == credits(ts, PAPER_RULES)

@@ -32,7 +32,7 @@ _KINDS = {
         "an ActivityWatch export JSON, or its sqlite.db",
         "Import ActivityWatch: an export (Web UI > Settings > Export, or GET /api/0/export) or the "
         "aw-server-rust database (e.g. ~/.local/share/activitywatch/aw-server-rust/sqlite.db). Window "
-        "events become snapshots with a 30 s heartbeat, web tab events give URLs, afk events presence.",
+        "events become snapshots carrying their measured span, web tab events give URLs, afk events presence.",
     ),
     "rpm": (
         "an RPM UI-log CSV (action-logger format)",
