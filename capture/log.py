@@ -590,6 +590,7 @@ class EventLog:
         self._index_days: set[str] = set()
         # "<source id>:" prefixes that every ref of a sealed day starts with (None: unknown, always look).
         self._prefix_cache: dict[str, tuple[str, ...] | None] = {}
+        self._columns_cache: dict[tuple[str, ...], frozenset[str]] = {}
 
     @contextmanager
     def _db(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -804,14 +805,19 @@ class EventLog:
                 continue
             if obj.keys() != known_set:
                 extra = sorted(set(obj) - known_set)
-                missing = sorted(known_set - set(obj))
+                # A field added to the schema later is absent from an older writer's lines: its default.
+                missing = sorted(n for n in known_set - set(obj) if n in REQUIRED[kind])
                 why = []
                 if extra:
                     why.append(f"has fields capture schema v{CAPTURE_SCHEMA_VERSION} does not know "
                                f"({', '.join(extra[:5])}: written by a newer version?)")
                 if missing:
                     why.append(f"lacks the fields {', '.join(missing[:5])}")
-                problems.append((lineno, "; ".join(why), line.decode("utf-8", "replace")))
+                if why:
+                    problems.append((lineno, "; ".join(why), line.decode("utf-8", "replace")))
+                    continue
+                rows.append(cls(**obj))
+                linenos.append(lineno)
                 continue
             rows.append(cls(**{n: obj[n] for n in known}))
             linenos.append(lineno)
@@ -1511,15 +1517,31 @@ class EventLog:
     def sealed_relation(self, day: str, kind: str) -> str:
         """SQL for the rows of one kind of a sealed day, every segment, with the current columns
         (a column that an older capture schema lacked reads as NULL). Not sorted."""
-        segments = self._segments(day)
-        files = [self.sealed_dir / name / f"{kind}.parquet" for name, _ in segments]
+        files = [self.sealed_dir / name / f"{kind}.parquet" for name, _ in self._segments(day)]
         rel = f"read_parquet({_sql_list(files)}, union_by_name = true)"
-        if all(e.get("capture_schema") == CAPTURE_SCHEMA_VERSION for _, e in segments):
+        if self.has_current_columns(day, kind):
             return f"(SELECT {SELECT_SQL[kind]} FROM {rel})"
-        with self._db() as con:
-            present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
+        present = self._present_columns(files)
         cols = ", ".join(f'"{n}"' if n in present else f'CAST(NULL AS {t}) AS "{n}"' for n, t in COLUMNS[kind].items())
         return f"(SELECT {cols} FROM {rel})"
+
+    def has_current_columns(self, day: str, kind: str) -> bool:
+        """Whether every segment of a sealed day has all of this version's columns for ``kind``
+        (a segment sealed before a column was added to the capture schema has not)."""
+        files = [self.sealed_dir / name / f"{kind}.parquet" for name, _ in self._segments(day)]
+        return all(set(NAMES[kind]) <= self._present_columns([f]) for f in files)
+
+    def _present_columns(self, files: list[Path]) -> frozenset[str]:
+        """Columns of these Parquet files (their union), from the file metadata; sealed files never
+        change, so the answer is kept for the life of this object."""
+        key = tuple(str(f) for f in files)
+        cached = self._columns_cache.get(key)
+        if cached is None:
+            with self._db() as con:
+                rel = f"read_parquet({_sql_list(files)}, union_by_name = true)"
+                cached = frozenset(r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall())
+            self._columns_cache[key] = cached
+        return cached
 
     def _read_sealed(self, day: str, lazy_elements: bool = False) -> DayCapture:
         segments = self._segments(day)

@@ -69,14 +69,16 @@ def test_sync_follows_a_live_aw_server_as_events_grow(tmp_path, server, capsys):
     beats = [(_iso(t0 + timedelta(seconds=i)), 0, {"app": "Code", "title": "sync.py"}) for i in range(61)]
     beats += [(_iso(t0 + timedelta(seconds=61 + i)), 0, {"app": "Firefox", "title": "Docs"}) for i in range(30)]
     server.feed(HOST_BUCKET, "currentwindow", beats)
-    server.feed(AFK_BUCKET, "afkstatus", [(_iso(t0), 0, {"status": "not-afk"}),
-                                          (_iso(t0 + timedelta(seconds=200)), 0, {"status": "not-afk"})])
+    # aw-watcher-afk: a not-afk heartbeat every 5 s (merged into one interval covering the work)
+    server.feed(AFK_BUCKET, "afkstatus",
+                [(_iso(t0 + timedelta(seconds=5 * i)), 0, {"status": "not-afk"}) for i in range(41)], pulsetime=10)
     assert cli.main(["sync", "activitywatch", server.url, "--home", str(home.root)]) == 0
     out = capsys.readouterr().out
     assert "rows landed" in out
     day = local_day(int(t0.timestamp()) * US, ZoneInfo(TZ))
     first = _credited_s(_snapshots(home, day))
-    assert first == pytest.approx({"Code": 61.0, "Firefox": 29.0}, abs=0.01)
+    # what ActivityWatch measured: heartbeats 0..60 s merge into 60 s of Code, 61..90 s into 29 s of Firefox
+    assert first == pytest.approx({"Code": 60.0, "Firefox": 29.0}, abs=0.01)
     # Firefox grows by 40 s, then Slack opens: the grown part lands as a continuation
     more = [(_iso(t0 + timedelta(seconds=91 + i)), 0, {"app": "Firefox", "title": "Docs"}) for i in range(40)]
     more += [(_iso(t0 + timedelta(seconds=131 + i)), 0, {"app": "Slack", "title": "#team"}) for i in range(11)]
