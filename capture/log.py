@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import dataclasses
 import fcntl
 import functools
 import gc
@@ -57,6 +58,9 @@ SOURCES_SEALED = "sources.json"
 # sealed as an amendment: a further segment of that day in sealed/<day>+<k>/, chained in the
 # manifest after the earlier ones, which stay untouched.
 AMEND_SEP = "+"
+# The ref of the part of a measured span (an ActivityWatch event) that grew after it was logged:
+# "<event ref>~<k>" (see EventLog.continue_grown_spans).
+CONTINUATION = "~"
 RAW_EXCERPT = 300  # characters of a refused row kept in the quarantine for a human to read
 HOUR_US = 3_600 * 1_000_000
 # Plausible capture times (1990 .. 2100); anything else is a broken clock and cannot be given a day.
@@ -876,6 +880,50 @@ class EventLog:
                 if maybe:
                     found |= self._scan_refs(maybe, sealed_days, [])
         return found
+
+    def continue_grown_spans(self, batch: CaptureBatch) -> tuple[int, dict[str, int]]:
+        """Turn rows of measured spans that grew since they were logged into continuation rows.
+
+        A source that measures spans (ActivityWatch) extends its newest event in place: read
+        again later, the same event (same ref) ends later. The log never rewrites a row, so such
+        a row becomes a continuation (ref ``<ref>~<k>``) that starts where the logged part of the
+        event ended; each instant is then credited once. A row the log already covers as far as
+        it goes (an older, shorter version) is dropped. Returns (continued, dropped per kind)."""
+        kinds = [k for k in ("snapshots", "presence")
+                 if any(getattr(r, "end_us", None) is not None for r in batch.rows(k))]
+        dropped: dict[str, int] = {}
+        if not kinds:
+            return 0, dropped
+        days = sorted({local_day(r.ts_us, self._zone) for k in kinds for r in batch.rows(k)})
+        own_end: dict[str, int] = {}  # logged ref -> its own end
+        covered: dict[str, tuple[int, int]] = {}  # event ref -> (end of its last logged piece, pieces)
+        for day in days:
+            cap = self.read_day(day, lazy_elements=True)
+            for k in kinds:
+                for row in getattr(cap, k):
+                    end = getattr(row, "end_us", None)
+                    if end is None:
+                        continue
+                    base = row.ref.split(CONTINUATION, 1)[0]
+                    if base == row.ref:
+                        own_end[base] = end
+                    have = covered.get(base)
+                    covered[base] = (max(end, have[0]) if have else end, (have[1] if have else 0) + 1)
+        continued = 0
+        for k in kinds:
+            out = []
+            for row in batch.rows(k):
+                end = getattr(row, "end_us", None)
+                have = covered.get(row.ref)
+                if have is None or end is None or end == own_end.get(row.ref):
+                    out.append(row)  # new, or the same row again (the append skips it)
+                elif end > have[0]:
+                    out.append(dataclasses.replace(row, ref=f"{row.ref}{CONTINUATION}{have[1]}", ts_us=have[0]))
+                    continued += 1
+                else:
+                    dropped[k] = dropped.get(k, 0) + 1  # the log holds this event as far as this version goes
+            setattr(batch, k, out)
+        return continued, dropped
 
     def _conflicts(self, day: str, kind: str, rows: list[Any], sealed: bool) -> list[tuple[Any, str]]:
         """Rows whose ref the day already holds but whose content differs, with the reason.

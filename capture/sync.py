@@ -37,7 +37,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,6 @@ MAX_BACKOFF_S = 300.0  # a source that keeps failing is retried at least every f
 AW_OVERLAP_US = 10 * 60 * US  # events re-read before the watermark (heartbeats still extend them)
 SP_OVERLAP_ROWS = 200  # screenpipe rows re-read below the id watermark (a cycle half-written)
 HTTP_TIMEOUT_S = 10.0
-CONTINUATION = "~"  # ref separator of the part of an event that grew after it was logged
 
 Progress = Callable[[str], None]
 
@@ -193,7 +192,9 @@ def sync_once(home: Home, source: Source, *, now_us: int | None = None, progress
             if source.kind == "screenpipe":
                 batches, state = _screenpipe_batches(home, source, state)
             for batch in batches:
-                result.continued += _continue_grown_events(log, batch)
+                continued, covered = log.continue_grown_spans(batch)
+                result.continued += continued
+                result.skipped += sum(covered.values())
                 _drop_known_streams(log, batch)
                 report = log.append(batch, now_us=now, progress=progress)
                 result.landed += sum(report.landed.values())
@@ -240,44 +241,6 @@ def _drop_known_streams(log: EventLog, batch: CaptureBatch) -> None:
     for day in sorted({local_day(r.ts_us, tz) for r in batch.streams}):
         known.update(r.ref for r in log.read_day(day, lazy_elements=True).streams)
     batch.streams = [r for r in batch.streams if r.ref not in known]
-
-
-def _continue_grown_events(log: EventLog, batch: CaptureBatch) -> int:
-    """Rewrite rows of events that grew since they were logged into continuation rows.
-
-    A row with a measured end (ActivityWatch windows, afk intervals) whose ref the log already
-    holds with an earlier end becomes a row starting where the logged part ended (ref
-    ``<ref>~<k>``); one the log already covers is dropped; a new one is kept as it is."""
-    kinds = [k for k in ("snapshots", "presence") if any(getattr(r, "end_us", None) is not None for r in batch.rows(k))]
-    if not kinds:
-        return 0
-    tz = zone(log.tz)
-    days = sorted({local_day(r.ts_us, tz) for k in kinds for r in batch.rows(k)})
-    covered: dict[str, tuple[int, int]] = {}  # event ref -> (logged end, pieces logged)
-    for day in days:
-        cap = log.read_day(day, lazy_elements=True)
-        for k in kinds:
-            for row in getattr(cap, k):
-                end = getattr(row, "end_us", None)
-                if end is None:
-                    continue
-                base = row.ref.split(CONTINUATION, 1)[0]
-                have = covered.get(base)
-                covered[base] = (max(end, have[0]) if have else end, (have[1] if have else 0) + 1)
-    changed = 0
-    for k in kinds:
-        out = []
-        for row in batch.rows(k):
-            have = covered.get(row.ref)
-            end = getattr(row, "end_us", None)
-            if have is None or end is None:
-                out.append(row)
-            elif end > have[0]:
-                out.append(replace(row, ref=f"{row.ref}{CONTINUATION}{have[1]}", ts_us=have[0]))
-                changed += 1
-            # else: the log already covers this event as far as it goes
-        setattr(batch, k, out)
-    return changed
 
 
 # ----------------------------------------------------------------------------- screenpipe

@@ -500,3 +500,37 @@ def test_routines_on_activitywatch_data_explain_that_input_is_needed(tmp_path: P
     assert cli.main(["routines", "--home", home]) == 2
     err = capsys.readouterr().err
     assert "routines are mined from input events" in err and "activitywatch" in err
+
+
+def test_a_later_export_with_grown_events_lands_only_what_grew(tmp_path):
+    """Exported at 10:05 and again at 10:20, the event still open at 10:05 has grown in place:
+    the second import lands its new part as a continuation, and each app is credited once."""
+    import json as _json
+
+    from af_pipeline import cli as _cli
+    from capture.home import Home as _Home
+    from capture.log import EventLog as _Log
+
+    def export(code_end_s: int) -> dict:
+        window = {"id": "aw-watcher-window_h", "type": "currentwindow", "client": "aw-watcher-window",
+                  "hostname": "h", "created": "2026-03-10T09:00:00+00:00",
+                  "events": [
+                      {"id": 2, "timestamp": "2026-03-10T09:10:00+00:00", "duration": code_end_s,
+                       "data": {"app": "Code", "title": "a.py"}},
+                      {"id": 1, "timestamp": "2026-03-10T09:00:00+00:00", "duration": 599.0,
+                       "data": {"app": "Firefox", "title": "Docs"}}]}
+        return {"buckets": {"aw-watcher-window_h": window}}
+
+    home = _Home(tmp_path / "home")
+    first, second = tmp_path / "early.json", tmp_path / "late.json"
+    first.write_text(_json.dumps(export(300)))
+    second.write_text(_json.dumps(export(1200)))
+    for path in (first, second, first):  # the earlier export again after the later one: nothing
+        assert _cli.main(["import", "activitywatch", str(path), "--home", str(home.root), "--tz", "UTC",
+                          "--quiet", "--json"]) == 0
+    log = _Log(home)
+    snaps = [s for s in log.read_day("2026-03-10").snapshots if s.app == "Code"]
+    assert sorted(s.ref.rsplit(":", 1)[-1] for s in snaps)[-1].endswith("~1")
+    spans = sorted((s.ts_us, s.end_us) for s in snaps)
+    assert sum(e - t for t, e in spans) == 1200 * 1_000_000  # the whole event, once
+    assert not log.quarantine_rows()

@@ -112,7 +112,13 @@ def run(args: argparse.Namespace) -> int:
             if progress:
                 progress(f"recovered: {note}")
         for batch in batches:
+            # An export taken later than an earlier import holds the events that grew since in
+            # place: their new part lands as a continuation of the logged event, never twice.
+            _continued, covered = log.continue_grown_spans(batch)
             total.add(batch, log.append(batch, progress=progress))
+            total.skipped += sum(covered.values())
+            for kind, n in covered.items():
+                total.read[kind] += n  # they were in the source: read, and already in the log
     if progress:
         progress(f"read {sum(total.read.values()):,} rows ({total.unusable:,} unusable) into {home.log_dir}")
     notes = dict(sorted(total.notes.items()))
