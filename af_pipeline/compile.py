@@ -19,7 +19,16 @@ import numpy as np
 from af_pipeline import GENERATOR, layouts
 from af_pipeline.document import SCHEMA_VERSION, common_ref_ids, encode_refs, id_runs
 from af_pipeline.enrich import RING_PX, ElementIndex, SnapIndex, click_target, screen_sizes
-from af_pipeline.sessionize import NO_END, PAPER_RULES, Rules, Segment, build_segments, credits, flicker_merge
+from af_pipeline.sessionize import (
+    NO_END,
+    PAPER_RULES,
+    Rules,
+    Segment,
+    build_segments,
+    credits,
+    flicker_merge,
+    timeline_pieces,
+)
 from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture
 from capture.timeutil import US, day_bounds, to_datetime, zone
 
@@ -325,6 +334,11 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
         for stream in not_afk:
             ts_s, pa_s = cast(tuple[np.ndarray, np.ndarray], arrays[stream])
             tl_a[pa_s] -= _outside(ts_s, tl_a[pa_s], not_afk[stream])
+        if ends_np is not None:
+            # measured spans (ActivityWatch): each instant to the span that started last, not the
+            # capped gap to the next row of any stream (a short phone event must not cut off the
+            # rest of a desktop event), then afk time of the row's own stream taken out
+            _timeline_spans(tl_a, index.all_ts, ends_np, [s.stream for s in snaps], not_afk)
         tl_credit = tl_a.tolist()
     app_tl: dict[str, int] = {}
     for (a, _site), rows in zip(slot_keys, slot_rows, strict=True):  # every row is in one slot
@@ -677,6 +691,22 @@ def _presence(capture: DayCapture, streams: list[str]) -> tuple[dict[str, str], 
                 out.append([a, b])
         merged[stream] = np.asarray(out, dtype=np.int64).reshape(-1, 2)
     return src, merged
+
+
+def _timeline_spans(tl_a: np.ndarray, all_ts: Any, ends_np: np.ndarray, stream_of: list[str],
+                    not_afk: dict[str, np.ndarray]) -> None:
+    """Overwrite the timeline credit of rows with a measured end (see sessionize.timeline_pieces)."""
+    measured = np.flatnonzero(ends_np != NO_END)
+    ts_all = np.asarray(all_ts, dtype=np.int64)
+    pieces = timeline_pieces(ts_all[measured].tolist(), ends_np[measured].tolist())
+    for row, parts in zip(measured.tolist(), pieces, strict=True):
+        total = sum(b - a for a, b in parts)
+        iv = not_afk.get(stream_of[row])
+        if iv is not None and parts:
+            starts = np.asarray([a for a, _ in parts], dtype=np.int64)
+            lengths = np.asarray([b - a for a, b in parts], dtype=np.int64)
+            total -= int(_outside(starts, lengths, iv).sum())
+        tl_a[row] = total
 
 
 def _outside(ts: np.ndarray, credit: np.ndarray, iv: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ Conservation: the credit of every row lands exactly once, in a frame or in an in
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress, islice, pairwise
@@ -189,6 +190,38 @@ def flicker_merge(raw: list[Segment], rules: Rules = PAPER_RULES) -> list[Segmen
                 a.broken = seg.broken
                 continue
         out.append(seg)
+    return out
+
+
+def timeline_pieces(ts: Sequence[int], ends: Sequence[int]) -> list[list[tuple[int, int]]]:
+    """Measured spans of several streams on ONE timeline: each instant credited once, to the span
+    that started last (picking up the phone during desktop work credits the phone, and the
+    desktop window again once the phone event ends).
+
+    ``ts`` / ``ends`` are rows in timeline order (time, stream, ref); returns, per row, the
+    disjoint [start, end) pieces of its span that no later-starting span covers."""
+    starts_u: list[int] = []  # union of the spans seen so far (later starts), sorted, disjoint
+    ends_u: list[int] = []
+    out: list[list[tuple[int, int]]] = [[] for _ in range(len(ts))]
+    for i in range(len(ts) - 1, -1, -1):
+        a, b = ts[i], max(ends[i], ts[i])
+        if b <= a:
+            continue
+        lo = bisect_right(ends_u, a)  # first union interval ending after a
+        hi = lo
+        cur = a
+        pieces = out[i]
+        while hi < len(starts_u) and starts_u[hi] < b:
+            if starts_u[hi] > cur:
+                pieces.append((cur, starts_u[hi]))
+            cur = max(cur, ends_u[hi])
+            hi += 1
+        if cur < b:
+            pieces.append((cur, b))
+        new_start = min(a, starts_u[lo]) if hi > lo else a
+        new_end = max(b, ends_u[hi - 1]) if hi > lo else b
+        starts_u[lo:hi] = [new_start]
+        ends_u[lo:hi] = [new_end]
     return out
 
 
