@@ -222,7 +222,6 @@ class Recorder:
         self._last_interaction: tuple[int, int] | None = None  # (window id, time) of the last one
         self._last_input_us: int | None = None
         self._title_pending = False
-        self._excluded_until_us = -1  # input at or before this time may have gone to an excluded window
         self._mods = 0
         self._burst: _Burst | None = None
         self._scroll: _Scroll | None = None
@@ -334,8 +333,6 @@ class Recorder:
         for start, _window, why in self._history:
             if why in ("excluded", "unknown") and ts < start <= ts + GUARD_US:
                 return str(why)
-        if ts <= self._excluded_until_us:
-            return "excluded"
         return None
 
     def _pointer_private(self, ts: int, target: WindowInfo | None) -> str | None:
@@ -414,8 +411,6 @@ class Recorder:
                 self.stats.excluded_stretches += 1
         elif unknown and before is not UNKNOWN_WINDOW:
             self.stats.unknown_stretches += 1
-        if was_excluded and not excluded:
-            self._excluded_until_us = ts
         if not same or excluded != was_excluded:
             self._end_burst(ts, snapshot=False)
             self._end_scroll(ts, snapshot=False)

@@ -33,9 +33,11 @@ _CLIENT_SEARCH_DEPTH = 3
 NO_DISPLAY = "no X display: set DISPLAY or pass --display"
 
 SERVER_WRAP = 1 << 32  # X timestamps are CARD32 milliseconds
-# The offset between the server's clock and the wall clock is re-taken when it moves by more than
-# this: a suspend (the server's monotonic clock stops) or a wall-clock step. Smaller moves are
-# round-trip jitter and slow drift, which must not reorder events.
+# The offset between the server's clock and the wall clock is re-taken when it grows by more than
+# this: a suspend (the server's monotonic clock stops while the wall clock runs on) or the wall
+# clock set forward. Smaller moves are round-trip jitter and drift. A wall clock set back is not
+# followed: times must never run backwards (input is judged by its time against the focus
+# history, and an earlier time would find another window).
 RESYNC_US = 1_000_000
 # A poll re-reads the active window until no focus change happened while it read (bounded).
 _POLL_ATTEMPTS = 4
@@ -100,12 +102,12 @@ class ServerClock:
 
     Fed pairs (server time, wall time) read together; deterministic given those pairs. The map is
     piecewise: an offset holds from the server time it was taken at, so events before a resync
-    keep their times, and it never runs backwards.
+    keep their times; offsets only grow, so it never runs backwards.
     """
 
     def __init__(self) -> None:
         self._anchor: int | None = None  # unwrapped server ms of the latest observation
-        self._pieces: list[tuple[int, int, int]] = []  # (from unwrapped ms, offset µs, floor µs)
+        self._pieces: list[tuple[int, int]] = []  # (from unwrapped ms, offset µs)
 
     def unwrap(self, t: int) -> int:
         """The unwrapped value of a 32-bit server time: the one nearest the latest observation."""
@@ -123,11 +125,11 @@ class ServerClock:
         self._anchor = ms if self._anchor is None else max(self._anchor, ms)
         offset = wall_us - ms * 1000
         if not self._pieces:
-            self._pieces.append((ms, offset, -(1 << 62)))
+            self._pieces.append((ms, offset))
             return
-        start, current, _floor = self._pieces[-1]
-        if abs(offset - current) > RESYNC_US and ms > start:
-            self._pieces.append((ms, offset, ms * 1000 + current))
+        start, current = self._pieces[-1]
+        if offset - current > RESYNC_US and ms > start:
+            self._pieces.append((ms, offset))
             del self._pieces[:-8]  # events older than a few resyncs are long handled
 
     def to_us(self, server_ms: int) -> int:
@@ -138,7 +140,7 @@ class ServerClock:
         for p in self._pieces:
             if p[0] <= ms:
                 piece = p
-        return max(ms * 1000 + piece[1], piece[2])
+        return ms * 1000 + piece[1]
 
 
 @dataclass(frozen=True)
