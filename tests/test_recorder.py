@@ -481,13 +481,13 @@ def test_server_clock_resyncs_after_a_suspend_and_never_runs_backwards():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(0, SERVER_WRAP - 1), st.lists(st.integers(0, 3_600_000), min_size=1, max_size=30),
-       st.lists(st.integers(0, 20_000), min_size=30, max_size=30))
-def test_server_clock_is_monotonic_across_wraps(start, steps, jitter):
+@given(st.integers(0, SERVER_WRAP - 1),
+       st.lists(st.tuples(st.integers(0, 3_600_000), st.integers(0, 20_000)), min_size=1, max_size=30))
+def test_server_clock_is_monotonic_across_wraps(start, steps):
     clock = ServerClock()
     clock.observe(start, T0)
     true_ms, last = 0, None
-    for step, noise in zip(steps, jitter, strict=True):
+    for step, noise in steps:
         true_ms += step
         server = (start + true_ms) % SERVER_WRAP
         clock.observe(server, T0 + true_ms * 1000 + noise)
