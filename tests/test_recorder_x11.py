@@ -190,6 +190,19 @@ class Recording:
         line = self.proc.stderr.readline() if ready else ""
         assert "recording" in line, f"recorder did not start: {line!r}"
 
+    def wait_for(self, condition: Any, timeout: float = 90) -> None:
+        """Wait until what the recorder has written to the log satisfies ``condition`` (it
+        writes every few seconds; a loaded machine may take longer)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            log = EventLog(Home(self.home)) if (self.home / "af.json").exists() else None
+            days = [s.day for s in log.days()] if log is not None else []
+            if days and condition(log.read_day(days[-1])):  # type: ignore[union-attr]
+                return
+            assert self.proc.poll() is None, "the recorder exited early"
+            time.sleep(0.1)
+        raise AssertionError("the recorder never wrote what the test waited for")
+
     def stop(self, sig: int | None = signal.SIGTERM) -> dict[str, Any]:
         if sig is not None:
             self.proc.send_signal(sig)
@@ -332,7 +345,9 @@ def test_no_typed_text_and_screenshots(desktop, tmp_path, capsys):
     vault_proc = None
     try:
         desktop.activate(alpha)
-        rec = Recording(desktop, tmp_path / "home", "--no-typed-text", "--screenshots", "--duration", "8")
+        # A generous --duration bounds a run that goes wrong; the test stops it itself once the
+        # recorder has written what it must (a loaded machine may take many seconds for that).
+        rec = Recording(desktop, tmp_path / "home", "--no-typed-text", "--screenshots", "--duration", "600")
         # A second recorder on the same data folder would write everything twice: refused.
         from af_pipeline import cli
 
@@ -340,16 +355,16 @@ def test_no_typed_text_and_screenshots(desktop, tmp_path, capsys):
         assert "is already recording into" in capsys.readouterr().err
         desktop.click_in(alpha)
         desktop.type("topsecret")
-        time.sleep(0.5)
+        rec.wait_for(lambda cap: len([e for e in cap.inputs if e.kind == "key"]) >= len("topsecret"))
         # A password manager opens (and takes focus); back in Alpha it is still on screen.
         vault_proc, (vault,) = desktop.open_windows([["KeePassXC", "Passwords.kdbx - KeePassXC"]])
         desktop.wait_active(vault)
-        # Long enough for the recorder (polling every 50 ms, maybe starved of CPU) to see the
-        # vault focused; otherwise the return to Alpha is no switch and takes no screenshot.
-        time.sleep(0.8)
+        rec.wait_for(lambda cap: any(s.app == "(excluded)" for s in cap.snapshots))
         desktop.activate(alpha)
         desktop.click_in(alpha)
-        summary = rec.stop(sig=None)  # --duration ends it
+        rec.wait_for(lambda cap: any(e.kind == "click" for e in cap.inputs
+                                     if e.ts_us > max(s.ts_us for s in cap.snapshots if s.app == "(excluded)")))
+        summary = rec.stop()
     finally:
         for p in (proc, vault_proc):
             if p is not None:
