@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
@@ -17,6 +20,28 @@ class DataFolder(dg.ConfigurableResource):
     root: str
     include_typed_text: bool = False  # the build-time half of the typed-text opt-in (paper 3.5)
     published_root: str = ""  # default <root>/published; certification rebuilds publish elsewhere
+
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[Any]:
+        # Every run of these definitions (af build, the nightly schedule, the UI) holds the data
+        # folder's warehouse lock for its whole length and first settles runs that died holding a
+        # pool slot (assets/instance.py); `af` takes the lock before the run, so here it re-enters.
+        from dagster._utils.interrupts import check_captured_interrupt
+
+        from assets.instance import exclusive_run
+
+        run = context.dagster_run
+        what = f"Dagster run {run.run_id[:8]} ({run.job_name})" if run else "a Dagster run"
+        log = context.log
+        say = (lambda m: log.warning(m)) if log is not None else (lambda _m: None)
+        if context.instance is None:
+            from assets.instance import warehouse_lock
+
+            with warehouse_lock(self.home, what, say, check_captured_interrupt):
+                yield self
+            return
+        with exclusive_run(self.home, context.instance, what, say, check_captured_interrupt):
+            yield self
 
     @property
     def home(self) -> Home:
