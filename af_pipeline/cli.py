@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from capture.errors import AfError
+from capture.home import private_files
 
 # Modules registering sub-commands, in the order --help lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    private_files()  # the data folder holds titles, URLs, typed text: 0700 folders, 0600 files
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -47,7 +47,10 @@ def prepare(home: Home) -> Path:
 
 def use_home(home: Home) -> Path:
     """Point this process's Dagster at the data folder (DAGSTER_HOME, AF_HOME) and return DAGSTER_HOME."""
-    folder = prepare(home)
+    prepare(home)
+    # Dagster opens its SQLite files through unquoted sqlite:/// URLs: reach the folder by a path
+    # without ?, % or # (capture.home.url_safe).
+    folder = home.safe_root / home.dagster_home.name
     os.environ["DAGSTER_HOME"] = str(folder)
     os.environ["AF_HOME"] = str(home.root)
     os.environ["DAGSTER_TELEMETRY_DISABLED"] = "1"

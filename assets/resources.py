@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from capture.errors import UserError
 from capture.home import Home
 from capture.log import EventLog
 
@@ -61,9 +62,15 @@ class DataFolder(dg.ConfigurableResource):
 
 def warehouse(home: Home, path: Path | None = None) -> DuckDBResource:
     """The one DuckDB file of a data folder (``<home>/warehouse.duckdb`` unless told otherwise)."""
+    target = path or home.warehouse_path
+    if "?" in str(target):
+        # DuckDB (1.x) cuts a database path at "?" when it names the write-ahead log, so every
+        # commit fails; a symlink does not help (DuckDB resolves it). Say so before any run starts.
+        raise UserError(f"the warehouse path {target} contains '?', which DuckDB cannot write to; "
+                        "use a data folder (--home / AF_HOME) whose path has no '?'")
     # A range build writes hundreds of MB through one connection: checkpointing every 16 MB of
     # WAL (the default) costs more than the writes; closing the connection checkpoints anyway.
-    return DuckDBResource(database=str(path or home.warehouse_path), connection_config={"checkpoint_threshold": "1GB"})
+    return DuckDBResource(database=str(target), connection_config={"checkpoint_threshold": "1GB"})
 
 
 def resources_for(

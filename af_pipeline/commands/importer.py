@@ -83,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
 
     home = resolve_home(args.home)
     try:
-        settings = home.init(tz=args.tz)
+        # A new data folder is created only once the source has been read: a missing or
+        # unreadable source leaves nothing behind.
+        settings = home.init(tz=args.tz, create=False)
     except (ValueError, OSError) as exc:
         raise UserError(str(exc)) from None
     progress = None if args.quiet else _progress
@@ -103,9 +105,15 @@ def run(args: argparse.Namespace) -> int:
         from capture.importers.rpm import read_rpm
 
         batches = [read_rpm(path, **opts)]
-    log = EventLog(home)
+    log: EventLog | None = None
     total = _Totals()
     for batch in batches:
+        if log is None:
+            try:
+                home.init(tz=settings.tz)
+            except OSError as exc:
+                raise UserError(f"cannot create the data folder {home.root}: {exc.strerror or exc}") from None
+            log = EventLog(home)
         total.add(batch, log.append(batch, progress=progress))
     if progress:
         progress(f"read {sum(total.read.values()):,} rows ({total.unusable:,} unusable) into {home.log_dir}")
