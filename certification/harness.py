@@ -78,9 +78,26 @@ def _failures(result: Any) -> list[str]:
         elif ev.event_type_value == "STEP_FAILURE":
             err = ev.step_failure_data.error
             msg = err.message.strip().splitlines()[0] if err else "failed"
+            full = _no_space_in(err)
+            if full:
+                msg = full
             if "blocking asset check" not in msg:
                 out.append(f"step {ev.step_key}: {msg}")
     return out
+
+
+def _no_space_in(err: Any) -> str | None:
+    """A full disk anywhere in a step error's chain (Dagster wraps the OSError / DuckDB error)."""
+    from capture.errors import no_space
+
+    seen = 0
+    while err is not None and seen < 20:
+        found = no_space(getattr(err, "message", "") or "")
+        if found:
+            return found
+        err = getattr(err, "cause", None) or getattr(err, "context", None)
+        seen += 1
+    return None
 
 
 def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None) -> BuildOutcome:
