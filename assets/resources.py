@@ -31,7 +31,7 @@ class DataFolder(dg.ConfigurableResource):
 
         from assets.instance import exclusive_run
 
-        run = context.dagster_run
+        run = context.run
         what = f"Dagster run {run.run_id[:8]} ({run.job_name})" if run else "a Dagster run"
         log = context.log
         say = (lambda m: log.warning(m)) if log is not None else (lambda _m: None)

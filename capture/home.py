@@ -155,6 +155,8 @@ class Home:
                     f"{self.root} already records time zone {current.tz}; "
                     f"it cannot change to {tz} (day partitions would move)"
                 )
+            if create:
+                self._tighten()
             return current
         chosen = tz or machine_zone()
         zone(chosen)
@@ -163,7 +165,7 @@ class Home:
         if not create:
             return settings
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.root.chmod(0o700)  # mkdir's mode is masked by the umask, and the folder may be older
+        self._tighten()
         tmp = self.settings_path.with_suffix(".tmp")
         payload = dict(asdict(settings), created_unix=int(time.time()))
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -171,6 +173,12 @@ class Home:
             fh.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
         os.replace(tmp, self.settings_path)
         return settings
+
+    def _tighten(self) -> None:
+        # mkdir's mode is masked by the umask, and a folder an older version made may be 0755
+        st = self.root.stat()
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            self.root.chmod(0o700)
 
     def settings(self) -> Settings:
         try:

@@ -214,3 +214,24 @@ def test_a_waiting_build_says_why_and_stops_on_a_signal(one_day, sig):
     assert rc in ((130,) if sig == signal.SIGINT else (130, -signal.SIGTERM)), err
     if sig == signal.SIGINT:
         assert "interrupted" in err
+
+
+def test_a_pid_is_the_runs_process_only_if_it_is_alive_and_older_than_the_run():
+    from assets.instance import _process_started_unix, run_process_alive
+
+    now = time.time()
+    assert run_process_alive(os.getpid(), now)
+    mine = _process_started_unix(os.getpid())
+    assert mine is not None and mine <= now
+    # the same pid, but the run started well before this process: the pid was reused
+    assert not run_process_alive(os.getpid(), mine - 60)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert not run_process_alive(child.pid, now)  # gone
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + WAIT_S
+    while Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert not run_process_alive(zombie.pid, now)  # finished, not yet reaped by its parent
+    zombie.wait()

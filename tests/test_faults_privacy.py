@@ -126,3 +126,6 @@ def test_an_older_loose_data_folder_is_tightened(tmp_path):
     Home(root).init(tz="UTC")
     assert stat.S_IMODE(root.stat().st_mode) == 0o700
     assert stat.S_IMODE((root / "af.json").stat().st_mode) == 0o600
+    root.chmod(0o755)  # an existing data folder an older af left open
+    Home(root).init()
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
