@@ -13,7 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from capture.errors import AfError
+from capture.errors import AfError, no_space
+from capture.home import private_files
 
 # Modules registering sub-commands, in the order --help lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    private_files()  # the data folder holds titles, URLs, typed text: 0700 folders, 0600 files
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -78,6 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AfError as exc:
         print(f"af {args.command}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - only a full disk is turned into a sentence here
+        full = no_space(exc)
+        if full is None:
+            raise
+        # what was being written is abandoned; the log's own writes are atomic (nothing half-landed)
+        print(f"af {args.command}: {full}; free some space and run it again", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"af {args.command}: interrupted", file=sys.stderr)
         return 130

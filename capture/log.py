@@ -47,6 +47,7 @@ import duckdb
 from capture.errors import CheckFailed, UserError
 from capture.home import Home
 from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS, CaptureBatch, DayCapture
+from capture.redact import excerpt_text, redact_row
 from capture.timeutil import day_bounds, iso_utc, local_day, parse_day, zone
 
 MANIFEST = "manifest.jsonl"
@@ -298,12 +299,12 @@ def amendment_of(entry: dict[str, Any]) -> int:
 
 
 def _excerpt(kind: str, row: Any) -> str:
-    """A bounded, always-encodable text of a row for the quarantine."""
+    """A bounded, always-encodable text of a row for the quarantine (typed text redacted)."""
     try:
         data = {n: getattr(row, n, None) for n in NAMES[kind]}
     except Exception:  # a foreign object: show what it is
-        return repr(row)[:RAW_EXCERPT]
-    return json.dumps(data, ensure_ascii=True, default=repr)[:RAW_EXCERPT]
+        return excerpt_text(row)[:RAW_EXCERPT]
+    return json.dumps(redact_row(data), ensure_ascii=True, default=repr)[:RAW_EXCERPT]
 
 
 def _row_problem(kind: str, row: Any) -> str | None:
@@ -522,7 +523,7 @@ class _Refusals:
             "source_id": self.source_id,
             "row": row,
             "reason": reason,
-            "raw": raw[:RAW_EXCERPT] if isinstance(raw, str) else (None if raw is None else repr(raw)[:RAW_EXCERPT]),
+            "raw": None if raw is None else excerpt_text(raw)[:RAW_EXCERPT],  # redacted whoever built it
         }
         if day is not None:
             record["day"] = day

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -83,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
 
     home = resolve_home(args.home)
     try:
-        settings = home.init(tz=args.tz)
+        # A new data folder is created only once the source has been read: a missing or
+        # unreadable source leaves nothing behind.
+        settings = home.init(tz=args.tz, create=False)
     except (ValueError, OSError) as exc:
         raise UserError(str(exc)) from None
     progress = None if args.quiet else _progress
@@ -103,15 +106,21 @@ def run(args: argparse.Namespace) -> int:
         from capture.importers.rpm import read_rpm
 
         batches = [read_rpm(path, **opts)]
-    log = EventLog(home)
+    log: EventLog | None = None
     total = _Totals()
-    # One writer lock for the whole source: a long import landed day by day is not broken off by
-    # another writer (the recorder, a sync) taking the log between two of its batches.
-    with log.writing() as recovered:
-        for note in recovered:
-            if progress:
-                progress(f"recovered: {note}")
+    with contextlib.ExitStack() as held:
         for batch in batches:
+            if log is None:  # the data folder is made only once the source yields something
+                try:
+                    home.init(tz=settings.tz)
+                except OSError as exc:
+                    raise UserError(f"cannot create the data folder {home.root}: {exc.strerror or exc}") from None
+                log = EventLog(home)
+                # One writer lock for the whole source: a long import landed day by day is not
+                # broken off by another writer (the recorder, a sync) taking the log between batches.
+                for note in held.enter_context(log.writing()):
+                    if progress:
+                        progress(f"recovered: {note}")
             # An export taken later than an earlier import holds the events that grew since in
             # place: their new part lands as a continuation of the logged event, never twice.
             _continued, covered = log.continue_grown_spans(batch)

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from capture.errors import UserError
 from capture.model import CaptureBatch, Quarantined, StreamInfo
+from capture.redact import excerpt_text
 from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, local_day, parse_ts, zone
 
 # Caps on text a capture row may carry. Longer values are truncated and the truncation is
@@ -57,8 +58,7 @@ class ImportBatch(CaptureBatch):
 
 
 def excerpt_of(raw: object) -> str:
-    text = raw if isinstance(raw, str) else repr(raw)
-    text = plain(text)
+    text = plain(excerpt_text(raw))  # typed text, clipboard and field values never reach the quarantine
     return text if len(text) <= RAW_EXCERPT else text[:RAW_EXCERPT] + "..."
 
 
