@@ -178,7 +178,7 @@ def test_disk_full_during_import_and_seal_is_one_sentence_and_the_log_stays_inta
     err = capsys.readouterr().err
     assert f"no space left on device at {home}" in err and "Traceback" not in err, err
     assert cli.main(["log", "verify", "--home", str(home)]) == 0  # nothing half-landed
-    assert "0 sealed days" in capsys.readouterr().out
+    assert "0 sealed segments" in capsys.readouterr().out
 
 
 def test_disk_full_during_build_names_the_file_and_keeps_the_log(small_disk, one_day_capture, capsys):
