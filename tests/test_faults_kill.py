@@ -186,7 +186,19 @@ def test_certify_after_sigkill_passes(killed_then_built):
         if new and inst.all_logs(new[0].dagster_run.run_id, of_type=dg.DagsterEventType.STEP_START):
             break
         time.sleep(0.05)
+    killed = proc.pid
     proc.kill()
+    # its independent-rebuild children end with it instead of rebuilding for nobody
+    deadline = time.monotonic() + WAIT_S
+    while _rebuild_children(killed):
+        assert time.monotonic() < deadline, f"rebuild children of {killed} outlived it"
+        time.sleep(0.1)
+    import tempfile
+
+    from certification.rebuild import DIGESTS
+    mine = [f for f in Path(tempfile.gettempdir()).glob("af-fresh-*")
+            if (f / "owner.pid").exists() and (f / "owner.pid").read_text() == str(killed)]
+    assert not [p for f in mine for p in f.glob(f"part-*/{DIGESTS}")], "a rebuild child finished for nobody"
     again = subprocess.run([AF, "certify", "--home", str(home.root), "--json"], capture_output=True, text=True,
                            timeout=WAIT_S)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -194,6 +206,25 @@ def test_certify_after_sigkill_passes(killed_then_built):
     assert cert["verdict"] == "pass" and cert["days"][day]["passed"], cert
     assert "which is gone: marked failed" in again.stderr
     assert _pool(inst) == ([], [])
+    # and the killed run's throwaway folder was swept by the next certify
+    owners = [f for f in Path(tempfile.gettempdir()).glob("af-fresh-*")
+              if (f / "owner.pid").exists() and (f / "owner.pid").read_text() == str(killed)]
+    assert not owners
+
+
+def _rebuild_children(parent: int) -> list[int]:
+    """Live processes started as rebuild children of ``parent`` (found by their environment)."""
+    out = []
+    mark = f"AF_REBUILD_PARENT={parent}".encode()
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if mark in env.read_bytes().split(b"\0"):
+                state = (env.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    out.append(int(env.parent.name))
+        except OSError:
+            continue
+    return out
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
