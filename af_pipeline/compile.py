@@ -94,9 +94,9 @@ class _Clock:
 
 
 def _entities() -> tuple[Callable[[str | None], str | None], Callable[[str], Any]]:
-    from af_pipeline.entities import site_of, type_url  # only browser rows need it
+    from af_pipeline.entities import surface_of, type_url  # only browser rows need it
 
-    return site_of, type_url
+    return surface_of, type_url
 
 
 def _key_char(text: str) -> str:

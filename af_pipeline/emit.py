@@ -213,7 +213,7 @@ def to_markdown(doc: dict[str, Any], include_typed_text: bool = False) -> str:
         for dm in d["domains"]:
             out.append(f"| {_md(dm['domain'])} | {dm['minutes']:.1f} | {_min1(dm.get('timeline_minutes'))} | "
                        f"{dm['visits']} |")
-    out += ["", "## Frames", "", "| id | time | app | site | active min | input | pages, clicks, interruptions |",
+    out += ["", "## Frames", "", "| id | time | app | site | active min | input | window, pages, clicks, interruptions |",
             "|---|---|---|---|---:|---|---|"]
     for f in d["frames"]:
         out.append(f"| {f['id']} | {f['start']}-{f['end']} | {_md(f['app'])} | {_md(f.get('site', ''))} | "
@@ -242,13 +242,29 @@ def to_markdown(doc: dict[str, Any], include_typed_text: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
+# Click targets that tell a reader nothing: a screen zone, or a role with a number ("Paragraph 12").
+_GENERIC_TARGET = re.compile(
+    r"^(?:paragraph|group|text|static ?text|cell|row|column|item|list ?item|button|link|image|region|"
+    r"section|div|span|element|node|pane|window|label|field|frame)\s*#?\d*$", re.IGNORECASE)
+
+
+def _telling(click: dict[str, Any]) -> bool:
+    return click.get("resolution") != "zone" and not _GENERIC_TARGET.match(str(click.get("target", "")).strip())
+
+
 def _detail(f: dict[str, Any], max_pages: int) -> str:
+    """What a person recognises first: the frame's main window title, then its typed pages, then
+    clicks on named targets (screen zones and generic targets like "Paragraph 12" left out),
+    then its interruptions."""
     parts = []
+    windows = f.get("windows") or []
+    if windows and windows[0].get("title"):
+        parts.append(_q(windows[0]["title"], 60))
     for pg in f.get("pages", [])[:max_pages]:
         ent = f" {_q(pg['entity'])}" if "entity" in pg else ""
         times = f" x{pg['count']}" if pg["count"] > 1 else ""
         parts.append(f"{pg['kind']}{ent}{times}")
-    for c in f.get("clicked", [])[:3]:
+    for c in [c for c in f.get("clicked", []) if _telling(c)][:3]:
         parts.append(f"click {_q(c['target'])} {c['resolution']} x{c['count']}")
     for it in f.get("interruptions", [])[:3]:
         where = f" ({it['site']})" if "site" in it else ""
@@ -351,7 +367,8 @@ def context_block(doc: dict[str, Any], budget_tokens: int = DEFAULT_BUDGET,
             extra.append(gap_head)
             extra += [gaps[i] for i in sorted(picked)]
     order = sorted(range(len(frames)), key=lambda i: (-frames[i]["active_min"], i))
-    frame_head = "frames: id | start-end | app | site | active min | input (k keys, c clicks, t text) | detail"
+    frame_head = ("frames: id | start-end | app | site | active min | input (k keys, c clicks, t text) | "
+                  "detail (main window title first)")
     room -= count(frame_head + "\n")
     chosen: dict[int, str] = {}
     for i in order:

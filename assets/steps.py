@@ -85,6 +85,12 @@ def _site_of() -> Callable[[str | None], str | None]:
     return site_of
 
 
+def _surface_of() -> Callable[[str | None], str | None]:
+    from af_pipeline.entities import surface_of
+
+    return surface_of
+
+
 def frame_rows(snapshots: Sequence[Any], segments: Iterable[Any]) -> list[tuple]:
     rows = []
     for seg in segments:
@@ -122,9 +128,9 @@ def raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dict[str
 def frames(con: duckdb.DuckDBPyConnection, day: str, capture: DayCapture | None = None) -> dict[str, Any]:
     from af_pipeline import sessionize
 
-    site_of = _site_of()
+    surface_of = _surface_of()  # frames are keyed as the document keys them (compile_day)
     snaps = (capture or store.load_capture(con, day, SNAPSHOTS_ONLY)).snapshots
-    segments = sessionize.segment(snaps, key_of=lambda s: (s.app, site_of(s.url) if s.url else None))
+    segments = sessionize.segment(snaps, key_of=lambda s: (s.app, surface_of(s.url) if s.url else None))
     rows = frame_rows(snaps, segments)
     store.replace_day(con, FRAMES, day, FRAME_COLUMNS, rows)
     active_us = sum(r[7] for r in rows)

@@ -415,3 +415,25 @@ def test_every_host_parser_is_total(url: str) -> None:
     ref = type_url(url)
     _check(ref)
     assert ref.domain == (site_of(url) or "")
+
+
+@pytest.mark.parametrize("url,surface", [
+    ("https://mail.google.com/mail/u/0/#inbox", "mail.google.com"),
+    ("https://docs.google.com/document/d/1AbCdEf/edit", "docs.google.com"),
+    ("https://calendar.google.com/calendar/u/0/r/week", "calendar.google.com"),
+    ("https://meet.google.com/abc-defg-hij", "meet.google.com"),
+    ("https://www.google.com/search?q=gmail", "google.com"),
+    ("https://www.google.co.uk/maps", "google.co.uk"),
+    ("https://mail.google.co.uk/mail/u/0", "mail.google.co.uk"),
+    ("https://github.com/acme/widgets", "github.com"),
+    ("http://10.0.0.1:8080/x", "10.0.0.1:8080"),
+    (None, None),
+])
+def test_products_of_one_domain_are_their_own_surfaces(url, surface):
+    """Gmail, Docs, Calendar and Meet are where a person was, not one "google.com"; typed page
+    references keep the registrable domain."""
+    from af_pipeline.entities import surface_of, type_url
+
+    assert surface_of(url) == surface
+    if url and "google" in url:
+        assert type_url(url).domain.startswith("google.")

@@ -37,6 +37,7 @@ __all__ = [
     "PageRef",
     "coverage",
     "site_of",
+    "surface_of",
     "type_url",
 ]
 
@@ -66,6 +67,13 @@ class PageRef:
 
 # ----------------------------------------------------------------------------------- site_of
 
+# Products that share one registrable domain but are different places to a person: Gmail,
+# Google Docs, Calendar and Meet are not one "google.com". Their host is their surface.
+SURFACES: dict[str, frozenset[str]] = {
+    "google": frozenset({"mail", "docs", "drive", "calendar", "meet", "chat", "keep", "sheets", "slides"}),
+}
+
+
 def site_of(url: str | None) -> str | None:
     """Registrable site of a URL, public-suffix aware; None when there is no usable web host.
 
@@ -76,6 +84,21 @@ def site_of(url: str | None) -> str | None:
     if not url or not isinstance(url, str):
         return None
     return parse(url).site
+
+
+def surface_of(url: str | None) -> str | None:
+    """Where a person was: the registrable site (site_of), except for the products listed in
+    SURFACES, which keep their own host (``https://mail.google.com/mail/u/0`` ->
+    ``mail.google.com``, ``https://www.google.com/search?q=x`` -> ``google.com``). Ledgers and
+    frames are keyed by it; typed page references keep the registrable domain."""
+    if not url or not isinstance(url, str):
+        return None
+    u = parse(url)
+    if u.site and not u.is_ip and u.sub:
+        products = SURFACES.get(u.site.split(".", 1)[0])
+        if products and u.sub[-1] in products:
+            return f"{u.sub[-1]}.{u.site}"
+    return u.site
 
 
 # ----------------------------------------------------------------------------------- layers
