@@ -135,8 +135,9 @@ def build_server(memory: Memory) -> Any:
                  description="Ranked frames across days matching words in apps, window titles, sites, typed page "
                  "references (tickets, PRs, profiles, documents ...), clicked targets and mail/chat subjects; "
                  "each word may match a different field, more matched words rank first. Each result has day, "
-                 "start/end, frame id, the matched fields and evidence rows. For 'when did I last open "
-                 "PROJ-42' (results tie-break newest first) or 'find the expense form'. Default range: the "
+                 "start/end, frame id, the matched fields and evidence rows. Frames holding the query as "
+                 "typed rank first. For 'when did I last open PROJ-42' use order='recent'; for 'find the "
+                 "expense form' the default. Default range: the "
                  f"whole log (at most {MAX_SEARCH_DAYS} days). Example: search_activity(query='PROJ-42').")
     def search_activity(
         query: Annotated[str, Field(description="Words to find, e.g. 'PROJ-42' or 'expense form'.")],
@@ -145,9 +146,11 @@ def build_server(memory: Memory) -> Any:
         end: Annotated[str | None, Field(description="Latest time or date (a date includes that day). "
                                                      "Default: now.")] = None,
         limit: Annotated[int, Field(description="Results per page, 1..100.")] = 20,
+        order: Annotated[str, Field(description="'relevance' (default) or 'recent': only the best-matching "
+                                                "results, newest first, for 'when did I last ...'.")] = "relevance",
         cursor: CursorArg = None,
     ) -> str:
-        return answer(lambda: memory.search(query, start, end, limit, cursor))
+        return answer(lambda: memory.search(query, start, end, limit, cursor, order))
 
     @server.tool(annotations=ro("Activity document"), structured_output=False,
                  description="The schema v1 activity document of a period: coverage, per-app ledger (minutes on "

@@ -134,6 +134,7 @@ class _DayIndex:
 
     frames: list[FrameRef]
     hay: list[str]  # per frame: every searchable field, casefolded, joined
+    fields: list[list[tuple[str, str]]]  # per frame: (field kind, text)
 
 
 def _sha256(path: Path) -> str:
@@ -196,6 +197,7 @@ class Memory:
         self._docs: dict[tuple[Any, ...], tuple[dict[str, Any], str]] = {}
         self._index: dict[tuple[Any, ...], _DayIndex] = {}
         self._slices: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._published: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self._actions: dict[tuple[Any, ...], list[Any]] = {}
 
     # ------------------------------------------------------------------ periods
@@ -468,20 +470,40 @@ class Memory:
         manifest = self.published_manifest(day)
         return bool(manifest and manifest.get("sealed"))
 
+    def _stat_key(self, day: str) -> tuple[Any, ...]:
+        out = []
+        for name in ("manifest.json", "document.json"):
+            try:
+                st = (self.published_dir(day) / name).stat()
+            except FileNotFoundError:
+                return ()
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        return tuple(out)
+
     def _published_document(self, day: str, min_minutes: float) -> dict[str, Any] | None:
-        path = self.verified_file(day, "document.json")
-        if path is None:
-            return None
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise Tampered(f"{path} is not readable JSON ({exc}); rebuild with `af build`") from None
-        built = (doc.get("provenance") or {}).get("options") or {} if isinstance(doc, dict) else {}
+        # verified once per file version (a changed file gets another size or mtime, and is
+        # verified again): hashing every published day on every search would cost more than it
+        stat = self._stat_key(day)
+        hit = self._published.get(day)
+        if hit is not None and stat and hit[0] == stat:
+            doc: dict[str, Any] = hit[1]
+        else:
+            path = self.verified_file(day, "document.json")
+            if path is None:
+                return None
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise Tampered(f"{path} is not readable JSON ({exc}); rebuild with `af build`") from None
+            if not isinstance(doc, dict):
+                raise Tampered(f"{path} is not a document object; rebuild with `af build`")
+            self._published[day] = (stat, doc)
+        built = (doc.get("provenance") or {}).get("options") or {}
         floor = built.get("min_minutes")
         if built.get("include_typed_text") or not isinstance(floor, (int, float)) or \
                 abs(float(floor) - min_minutes) > 1e-9:
             return None  # published with other options: compile with the ones asked for
-        return doc  # type: ignore[no-any-return]
+        return doc
 
     # ------------------------------------------------------------------ documents
 
@@ -584,25 +606,62 @@ class Memory:
         return (dt - _EPOCH) // timedelta(microseconds=1)
 
     def day_index(self, day: str, min_minutes: float = DEFAULT_MIN_MINUTES) -> _DayIndex:
+        """Frames of a day document with absolute bounds and their searchable fields. Search
+        sees every window title a frame's rows showed (read from the log), not only the three
+        the document lists."""
         doc, _ = self.day_document(day, min_minutes)
         key = (day, id(doc))
         hit = self._index.get(key)
         if hit is not None:
             return hit
-        frames, hay = [], []
+        frames: list[FrameRef] = []
+        fields: list[list[tuple[str, str]]] = []
         typed = self.include_typed_text
-        for f in doc.get("frames", []):
+        titles = self._row_titles(day, doc.get("frames", []))
+        for f, extra in zip(doc.get("frames", []), titles, strict=True):
             s = self._local_us(day, f["start"])
             e = self._local_us(day, f["end"])
             if e < s:  # the frame's last credit ran past midnight
                 e += 24 * 3600 * US
             frames.append(FrameRef(day, s, e, f))
-            hay.append("\n".join(text for _, text in _fields(f, typed)).casefold())
-        idx = _DayIndex(frames, hay)
-        live = {id(d) for d, _ in self._docs.values()}
+            listed = {str(w.get("title") or "") for w in f.get("windows") or []}
+            fields.append(list(_fields(f, typed)) + [("title", t) for t in extra if t not in listed])
+        hay = ["\n".join(text for _, text in fs).casefold() for fs in fields]
+        idx = _DayIndex(frames, hay, fields)
+        live = {id(d) for d, _ in self._docs.values()} | {id(d) for _, d in self._published.values()}
         self._index = {k: v for k, v in self._index.items() if k[1] in live}
         self._index[key] = idx
         return idx
+
+    def _row_titles(self, day: str, frames: Sequence[dict[str, Any]]) -> list[list[str]]:
+        """Per frame, the distinct window titles of its snapshot rows and of its interruptions'
+        rows, in row order."""
+        from af_pipeline.document import decode_refs
+
+        try:
+            window = {s.ref: s.window for s in self.day_capture(day).snapshots if s.window}
+        except (AfError, OSError, ValueError):
+            return [[] for _ in frames]
+        def titles(evidence: Any) -> list[str]:
+            try:
+                refs = decode_refs((evidence or {}).get("snapshots", []))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                refs = []
+            seen: dict[str, None] = {}
+            for r in sorted(refs, key=_ref_key):
+                w = window.get(r)
+                if w:
+                    seen.setdefault(w, None)
+            return list(seen)
+
+        out = []
+        for f in frames:
+            own = titles(f.get("evidence"))
+            # a folded detour's rows belong to the frame it interrupted: its titles are found there
+            for i in f.get("interruptions") or []:
+                own += [t for t in titles(i.get("evidence")) if t not in own]
+            out.append(own)
+        return out
 
     def period_frames(self, p: Period, min_minutes: float = DEFAULT_MIN_MINUTES) -> list[FrameRef]:
         """Frames of the period's day documents that overlap it, in time order (whole frames:
@@ -747,11 +806,16 @@ class Memory:
         return out
 
     def search(self, query: str, start: str | None = None, end: str | None = None, limit: int = 20,
-               cursor: str | None = None) -> dict[str, Any]:
+               cursor: str | None = None, order: str = "relevance") -> dict[str, Any]:
         """Ranked frames across days matching the query's words (each word may match a different
         field): apps, window titles, sites, typed pages, clicked targets, communications
-        subjects, and typed text only when opted in."""
+        subjects, and typed text only when opted in. Frames holding the query as typed in one
+        field rank first, then those holding every word in one field, then by matched words.
+        ``order="recent"`` keeps the best-matching tier only, newest first ("when did I last")."""
+        if order not in ("relevance", "recent"):
+            raise BadArgument(f"order must be 'relevance' or 'recent', not {order!r}")
         words = sorted({w for w in _WORD.findall(_casefold(query)) if w})
+        phrase = " ".join(_casefold(query).split())
         if not words:
             raise BadArgument("query must contain at least one word (e.g. 'PROJ-42' or 'expense form')")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
@@ -778,11 +842,18 @@ class Memory:
                     f = idx.frames[i]
                     if f.start_us >= p.end_us or f.end_us <= p.start_us:
                         continue
-                    score, fields = _score(f.frame, hits, self.include_typed_text)
-                    rank = (-len(hits), -score, -float(f.frame.get("active_min", 0.0)), -f.start_us, f.qid)
+                    has_phrase, together, score, fields = _score(idx.fields[i], hits, phrase)
+                    tier = (-has_phrase, -together, -len(hits))
+                    rank: tuple[Any, ...] = (*tier, -score, -float(f.frame.get("active_min", 0.0)), -f.start_us, f.qid)
+                    if order == "recent":
+                        rank = (*tier, -f.start_us, f.qid)
                     scored.append((rank, f, fields))
         scored.sort(key=lambda r: r[0])
-        offset = _cursor_offset(cursor, ("search", tuple(words), p.start_us, p.end_us))
+        if order == "recent" and scored:  # only the best-matching tier, newest first
+            best = scored[0][0][:3]
+            scored = [r for r in scored if r[0][:3] == best]
+        key = ("search", tuple(words), phrase, order, p.start_us, p.end_us)
+        offset = _cursor_offset(cursor, key)
         page = scored[offset:offset + limit]
         results = []
         for _, f, fields in page:
@@ -794,9 +865,9 @@ class Memory:
             results.append(item)
         more = offset + limit < len(scored)
         return {
-            "query": query, "words": words, "period": p.to_json(self.tz), "total": len(scored),
+            "query": query, "words": words, "order": order, "period": p.to_json(self.tz), "total": len(scored),
             "results": results,
-            "next_cursor": _make_cursor(offset + limit, ("search", tuple(words), p.start_us, p.end_us)) if more else None,
+            "next_cursor": _make_cursor(offset + limit, key) if more else None,
             "typed_text": "searched" if self.include_typed_text else "not searched (operator did not enable it)",
         }
 
@@ -1128,18 +1199,22 @@ def _fields(f: dict[str, Any], typed: bool) -> Iterable[tuple[str, str]]:
 _WEIGHT = {"page": 5, "title": 4, "site": 3, "app": 3, "clicked": 2, "interruption": 1, "typed": 1}
 
 
-def _score(f: dict[str, Any], words: Sequence[str], typed: bool) -> tuple[int, list[str]]:
-    """Field-weighted score of the matched words, and the fields that matched (kind: text)."""
-    score = 0
+def _score(fields: Sequence[tuple[str, str]], words: Sequence[str], phrase: str) -> tuple[int, int, int, list[str]]:
+    """(phrase, together, weighted score, matched fields): whether one field holds the query as
+    typed, whether one field holds every word, the field-weighted count of matched words, and
+    the fields that matched (kind: text)."""
+    score, has_phrase, together = 0, 0, 0
     shown: list[str] = []
-    for name, text in _fields(f, typed):
+    for name, text in fields:
         low = text.casefold()
         hit = [w for w in words if w in low]
         if hit:
             score += _WEIGHT[name] * len(hit)
+            has_phrase |= int(bool(phrase) and phrase in low)
+            together |= int(len(hit) == len(words))
             if len(shown) < 4:
                 shown.append(f"{name}: {text[:120]}")
-    return score, shown
+    return has_phrase, together, score, shown
 
 
 def _evidence_summary(frame: dict[str, Any]) -> dict[str, Any]:
