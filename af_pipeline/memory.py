@@ -174,7 +174,6 @@ class Memory:
         layout: str | None = None,
     ) -> None:
         from af_pipeline import layouts
-        from capture.log import EventLog
 
         self.home = home if isinstance(home, Home) else Home(Path(home))
         if not self.home.exists():
@@ -185,7 +184,7 @@ class Memory:
         except (FileNotFoundError, ValueError) as exc:
             raise UserError(str(exc)) from None
         self.zone = ZoneInfo(self.tz)
-        self.log = EventLog(self.home)
+        self._log: Any = None
         self.include_typed_text = include_typed_text
         self.layout = layout or layouts.DEFAULT_LAYOUT
         self.clock = clock or (lambda: time.time_ns() // 1000)
@@ -199,6 +198,16 @@ class Memory:
         self._slices: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._published: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self._actions: dict[tuple[Any, ...], list[Any]] = {}
+
+    @property
+    def log(self) -> Any:
+        """The event log (capture.log.EventLog), opened on first use: importing it loads DuckDB,
+        which the MCP server should not pay for before it answers ``initialize``."""
+        if self._log is None:
+            from capture.log import EventLog
+
+            self._log = EventLog(self.home)
+        return self._log
 
     # ------------------------------------------------------------------ periods
 
