@@ -106,12 +106,16 @@ class Period:
         return self.days[0]
 
     def to_json(self, tz: str) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "kind": self.kind,
             "start": to_datetime(self.start_us, tz).isoformat(timespec="seconds"),
             "end": to_datetime(self.end_us, tz).isoformat(timespec="seconds"),
-            "days": list(self.days),
         }
+        if len(self.days) <= 7:  # a long range would spend tokens listing every date
+            out["days"] = list(self.days)
+        else:
+            out["day_count"] = len(self.days)
+        return out
 
 
 @dataclass(frozen=True)
