@@ -1050,22 +1050,31 @@ class Memory:
                     name = f"{pg['kind']}: {pg['entity']}"
                     th = s["threads"].setdefault(name, {"subject": name, "minutes": 0.0, "frames": []})
                     th["frames"].append(f.qid)
+        # an app surface (Slack, Mail) has the app's one-timeline minutes from the ledger; a site
+        # inside a browser has only its frames' per-monitor minutes (the ledger's domain would
+        # mix mail with the rest of the site)
+        doc, _ = self.period_document(p, 0.0)
+        timeline = {a["app"]: a.get("timeline_minutes") for a in doc.get("apps", [])}
         rows = []
         for s in sorted(surfaces.values(), key=lambda s: (-s["minutes"], s["app"], s["site"] or "")):
             threads = sorted(s["threads"].values(), key=lambda t: (-t["minutes"], t["subject"]))
             for t in threads:
-                t["minutes"] = round(t["minutes"], 2)
+                t["per_monitor_minutes"] = round(t.pop("minutes"), 2)
                 fr_ids = sorted(set(t["frames"]))
                 t["frames"] = fr_ids[:5]
                 if len(fr_ids) > 5:
                     t["more_frames"] = len(fr_ids) - 5
-            rows.append({"kind": s["kind"], "app": s["app"], "site": s["site"], "minutes": round(s["minutes"], 2),
-                         "frames": len(s["frames"]), "threads": threads[:limit],
-                         "threads_not_listed": max(0, len(threads) - limit)})
+            row = {"kind": s["kind"], "app": s["app"], "site": s["site"]}
+            if not s["site"] and timeline.get(s["app"]) is not None:
+                row["minutes"] = timeline[s["app"]]
+            row.update({"per_monitor_minutes": round(s["minutes"], 2), "frames": len(s["frames"]),
+                        "threads": threads[:limit], "threads_not_listed": max(0, len(threads) - limit)})
+            rows.append(row)
         key = ("comms", p.start_us, p.end_us, limit)
         head = {"period": p.to_json(self.tz),
                 "note": ("subjects are window titles and page references; message bodies are never read; "
-                         "the frame ids are the evidence (get_steps / get_activity)")}
+                         "the frame ids are the evidence (get_steps / get_activity); minutes: the app on "
+                         "one timeline; per_monitor_minutes: its frames, a two-monitor minute twice")}
         return _page(head, "surfaces", rows, DEFAULT_MAX_TOKENS, cursor, key, lean=("period",))
 
     # ------------------------------------------------------------------ patterns and routines (af_pipeline.routines)

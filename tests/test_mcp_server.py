@@ -324,6 +324,8 @@ def test_steps_communications_patterns_routines_plans(replay: dict[str, Any]) ->
     assert found["frame"]["app"] == "Google Chrome" and len(found["steps"]) <= 5
     comms = _ok(replay, "get_communications", {"day": DAY1})
     assert {s["kind"] for s in comms["surfaces"]} <= {"mail", "messaging"}
+    # an app surface leads with the app's one-timeline minutes; a site inside a browser has none
+    assert all(("minutes" in s) == (s["site"] is None) for s in comms["surfaces"])
     assert "bodies are never read" in comms["note"]
     patterns = _ok(replay, "get_patterns", {"start": DAY1, "end": DAY2, "top": 3})
     assert patterns["active_days"] == [DAY1, DAY2] and patterns["app_switch_habits"]
@@ -395,6 +397,8 @@ def test_typed_text_only_when_the_operator_enables_it(home: Home) -> None:
     assert any("secret words" in s.get("typed_text", "") for s in typed["steps"])
     assert "secret" not in off.context(off.period(hours=1))[0]
     assert off.search("secret")["total"] == 0
+    found = on.search("secret words", start=off.today())
+    assert found["total"] >= 1 and any(m.startswith("typed: ") for r in found["results"] for m in r["matched"])
 
 
 # ---------------------------------------------------------------------- rules, in process
