@@ -791,7 +791,7 @@ class Memory:
                 row["at"] = self._brief(covering)
             else:
                 gap_from = hhmmss(frames[pos].end_us, self.tz) if pos >= 0 else None
-                gap_to = hhmmss(after[0].start_us, self.tz) if after else None
+                gap_to = hhmmss(frames[pos + 1].start_us, self.tz) if pos + 1 < len(frames) else None
                 row["at"] = None
                 row["gap"] = {"from": gap_from, "to": gap_to,
                               "note": "no frame on this monitor at that time (no capture, or a gap over 5 min)"}
@@ -977,12 +977,17 @@ class Memory:
         words = sorted({w for w in _WORD.findall(_casefold(query)) if w})
         out = []
         with self.lock:
-            for f in self.period_frames(p, 0.0):
-                idx = self.day_index(f.day, 0.0)
-                hay = idx.hay[idx.frames.index(f)]
-                hits = [w for w in words if w in hay]
-                if hits:
-                    out.append(((-len(hits), -float(f.frame.get("active_min", 0)), f.qid), f))
+            for d in p.days:
+                try:
+                    idx = self.day_index(d, 0.0)
+                except BadArgument:
+                    continue
+                for f, hay in zip(idx.frames, idx.hay, strict=True):
+                    if f.start_us >= p.end_us or f.end_us <= p.start_us:
+                        continue
+                    hits = [w for w in words if w in hay]
+                    if hits:
+                        out.append(((-len(hits), -float(f.frame.get("active_min", 0)), f.qid), f))
         return [f for _, f in sorted(out, key=lambda r: r[0])]
 
     def _frame_steps(self, f: FrameRef) -> list[dict[str, Any]]:

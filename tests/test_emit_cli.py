@@ -109,6 +109,10 @@ def test_clear_errors(home, capsys, tmp_path):
     assert code == 2 and "a date YYYY-MM-DD" in err
     code, _, err = run(capsys, "day", DAY, "--home", str(home.root))
     assert code == 2 and f"no capture for {DAY}" in err
+    code, _, err = run(capsys, "day", "today", "--home", str(home.root))
+    assert code == 2 and "no capture for 20" in err  # today, in the folder's zone
+    code, _, err = run(capsys, "day", "2999-01-01", "--home", str(home.root))
+    assert code == 2 and "in the future" in err
     code, _, err = run(capsys, "day", DAY, "--layout", "dvorakish", "--home", str(home.root))
     assert code == 2 and "unknown keyboard layout" in err
     code, _, err = run(capsys, "context", "--hours", "0", "--home", str(home.root))

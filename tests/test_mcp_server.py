@@ -420,6 +420,51 @@ def test_a_frame_keeps_its_id_in_every_period(mem: Memory, start_min: int, lengt
         assert f == dict(by_id[f["id"]], id=f["id"])  # the same whole frame, never another
 
 
+@given(st.integers(min_value=0, max_value=24 * 3600 - 1))
+@settings(max_examples=30, deadline=None)
+def test_activity_at_names_the_covering_frame_or_a_gap(mem: Memory, second: int) -> None:
+    t = day_bounds(DAY1, "Europe/Paris")[0] + second * 1_000_000
+    at = mem.activity_at(_iso(t), around=1)
+    frames = {f.qid: f for f in mem.day_index(DAY1, 0.0).frames}
+    for row in at["streams"]:
+        mine = [f for f in frames.values() if f.frame["stream"] == row["stream"]]
+        covering = [f for f in mine if f.start_us <= t < f.end_us]
+        if row["at"] is None:
+            assert not covering and row["gap"]
+        else:
+            assert frames[row["at"]["id"]] in covering
+        for b in row["before"]:
+            assert frames[b["id"]].end_us <= t or frames[b["id"]].start_us < t
+        for a in row["after"]:
+            assert frames[a["id"]].start_us > t
+
+
+@given(st.data())
+@settings(max_examples=15, deadline=None)
+def test_search_finds_every_frame_naming_a_word(mem: Memory, data: st.DataObject) -> None:
+    vocab = sorted({w.lower() for d in (DAY1, DAY2) for f in mem.document(d)["frames"]
+                    for t in f.get("windows") or [] for w in t["title"].split() if len(w) >= 4 and w.isalpha()})
+    words = data.draw(st.lists(st.sampled_from(vocab), min_size=1, max_size=3, unique=True))
+    query = " ".join(words)
+    got: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = mem.search(query, start=DAY1, end=DAY2, limit=100, cursor=cursor)
+        got += page["results"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    ids = [r["id"] for r in got]
+    assert len(ids) == len(set(ids))  # every frame once across the pages
+    # complete: every frame whose listed window title holds a word is found (words match separately)
+    expected = {f"{d}/{f['id']}" for d in (DAY1, DAY2) for f in mem.document(d)["frames"]
+                if any(w in t["title"].lower() for t in f.get("windows") or [] for w in words)}
+    assert expected <= set(ids)
+    # sound: each result says which of its fields matched, and they hold a query word
+    for r in got:
+        assert r["matched"] and any(w in m.lower() for m in r["matched"] for w in words)
+
+
 @given(st.integers(min_value=5000, max_value=20_000))
 @settings(max_examples=8, deadline=None)
 def test_pages_fit_any_cap(mem: Memory, cap: int) -> None:
