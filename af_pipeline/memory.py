@@ -1214,7 +1214,11 @@ def _fields(f: dict[str, Any], typed: bool) -> Iterable[tuple[str, str]]:
     for w in f.get("windows") or []:
         yield "title", str(w.get("title") or "")
     for p in f.get("pages") or []:
-        yield "page", f"{p.get('kind')} {p.get('entity') or ''}".strip()
+        # the entity (a ticket key, a PR, a person) and its kind apart: a kind label such as
+        # "design_file" is not the user's words and must not join them into one field
+        if p.get("entity"):
+            yield "page", str(p["entity"])
+        yield "page_kind", str(p.get("kind") or "")
     for c in f.get("clicked") or []:
         yield "clicked", str(c.get("target") or "")
     for i in f.get("interruptions") or []:
@@ -1223,7 +1227,7 @@ def _fields(f: dict[str, Any], typed: bool) -> Iterable[tuple[str, str]]:
         yield "typed", str(f["typed_text"])
 
 
-_WEIGHT = {"page": 5, "title": 4, "site": 3, "app": 3, "clicked": 2, "interruption": 1, "typed": 1}
+_WEIGHT = {"page": 5, "title": 4, "site": 3, "app": 3, "clicked": 2, "page_kind": 1, "interruption": 1, "typed": 1}
 
 
 def _score(fields: Sequence[tuple[str, str]], words: Sequence[str], phrase: str) -> tuple[int, int, int, list[str]]:
