@@ -482,8 +482,8 @@ def test_pages_fit_any_cap(mem: Memory, cap: int) -> None:
 
 @given(st.floats(min_value=0.01, max_value=MAX_HOURS))
 @settings(max_examples=25, deadline=None)
-def test_hours_window_ends_now_and_lasts_hours(hours: float) -> None:
-    m = _memory_at(NOW)
+def test_hours_window_ends_now_and_lasts_hours(rules_home: Home, hours: float) -> None:
+    m = _memory_at(rules_home, NOW)
     p = m.period(hours=hours)
     assert p.end_us == parse_ts(NOW)
     assert abs((p.end_us - p.start_us) - hours * 3600e6) <= 1
@@ -491,8 +491,8 @@ def test_hours_window_ends_now_and_lasts_hours(hours: float) -> None:
 
 @given(st.integers(min_value=1, max_value=40 * 24), st.integers(min_value=0, max_value=100 * 24))
 @settings(max_examples=40, deadline=None)
-def test_start_end_ranges_are_refused_beyond_31_days(length_h: int, back_h: int) -> None:
-    m = _memory_at(NOW)
+def test_start_end_ranges_are_refused_beyond_31_days(rules_home: Home, length_h: int, back_h: int) -> None:
+    m = _memory_at(rules_home, NOW)
     end = parse_ts(NOW) - back_h * 3_600_000_000
     start = end - length_h * 3_600_000_000
     try:
@@ -505,8 +505,8 @@ def test_start_end_ranges_are_refused_beyond_31_days(length_h: int, back_h: int)
 
 @given(st.text(max_size=12).filter(lambda t: t.strip().lower() not in ("today", "yesterday", "")))
 @settings(max_examples=40, deadline=None)
-def test_anything_but_a_period_is_refused(text: str) -> None:
-    m = _memory_at(NOW)
+def test_anything_but_a_period_is_refused(rules_home: Home, text: str) -> None:
+    m = _memory_at(rules_home, NOW)
     try:
         p = m.period(day=text)
     except BadArgument:
@@ -514,9 +514,9 @@ def test_anything_but_a_period_is_refused(text: str) -> None:
     assert p.day == text.strip()  # only real past dates get through
 
 
-def test_natural_periods_follow_the_user_zone() -> None:
+def test_natural_periods_follow_the_user_zone(rules_home: Home) -> None:
     # 23:30 UTC on June 1st is already June 2nd in Paris
-    m = _memory_at("2026-06-01T23:30:00Z")
+    m = _memory_at(rules_home, "2026-06-01T23:30:00Z")
     assert m.period().day == "2026-06-02"
     assert m.period(day="yesterday").day == "2026-06-01"
     start, end = day_bounds("2026-06-02", "Europe/Paris")
@@ -532,18 +532,17 @@ def _iso(ts_us: int) -> str:
     return to_datetime(ts_us, "Europe/Paris").isoformat()
 
 
-_HOME_FOR_RULES: list[Home] = []
+@pytest.fixture(scope="module")
+def rules_home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    """An empty data folder: period rules need only its time zone."""
+    h = Home(tmp_path_factory.mktemp("rules") / "home")
+    h.init(tz="Europe/Paris")
+    return h
 
 
-def _memory_at(now: str) -> Memory:
-    if not _HOME_FOR_RULES:
-        import tempfile
-
-        h = Home(Path(tempfile.mkdtemp(prefix="af-mcp-rules-")) / "home")
-        h.init(tz="Europe/Paris")
-        _HOME_FOR_RULES.append(h)
+def _memory_at(home: Home, now: str) -> Memory:
     fixed = parse_ts(now)
-    return Memory(_HOME_FOR_RULES[0], clock=lambda: fixed)
+    return Memory(home, clock=lambda: fixed)
 
 
 def test_live_reads_follow_appends_and_equal_the_log(home: Home) -> None:
