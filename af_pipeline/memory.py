@@ -1188,9 +1188,11 @@ class Memory:
                        "max_search_days": MAX_SEARCH_DAYS, "default_max_tokens": DEFAULT_MAX_TOKENS},
         }
 
-    def warm(self) -> None:
-        """Pay one-time costs before the first question: the tokenizer, the compiler's imports and
-        today's rows. Best effort: a failure here surfaces on the first call."""
+    def warm(self, index_days: int = CACHED_DOCS - 10) -> None:
+        """Pay one-time costs before the first question: the tokenizer, the compiler's imports,
+        today's document, then the search index of the most recent days, newest first (the
+        lock is taken day by day, so questions are answered in between). Best effort: a
+        failure here surfaces on the call that needs it."""
         from af_pipeline import tokens
         from af_pipeline.compile import compile_day  # noqa: F401
         from af_pipeline.emit import context_block  # noqa: F401
@@ -1199,8 +1201,15 @@ class Memory:
         try:
             with self.lock:
                 self.day_document(self.today())
+            days = [d for d in self.days() if d <= self.today()]
         except (AfError, OSError, ValueError):
-            pass
+            return
+        for d in reversed(days[-index_days:] if index_days > 0 else []):
+            try:
+                with self.lock:
+                    self.day_index(d, 0.0)
+            except (AfError, OSError, ValueError):
+                continue
 
 
 # ---------------------------------------------------------------------- helpers
