@@ -137,8 +137,9 @@ class _DayIndex:
     """What lookups need of one day document, built once per document version."""
 
     frames: list[FrameRef]
-    hay: list[str]  # per frame: every searchable field, casefolded, joined
-    fields: list[list[tuple[str, str]]]  # per frame: (field kind, text)
+    # built on the first search of the day (reading the rows' window titles costs a log read)
+    hay: list[str] | None = None  # per frame: every searchable field, casefolded, joined
+    fields: list[list[tuple[str, str]]] | None = None  # per frame: (field kind, text)
 
 
 def _sha256(path: Path) -> str:
@@ -619,31 +620,38 @@ class Memory:
         return (dt - _EPOCH) // timedelta(microseconds=1)
 
     def day_index(self, day: str, min_minutes: float = DEFAULT_MIN_MINUTES) -> _DayIndex:
-        """Frames of a day document with absolute bounds and their searchable fields. Search
-        sees every window title a frame's rows showed (read from the log), not only the three
-        the document lists."""
+        """Frames of a day document with their absolute bounds."""
         doc, _ = self.day_document(day, min_minutes)
         key = (day, id(doc))
         hit = self._index.get(key)
         if hit is not None:
             return hit
         frames: list[FrameRef] = []
-        fields: list[list[tuple[str, str]]] = []
-        typed = self.include_typed_text
-        titles = self._row_titles(day, doc.get("frames", []))
-        for f, extra in zip(doc.get("frames", []), titles, strict=True):
+        for f in doc.get("frames", []):
             s = self._local_us(day, f["start"])
             e = self._local_us(day, f["end"])
             if e < s:  # the frame's last credit ran past midnight
                 e += 24 * 3600 * US
             frames.append(FrameRef(day, s, e, f))
-            listed = {str(w.get("title") or "") for w in f.get("windows") or []}
-            fields.append(list(_fields(f, typed)) + [("title", t) for t in extra if t not in listed])
-        hay = ["\n".join(text for _, text in fs).casefold() for fs in fields]
-        idx = _DayIndex(frames, hay, fields)
+        idx = _DayIndex(frames)
         live = {id(d) for d, _ in self._docs.values()} | {id(d) for _, d in self._published.values()}
         self._index = {k: v for k, v in self._index.items() if k[1] in live}
         self._index[key] = idx
+        return idx
+
+    def search_index(self, day: str) -> _DayIndex:
+        """The day's index with its searchable fields: every window title a frame's rows showed
+        (read from the log), not only the three the document lists."""
+        idx = self.day_index(day, 0.0)
+        if idx.hay is None or idx.fields is None:
+            typed = self.include_typed_text
+            frames = [f.frame for f in idx.frames]
+            fields: list[list[tuple[str, str]]] = []
+            for f, extra in zip(frames, self._row_titles(day, frames), strict=True):
+                listed = {str(w.get("title") or "") for w in f.get("windows") or []}
+                fields.append(list(_fields(f, typed)) + [("title", t) for t in extra if t not in listed])
+            idx.fields = fields
+            idx.hay = ["\n".join(text for _, text in fs).casefold() for fs in fields]
         return idx
 
     def _row_titles(self, day: str, frames: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -847,15 +855,16 @@ class Memory:
             for d in p.days:
                 if d not in known:
                     continue
-                idx = self.day_index(d, 0.0)
-                for i, hay in enumerate(idx.hay):
+                idx = self.search_index(d)
+                all_fields = idx.fields or []
+                for i, hay in enumerate(idx.hay or []):
                     hits = [w for w in words if w in hay]
                     if not hits:
                         continue
                     f = idx.frames[i]
                     if f.start_us >= p.end_us or f.end_us <= p.start_us:
                         continue
-                    has_phrase, together, score, fields = _score(idx.fields[i], hits, phrase)
+                    has_phrase, together, score, fields = _score(all_fields[i], hits, phrase)
                     tier = (-has_phrase, -together, -len(hits))
                     rank: tuple[Any, ...] = (*tier, -score, -float(f.frame.get("active_min", 0.0)), -f.start_us, f.qid)
                     if order == "recent":
@@ -979,10 +988,10 @@ class Memory:
         with self.lock:
             for d in p.days:
                 try:
-                    idx = self.day_index(d, 0.0)
+                    idx = self.search_index(d)
                 except BadArgument:
                     continue
-                for f, hay in zip(idx.frames, idx.hay, strict=True):
+                for f, hay in zip(idx.frames, idx.hay or [], strict=True):
                     if f.start_us >= p.end_us or f.end_us <= p.start_us:
                         continue
                     hits = [w for w in words if w in hay]
@@ -1207,7 +1216,7 @@ class Memory:
         for d in reversed(days[-index_days:] if index_days > 0 else []):
             try:
                 with self.lock:
-                    self.day_index(d, 0.0)
+                    self.search_index(d)
             except (AfError, OSError, ValueError):
                 continue
 
