@@ -43,6 +43,12 @@ def test_day_compiles_live_from_the_log(home, capsys):
     assert code == 0 and "frames shorter than 2.00 min omitted" in md
     code, ctx, _ = run(capsys, "context", "--day", DAY, "--home", str(home.root))
     assert code == 0 and ctx == emit.context_block(json.loads(out))
+    # the same day as a period: the same ledger, frame ids qualified by their day
+    code, span, _ = run(capsys, "context", "--start", DAY, "--end", "2026-03-17T00:00", "--home", str(home.root))
+    assert code == 0 and span.split("\nframes:")[0] == ctx.split("\nframes:")[0]
+    assert f"\n{DAY}/f-0001 | " in span
+    code, _, err = run(capsys, "context", "--start", "2026-01-01", "--end", DAY, "--home", str(home.root))
+    assert code == 2 and "at most 31 days apart" in err
 
 
 def test_typed_text_only_with_the_flag(home, capsys):

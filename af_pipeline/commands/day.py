@@ -32,8 +32,8 @@ _CONTEXT_HELP = """\
 Print the compact context block for system prompts: the whole per-app ledger, every visited
 domain, the day's start, then as many frames (longest first) as fit the token budget (cl100k
 tokens). See docs/context-block.md for the format. --day picks a local day (default: today in
-the data folder's zone); --hours N covers the last N hours (at most 744) and is always
-compiled live. Frame ids outside a single published day are day-qualified (DAY/f-0003).
+the data folder's zone); --hours N covers the last N hours (at most 744) and --start/--end any
+period of at most 31 days; those are compiled live. Frame ids outside a single published day are day-qualified (DAY/f-0003).
 """
 
 def register(sub: Any) -> None:
@@ -54,6 +54,9 @@ def register(sub: Any) -> None:
     which = c.add_mutually_exclusive_group()
     which.add_argument("--day", metavar="DAY", help="local day, YYYY-MM-DD (default: today)")
     which.add_argument("--hours", type=float, metavar="N", help="the last N hours, across days")
+    which.add_argument("--start", metavar="TIME", help="period start, ISO time in the folder's zone "
+                       "(e.g. 2026-06-01T09:00, or a date); with --end, at most 31 days")
+    c.add_argument("--end", metavar="TIME", help="period end with --start (a date includes that day; default now)")
     c.add_argument("--budget", type=int, default=emit.DEFAULT_BUDGET, metavar="T",
                    help=f"token budget (default {emit.DEFAULT_BUDGET})")
     _build_options(c)
@@ -114,8 +117,10 @@ def _context(args: argparse.Namespace) -> int:
     _options(args)
     if args.hours is not None and not 0 < args.hours <= MAX_HOURS:
         raise UserError(f"--hours must be more than 0 and at most {MAX_HOURS:g}, not {args.hours:g}")
+    if args.end is not None and args.start is None:
+        raise UserError("--end needs --start")
     memory = _memory(args)
-    period = memory.period(day=args.day, hours=args.hours)
+    period = memory.period(day=args.day, hours=args.hours, start=args.start, end=args.end)
     text, _source = memory.context(period, args.budget, args.min_minutes)
     _write(text)
     return 0
