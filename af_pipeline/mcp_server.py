@@ -27,6 +27,7 @@ from af_pipeline.memory import (
     Memory,
     Period,
     compact_json,
+    fit,
 )
 from capture.errors import AfError, UserError
 from capture.home import Home
@@ -71,7 +72,7 @@ def build_server(memory: Memory) -> Any:
     from mcp.server.mcpserver.exceptions import ResourceError, ToolError
     from mcp.types import ToolAnnotations
 
-    from af_pipeline import __version__
+    from af_pipeline import __version__, tokens
 
     server = MCPServer(
         name="activity-frames",
@@ -95,7 +96,14 @@ def build_server(memory: Memory) -> Any:
             raise ToolError(str(exc)) from None
         except (ValueError, OSError) as exc:
             raise ToolError(f"could not answer: {exc}") from None
-        return out if isinstance(out, str) else compact_json(out)
+        if isinstance(out, str):
+            return out
+        text = compact_json(out)
+        # a last guard for every tool: no answer over the cap (the read model pages the big ones;
+        # a token is at least one character, so only long answers need counting)
+        if len(text) <= DEFAULT_MAX_TOKENS or tokens.count(text) <= DEFAULT_MAX_TOKENS:
+            return text
+        return compact_json(fit(out))
 
     def period(day: str | None, hours: float | None, start: str | None, end: str | None) -> Period:
         return memory.period(day=day, hours=hours, start=start, end=end)

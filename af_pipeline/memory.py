@@ -844,9 +844,10 @@ class Memory:
         days = self.days()
         if not days:
             raise self._no_capture("search")
-        if start is None and end is None:
-            first = max(days[0], (parse_day(self.today()) - timedelta(days=MAX_SEARCH_DAYS - 1)).isoformat())
-            p = self.period(start=first, end=self.today(), max_days=MAX_SEARCH_DAYS)
+        if start is None and end is None:  # the newest year of the log, however old it is
+            last = min(days[-1], self.today())
+            first = max(days[0], (parse_day(last) - timedelta(days=MAX_SEARCH_DAYS - 1)).isoformat())
+            p = self.period(start=first, end=last, max_days=MAX_SEARCH_DAYS)
         else:
             p = self.period(start=start or days[0], end=end, max_days=MAX_SEARCH_DAYS)
         known = set(days)
@@ -891,6 +892,8 @@ class Memory:
             "results": results,
             "next_cursor": _make_cursor(offset + limit, key) if more else None,
             "typed_text": "searched" if self.include_typed_text else "not searched (operator did not enable it)",
+            **({"note": f"nothing matched in {p.label}; the log holds {days[0]} to {days[-1]}"}
+               if not scored else {}),
         }
 
     # ------------------------------------------------------------------ tools' bodies
@@ -942,6 +945,7 @@ class Memory:
             for f in frames:
                 if f.get("interruptions"):
                     f["interruptions"] = [{k: v for k, v in i.items() if k != "evidence"} for i in f["interruptions"]]
+        frames = [_shrink_frame(f) for f in frames]
         head = {k: v for k, v in doc.items() if k != "frames"}
         head["served"] = {"source": source, "period": p.to_json(self.tz)}
         key = ("activity", p.start_us, p.end_us, min_minutes, evidence)
@@ -966,21 +970,17 @@ class Memory:
             f = ranked[0]
             others = [r.qid for r in ranked[1:11]]
         all_steps = self._frame_steps(f)
-        key = ("steps", f.qid)
-        offset = _cursor_offset(cursor, key)
-        page = all_steps[offset:offset + limit]
-        for s in page:
-            s["evidence"] = encode_refs(s.pop("refs"))
-        more = offset + limit < len(all_steps)
-        return {
-            "frame": {"id": f.qid, **{k: f.frame[k] for k in ("app", "site", "stream", "start", "end", "active_min")
-                                      if k in f.frame}},
+        for st in all_steps:
+            st["evidence"] = encode_refs(st.pop("refs"))
+        brief: dict[str, Any] = {"id": f.qid}
+        brief.update({k: f.frame[k] for k in ("app", "site", "stream", "start", "end", "active_min") if k in f.frame})
+        head: dict[str, Any] = {
+            "frame": brief,
             "other_matches": others,
-            "steps": page,
-            "steps_total": len(all_steps),
-            "next_cursor": _make_cursor(offset + limit, key) if more else None,
             "typed_text": "included" if self.include_typed_text else "excluded (operator did not enable it)",
         }
+        return _page(head, "steps", all_steps, DEFAULT_MAX_TOKENS, cursor, ("steps", f.qid, limit),
+                     lean=("frame",), limit=limit)
 
     def _match(self, p: Period, query: str) -> list[FrameRef]:
         words = sorted({w for w in _WORD.findall(_casefold(query)) if w})
@@ -1148,7 +1148,7 @@ class Memory:
         with self.lock:
             chosen, per_day, mined = self._mine(p)
             wp = R.workflow_patterns(per_day, self.tz, result=mined, top=top)
-        return {"period": p.to_json(self.tz), "active_days": chosen, **wp.to_dict()}
+        return fit({"period": p.to_json(self.tz), "active_days": chosen, **wp.to_dict()})
 
     def routines(self, p: Period, top: int = 10) -> dict[str, Any]:
         if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 50:
@@ -1161,9 +1161,9 @@ class Memory:
                 item["examples"] = [{"day": o.day, "at": hhmmss(o.start_us, self.tz), "stream": o.stream}
                                     for o in r.occurrences[:3]]
                 out.append(item)
-        return {"period": p.to_json(self.tz), "active_days": chosen, "total": len(mined.routines),
-                "routines": out,
-                "note": "routine ids are hashes of their steps: get_plan(routine_id) with the same period"}
+        return fit({"period": p.to_json(self.tz), "active_days": chosen, "total": len(mined.routines),
+                    "routines": out,
+                    "note": "routine ids are hashes of their steps: get_plan(routine_id) with the same period"})
 
     def plan(self, routine_id: str, p: Period) -> dict[str, Any]:
         from af_pipeline import plans
@@ -1370,6 +1370,45 @@ def _merge(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+MAX_LISTED_INTERRUPTIONS = 20
+
+
+def _shrink_frame(frame: dict[str, Any]) -> dict[str, Any]:
+    """A frame with more folded interruptions than an answer can carry (a real RPM log has one
+    with 343: 34k tokens) lists the longest ones, in time order, and says how many are left
+    out; ``interruption_s`` keeps the total of all of them."""
+    its = frame.get("interruptions") or []
+    if len(its) <= MAX_LISTED_INTERRUPTIONS:
+        return frame
+    keep = sorted(sorted(range(len(its)), key=lambda i: (-float(its[i].get("seconds", 0)), i))
+                  [:MAX_LISTED_INTERRUPTIONS])
+    return dict(frame, interruptions=[its[i] for i in keep], interruptions_not_listed=len(its) - len(keep))
+
+
+def fit(payload: dict[str, Any], max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+    """The payload cut to max_tokens by dropping the tail of its longest list (top level or one
+    level down), repeatedly; ``truncated`` says how many items each list lost."""
+    from af_pipeline import tokens
+
+    out = json.loads(compact_json(payload))  # a copy, never the cached document
+    cut: dict[str, int] = {}
+    while tokens.count(compact_json(out)) > max_tokens:
+        lists = [(k, None, v) for k, v in out.items() if isinstance(v, list) and v]
+        lists += [(k, k2, v2) for k, v in out.items() if isinstance(v, dict)
+                  for k2, v2 in v.items() if isinstance(v2, list) and v2]
+        if not lists:
+            break
+        k, k2, longest = max(lists, key=lambda t: (len(compact_json(t[2])), t[0], t[1] or ""))
+        n = max(1, len(longest) // 10)
+        del longest[-n:]
+        name = k if k2 is None else f"{k}.{k2}"
+        cut[name] = cut.get(name, 0) + n
+    if cut:
+        out["truncated"] = dict(sorted(cut.items()))
+        out["truncated_note"] = f"items left out to stay under {max_tokens} tokens: ask with a smaller top"
+    return out
+
+
 def _check_max_tokens(max_tokens: int) -> None:
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or \
             not MIN_MAX_TOKENS <= max_tokens <= DEFAULT_MAX_TOKENS:
@@ -1397,7 +1436,7 @@ def _cursor_offset(cursor: str | None, key: tuple[Any, ...]) -> int:
 
 
 def _page(head: dict[str, Any], list_key: str, items: list[Any], max_tokens: int, cursor: str | None,
-          key: tuple[Any, ...], lean: Sequence[str] = ()) -> dict[str, Any]:
+          key: tuple[Any, ...], lean: Sequence[str] = (), limit: int | None = None) -> dict[str, Any]:
     """head plus as many items (from the cursor on) as fit max_tokens (cl100k, compact JSON).
     Pages after the first carry only the head's ``lean`` keys; a first page whose head leaves no
     room for an item carries the head alone (the next page goes on from the same item)."""
@@ -1416,7 +1455,7 @@ def _page(head: dict[str, Any], list_key: str, items: list[Any], max_tokens: int
                           f"({max_tokens - room} tokens); ask with a larger max_tokens")
     # estimate with ~3 characters a token (measured on documents), then check the real count
     take, est = 0, 0.0
-    for it in items[offset:]:
+    for it in items[offset:offset + limit] if limit else items[offset:]:
         cost = len(compact_json(it)) / 2.9 + 1
         if est + cost > room * 0.97:
             break
