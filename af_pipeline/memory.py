@@ -694,7 +694,7 @@ class Memory:
             except BadArgument:
                 continue  # a day without capture inside a longer period
             out.extend(f for f in idx.frames if f.start_us < p.end_us and f.end_us > p.start_us)
-        out.sort(key=lambda f: (f.start_us, f.day, f.frame["stream"], f.frame["id"]))
+        out.sort(key=lambda f: (f.start_us, f.day, str(f.frame.get("stream") or ""), f.frame["id"]))
         return out
 
     def period_document(self, p: Period, min_minutes: float = DEFAULT_MIN_MINUTES) -> tuple[dict[str, Any], str]:
@@ -786,7 +786,7 @@ class Memory:
             raise self._no_capture(f"{day} (asked for {when})") from None
         streams: dict[str, list[FrameRef]] = {}
         for f in idx.frames:
-            streams.setdefault(f.frame["stream"], []).append(f)
+            streams.setdefault(str(f.frame.get("stream") or ""), []).append(f)
         out = []
         for stream in sorted(streams):
             frames = streams[stream]
