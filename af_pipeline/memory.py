@@ -202,6 +202,7 @@ class Memory:
         self._index: dict[tuple[Any, ...], _DayIndex] = {}
         self._slices: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._published: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        self._duck: Any = None
         self._actions: dict[tuple[Any, ...], list[Any]] = {}
 
     @property
@@ -660,9 +661,10 @@ class Memory:
         from af_pipeline.document import decode_refs
 
         try:
-            window = {s.ref: s.window for s in self.day_capture(day).snapshots if s.window}
+            window = self._window_titles(day)
         except (AfError, OSError, ValueError):
             return [[] for _ in frames]
+
         def titles(evidence: Any) -> list[str]:
             try:
                 refs = decode_refs((evidence or {}).get("snapshots", []))
@@ -683,6 +685,22 @@ class Memory:
                 own += [t for t in titles(i.get("evidence")) if t not in own]
             out.append(own)
         return out
+
+    def _window_titles(self, day: str) -> dict[str, str]:
+        """ref -> window title of a day's snapshot rows. A sealed day's two columns come straight
+        from its Parquet segments (8 ms where reading the whole day takes 300 ms); an open day's
+        from the rows already followed."""
+        files = [str(f) for f in self.log.segment_files(day, "snapshots")]
+        if not files:
+            return {s.ref: s.window for s in self.day_capture(day).snapshots if s.window}
+        if self._duck is None:
+            import duckdb
+
+            self._duck = duckdb.connect()
+        rows = self._duck.execute(
+            'SELECT ref, "window" FROM read_parquet(?, union_by_name = true) WHERE "window" IS NOT NULL',
+            [files]).fetchall()
+        return {str(r): str(w) for r, w in rows}
 
     def period_frames(self, p: Period, min_minutes: float = DEFAULT_MIN_MINUTES) -> list[FrameRef]:
         """Frames of the period's day documents that overlap it, in time order (whole frames:
