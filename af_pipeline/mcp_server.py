@@ -146,7 +146,7 @@ def build_server(memory: Memory) -> Any:
                  "start/end, frame id, the matched fields and evidence rows. Frames holding the query as "
                  "typed rank first. For 'when did I last open PROJ-42' use order='recent'; for 'find the "
                  "expense form' the default. Default range: the "
-                 f"whole log (at most {MAX_SEARCH_DAYS} days). Example: search_activity(query='PROJ-42').")
+                 f"newest {MAX_SEARCH_DAYS} days of the log. Example: search_activity(query='PROJ-42').")
     def search_activity(
         query: Annotated[str, Field(description="Words to find, e.g. 'PROJ-42' or 'expense form'.")],
         start: Annotated[str | None, Field(description="Earliest time or date, ISO, e.g. '2026-05-01'. "
