@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP_PY := $(VENV)/.stamp-python
 STAMP_SYS := $(VENV)/.stamp-system
+# A real ActivityWatch server for the sync tests, in its own venv (its Flask pins must not meet Dagster's).
+AW_VENV := .venv-aw
+STAMP_AW := $(AW_VENV)/.stamp
 APT_PACKAGES := chromium chromium-driver xvfb xdotool openbox x11-utils
 
 .PHONY: demo test setup setup-system lint typecheck bench clean
@@ -11,12 +14,17 @@ APT_PACKAGES := chromium chromium-driver xvfb xdotool openbox x11-utils
 demo: $(STAMP_PY)
 	$(BIN)/af demo
 
-test: $(STAMP_PY) $(STAMP_SYS)
+test: $(STAMP_PY) $(STAMP_SYS) $(STAMP_AW)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -p no:cacheprovider
 
-setup: $(STAMP_PY) $(STAMP_SYS)
+setup: $(STAMP_PY) $(STAMP_SYS) $(STAMP_AW)
+
+$(STAMP_AW):
+	test -x $(AW_VENV)/bin/python || $(PY) -m venv $(AW_VENV)
+	$(AW_VENV)/bin/python -m pip install -q 'aw-server==0.12.0' 'aw-client==0.5.15'
+	touch $@
 
 $(STAMP_PY): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

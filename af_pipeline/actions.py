@@ -6,7 +6,9 @@ One action is one thing the user did to one target:
   click could not be resolved to a named element);
 - ``type:<field>``            a run of key/text events into one field is ONE action; the typed
   text never appears in the symbol or anywhere else in an action;
-- ``paste:<field>``, ``copy``, ``cut``  clipboard operations;
+- ``paste:<field>``, ``copy:<source> [<role>]``, ``cut:<source> [<role>]``  clipboard operations;
+  a copy names the cell or field it was copied from when the capture names it (an RPM log's
+  getCell, a focused element), else it is plain ``copy`` / ``cut``;
 - ``app:<app>``               an app switch or window focus change;
 - ``nav:<template>``          the page moved to another URL template (typed by
   af_pipeline.entities, so ``/issues/123`` and ``/issues/456`` are the same template).
@@ -199,12 +201,12 @@ class _Where:
 
 
 def _symbol(op: str, target: str | None, role: str | None, app: str | None) -> str:
-    if op in ("copy", "cut"):
+    if op in ("copy", "cut") and target is None:
         return op
     if target is None:
         return f"{op}:? @{app or '?'}"
-    if op == "click" and role:
-        return f"click:{target} [{role}]"
+    if op in ("click", "copy", "cut") and role:
+        return f"{op}:{target} [{role}]"
     return f"{op}:{target}"
 
 
@@ -288,7 +290,9 @@ def actions_for_day(
                 fname, frole = (name, role) if name is not None else b.focus.get(focus_key, ("", None))
                 add("paste", fname or None, frole, bool(fname))
             elif op in ("copy", "cut"):
-                add(op, None, None, False)
+                # The source is part of the step ("copy column A" then "paste Name"), when the
+                # recorder named it; a copy from nowhere known stays anonymous.
+                add(op, name, role if name is not None else None, named)
             else:
                 continue
         elif kind in ("app_switch", "window_focus"):

@@ -13,7 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from capture.errors import AfError
+from capture.errors import AfError, no_space
+from capture.home import private_files
 
 # Modules registering sub-commands, in the order --help lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -21,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "log",
     "importer",
+    "sync",
     "build",
     "stats",
     "routines",
@@ -67,6 +69,7 @@ def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    private_files()  # the data folder holds titles, URLs, typed text: 0700 folders, 0600 files
     argv = list(sys.argv[1:] if argv is None else argv)
     # An MCP client starts `af mcp` for every session and waits for it: import only that command
     # (the others pull in numpy, DuckDB and the synthesizer, ~0.4 s before the server can start).
@@ -80,6 +83,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AfError as exc:
         print(f"af {args.command}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - only a full disk is turned into a sentence here
+        full = no_space(exc)
+        if full is None:
+            raise
+        # what was being written is abandoned; the log's own writes are atomic (nothing half-landed)
+        print(f"af {args.command}: {full}; free some space and run it again", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"af {args.command}: interrupted", file=sys.stderr)
         return 130

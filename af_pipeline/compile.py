@@ -19,11 +19,22 @@ import numpy as np
 from af_pipeline import GENERATOR, layouts
 from af_pipeline.document import SCHEMA_VERSION, common_ref_ids, encode_refs, id_runs
 from af_pipeline.enrich import RING_PX, ElementIndex, SnapIndex, click_target, screen_sizes
-from af_pipeline.sessionize import PAPER_RULES, Rules, Segment, build_segments, credits, flicker_merge
+from af_pipeline.sessionize import (
+    NO_END,
+    PAPER_RULES,
+    Rules,
+    Segment,
+    build_segments,
+    credits,
+    flicker_merge,
+    timeline_pieces,
+)
 from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture
 from capture.timeutil import US, day_bounds, to_datetime, zone
 
 MIN_US = 60 * US
+# recorders that capture no input events at all: a day of theirs has no input, not an idle user
+NO_INPUT_RECORDERS = frozenset({"activitywatch"})
 TOP_WINDOWS = 3
 TOP_CLICKS = 5
 # input volume fields, in the order documents list them
@@ -146,14 +157,25 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
     segments: list[Segment] = []
     streams = sorted(index.by_stream)
     arrays = index.arrays()
+    # source-measured ends (ActivityWatch): such rows earn their span, not the capped dwell
+    ends_np: np.ndarray | None = None
+    if any(s.end_us is not None for s in snaps):
+        ends_np = np.fromiter((NO_END if s.end_us is None else s.end_us for s in snaps), dtype=np.int64, count=n)
+    # presence (ActivityWatch afk): on a stream it governs, only not-afk time is active time
+    presence_src, not_afk = _presence(capture, streams)
+    away_a = np.zeros(n, dtype=np.int64)
     if len(streams) == 1:  # one stream: positions are the stream's own order
         ts, pos_list = index.by_stream[streams[0]]
-        credit, brk = credits(ts, rules)
+        credit, brk = credits(ts, rules, ends_np)
+        credit_a = np.asarray(credit, dtype=np.int64)
+        if streams[0] in not_afk:
+            away_a = _outside(arrays[None][0], credit_a, not_afk[streams[0]])
+            credit_a = credit_a - away_a
+            credit = credit_a.tolist()
         srank = list(range(n))  # rank of the row within its stream: adjacency = "next row of stream"
         prev_row = list(range(-1, n - 1))  # the previous row of the same stream, -1 for none
         segments = flicker_merge(build_segments(streams[0], pos_list, ts, list(zip(apps, sites, strict=True)),
                                                 credit, brk), rules)
-        credit_a = np.asarray(credit, dtype=np.int64)
         brk_a = np.asarray(brk, dtype=bool)
     else:
         credit_a = np.zeros(n, dtype=np.int64)
@@ -163,7 +185,12 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
         for stream in streams:
             ts, pos_list = index.by_stream[stream]
             ts_a, pa = cast(tuple[np.ndarray, np.ndarray], arrays[stream])
-            c, b = credits(ts_a, rules)
+            c, b = credits(ts_a, rules, ends_np[pa] if ends_np is not None else None)
+            if stream in not_afk:
+                c_a = np.asarray(c, dtype=np.int64)
+                away = _outside(ts_a, c_a, not_afk[stream])
+                away_a[pa] = away
+                c = (c_a - away).tolist()
             credit_a[pa] = c
             brk_a[pa] = b
             srank_a[pa] = np.arange(pa.size)
@@ -301,7 +328,18 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
     # time, stream, ref) and credited with the same dwell and gap rules, so each instant counts
     # once whatever the number of monitors. The per-monitor ledger above stays the paper's
     # tenure (frames add up to it); on one stream the two are the same numbers.
-    tl_credit = credits(index.all_ts, rules)[0] if len(streams) > 1 else credit
+    tl_credit = credit
+    if len(streams) > 1:
+        tl_a = np.asarray(credits(index.all_ts, rules, ends_np)[0], dtype=np.int64)
+        for stream in not_afk:
+            ts_s, pa_s = cast(tuple[np.ndarray, np.ndarray], arrays[stream])
+            tl_a[pa_s] -= _outside(ts_s, tl_a[pa_s], not_afk[stream])
+        if ends_np is not None:
+            # measured spans (ActivityWatch): each instant to the span that started last, not the
+            # capped gap to the next row of any stream (a short phone event must not cut off the
+            # rest of a desktop event), then afk time of the row's own stream taken out
+            _timeline_spans(tl_a, index.all_ts, ends_np, [s.stream for s in snaps], not_afk)
+        tl_credit = tl_a.tolist()
     app_tl: dict[str, int] = {}
     for (a, _site), rows in zip(slot_keys, slot_rows, strict=True):  # every row is in one slot
         app_tl[a] = app_tl.get(a, 0) + sum(map(tl_credit.__getitem__, rows))
@@ -335,8 +373,22 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
     app_frames: dict[str, int] = {}
     app_longest: dict[str, int] = {}
     app_interrupts: dict[str, int] = {}
+    # away: credited window time outside the presence source's not-afk intervals, per slot
+    slot_away = [0] * n_slots
+    if away_a.any():
+        slot_away = np.bincount(owner_a, weights=away_a, minlength=n_slots).astype(np.int64).tolist()
+    app_away: dict[str, int] = {}
+    for o, us in enumerate(slot_away):
+        if us:
+            app_away[slot_keys[o][0]] = app_away.get(slot_keys[o][0], 0) + us
+    away_frames = 0
+    kept: list[Segment] = []
     for fi, seg in enumerate(segments):
         app, site = cast(tuple[str, str | None], seg.key)
+        if not seg.active_us and slot_away[fi] and not any(it.active_us for it in seg.interruptions):
+            away_frames += 1  # nothing but away time (a lock screen, an idle window): not a frame
+            continue
+        kept.append(seg)
         # the ledger: every row's credit is in exactly one frame or interruption (sessionize)
         app_minutes[app] = app_minutes.get(app, 0) + seg.active_us
         app_frames[app] = app_frames.get(app, 0) + 1
@@ -350,20 +402,27 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             omitted_n += 1
             omitted_us += seg.active_us
             continue
-        frames_out.append(_frame(fi, seg, urls, frame_windows.get(fi, {}), srank, vol, clicked, unresolved,
-                                 presence_us, inter_slots[fi], typed, clock,
-                                 page_key if site is not None else None, page_cache, evidence))
+        frame = _frame(fi, seg, urls, frame_windows.get(fi, {}), srank, vol, clicked, unresolved,
+                       presence_us, inter_slots[fi], typed, clock,
+                       page_key if site is not None else None, page_cache, evidence)
+        if slot_away[fi]:
+            frame["away_min"] = _minutes(slot_away[fi])
+        frames_out.append(frame)
 
     # -- coverage ----------------------------------------------------------------------------
     all_ts = index.all_ts
     gaps: list[dict[str, Any]] = []
-    for i in np.flatnonzero(np.diff(arrays[None][0]) > rules.gap_s * US).tolist():
-        gaps.append({"start": clock.hms(all_ts[i]), "end": clock.hms(all_ts[i + 1]),
-                     "minutes": _minutes(all_ts[i + 1] - all_ts[i])})
+    all_np = arrays[None][0]
+    # a row covers until its measured end (ActivityWatch), an instant row its own time
+    cover = all_np if ends_np is None else np.maximum.accumulate(np.maximum(all_np, ends_np))
+    for i in np.flatnonzero(all_np[1:] - cover[:-1] > rules.gap_s * US).tolist():
+        g0 = int(cover[i])
+        gaps.append({"start": clock.hms(g0), "end": clock.hms(all_ts[i + 1]),
+                     "minutes": _minutes(all_ts[i + 1] - g0)})
     covered_us, dual_us = _union_and_overlap(arrays, credit_a)
     total_active = sum(credit)
     first_us = all_ts[0] if n else None
-    last_us = max(seg.end_us for seg in segments) if segments else None
+    last_us = max((seg.end_us for seg in kept), default=None)
     totals = [sum(v[k] for v in vol) for k in range(7)]
     sizes_all = screen_sizes(capture.streams)
     stream_rows = []
@@ -384,7 +443,7 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
         "span_min": _minutes(last_us - first_us) if first_us is not None and last_us is not None else 0.0,
         "dual_monitor_min": _minutes(dual_us),
         "distinct_apps": len(app_minutes),
-        "frames": len(segments),
+        "frames": len(kept),
         "gaps": gaps,
         "gap_min": round(sum(g["minutes"] for g in gaps), 2),
         "presence_only": {
@@ -402,12 +461,19 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
         },
         "streams": stream_rows,
     }
+    if presence_src:  # said only where a source reported presence or measured its own spans
+        coverage["presence"] = {"sources": sorted(set(presence_src.values())),
+                                "away_min": _minutes(int(away_a.sum())), "away_frames": away_frames}
+        for entry in stream_rows:
+            entry["presence"] = presence_src.get(entry["stream"], "none")
+    if n and not capture.inputs and set(capture.recorders) and set(capture.recorders) <= NO_INPUT_RECORDERS:
+        coverage["input_recorded"] = False  # k0 c0 here means "not recorded", never idleness
 
     apps_out = []
     # most time on the one timeline first (what "which app dominated" asks), then per monitor
     for app in sorted(app_minutes, key=lambda a: (-app_tl[a], -app_minutes[a], a)):
         wins = app_windows.get(app, {})
-        apps_out.append({
+        item: dict[str, Any] = {
             "app": app,
             "minutes": _minutes(app_minutes[app]),
             "timeline_minutes": _minutes(app_tl[app]),
@@ -416,7 +482,10 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             "longest_frame_min": _minutes(app_longest.get(app, 0)),
             "top_windows": [{"title": w, "minutes": _minutes(wins[w])}
                             for w in sorted(wins, key=lambda t: (-wins[t], t))[:TOP_WINDOWS]],
-        })
+        }
+        if app_away.get(app):
+            item["away_minutes"] = _minutes(app_away[app])
+        apps_out.append(item)
     domains_out = [{"domain": d, "minutes": _minutes(domain_us[d]), "timeline_minutes": _minutes(domain_tl[d]),
                     "visits": domain_visits[d]}
                    for d in sorted(domain_us, key=lambda d: (-domain_tl[d], -domain_us[d], d))]
@@ -587,6 +656,76 @@ def _union_and_overlap(arrays: dict[str | None, tuple[np.ndarray, np.ndarray | N
     return union, overlap
 
 
+def _presence(capture: DayCapture, streams: list[str]) -> tuple[dict[str, str], dict[str, np.ndarray]]:
+    """Per stream: its presence source, and the merged not-afk intervals of the streams an afk
+    bucket governs (an (k, 2) array of [start, end)).
+
+    "afk": the source's afk watcher; only not-afk time is active (ActivityWatch's own active
+    time: window events intersected with not-afk). "unlocks": aw-android's unlock instants,
+    which start presence but do not bound it. "none": a stream whose source measured its own
+    spans but reported no presence. Streams of instant capture are not listed (heartbeats)."""
+    known = set(streams)
+    src: dict[str, str] = {}
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for p in capture.presence:
+        for stream in ([p.stream] if p.stream is not None else streams):
+            if stream not in known:
+                continue
+            if p.status in ("afk", "not-afk"):
+                src[stream] = "afk"
+                iv = spans.setdefault(stream, [])
+                if p.status == "not-afk" and p.end_us > p.ts_us:
+                    iv.append((p.ts_us, p.end_us))
+            elif p.status == "unlock" and stream not in src:
+                src[stream] = "unlocks"
+    for s in capture.snapshots:
+        if s.end_us is not None and s.stream not in src:
+            src[s.stream] = "none"
+    merged: dict[str, np.ndarray] = {}
+    for stream, iv in spans.items():
+        out: list[list[int]] = []
+        for a, b in sorted(iv):
+            if out and a <= out[-1][1]:
+                out[-1][1] = max(out[-1][1], b)
+            else:
+                out.append([a, b])
+        merged[stream] = np.asarray(out, dtype=np.int64).reshape(-1, 2)
+    return src, merged
+
+
+def _timeline_spans(tl_a: np.ndarray, all_ts: Any, ends_np: np.ndarray, stream_of: list[str],
+                    not_afk: dict[str, np.ndarray]) -> None:
+    """Overwrite the timeline credit of rows with a measured end (see sessionize.timeline_pieces)."""
+    measured = np.flatnonzero(ends_np != NO_END)
+    ts_all = np.asarray(all_ts, dtype=np.int64)
+    pieces = timeline_pieces(ts_all[measured].tolist(), ends_np[measured].tolist())
+    for row, parts in zip(measured.tolist(), pieces, strict=True):
+        total = sum(b - a for a, b in parts)
+        iv = not_afk.get(stream_of[row])
+        if iv is not None and parts:
+            starts = np.asarray([a for a, _ in parts], dtype=np.int64)
+            lengths = np.asarray([b - a for a, b in parts], dtype=np.int64)
+            total -= int(_outside(starts, lengths, iv).sum())
+        tl_a[row] = total
+
+
+def _outside(ts: np.ndarray, credit: np.ndarray, iv: np.ndarray) -> np.ndarray:
+    """Per row: the part of its credited interval [ts, ts + credit) outside the intervals."""
+    if iv.shape[0] == 0:
+        return credit.copy()
+    starts, ends = iv[:, 0], iv[:, 1]
+    lengths = ends - starts
+    before = np.concatenate(([0], np.cumsum(lengths)))  # covered time before interval k
+
+    def covered(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(starts, t, side="right") - 1
+        kk = np.maximum(k, 0)
+        inside = np.clip(t - starts[kk], 0, lengths[kk])
+        return np.where(k >= 0, before[kk] + inside, 0)
+
+    return credit - (covered(ts + credit) - covered(ts))
+
+
 def _blind_spots(capture: DayCapture, coverage: dict[str, Any], sizes: dict[str, tuple[int, int]],
                  streams: list[str], clicks: dict[str, int],
                  options: CompileOptions) -> list[dict[str, Any]]:
@@ -602,6 +741,15 @@ def _blind_spots(capture: DayCapture, coverage: dict[str, Any], sizes: dict[str,
         {"kind": "intent_not_observed",
          "note": "The measured tier records apps, pages and input volume, never intent or tasks."},
     ]
+    if coverage.get("input_recorded") is False:
+        spots.append({"kind": "input_not_recorded",
+                      "note": "Input not recorded by this source (ActivityWatch records windows, not keys or "
+                              "clicks): input counts of 0 are missing data, never idleness."})
+    if "presence" in coverage:
+        spots.append({"kind": "away_not_active",
+                      "note": "Window time inside the afk watcher's afk intervals (or outside its not-afk ones) "
+                              "is away, not active: it is in no app's minutes and no frame's active time.",
+                      "minutes": coverage["presence"]["away_min"]})
     if len(streams) > 1:
         spots.append({"kind": "multi_monitor_double_credit",
                       "note": "Each monitor stream earns its own dwell: minutes shown on two monitors "

@@ -106,6 +106,10 @@ def _step_plan(i: int, s: Step, slots: dict[str, str]) -> dict[str, Any]:
         step["role"] = role
     if s.op in ("type", "paste"):
         step["slot"] = _slot_name(s.target, slots, i)
+    if s.op in ("copy", "cut") and s.target is not None:
+        # Where the value comes from is a parameter of the plan ("copy column A" of which row):
+        # replay is told the source, the capture's own cell or record is never stored.
+        step["source"] = "from_" + (_SLUG.sub("_", s.target.lower()).strip("_")[:40] or f"step_{i}")
     guard: dict[str, Any] = {}
     if s.app:
         guard["app"] = s.app
@@ -132,9 +136,22 @@ def compile_plan(routine: Routine, name: str | None = None) -> dict[str, Any]:
     steps = [_step_plan(i + 1, s, slots) for i, s in enumerate(routine.steps)]
     start_template = next((s.url_template for s in routine.steps if s.url_template), None)
     slot_list: list[dict[str, Any]] = []
+    sources: list[dict[str, Any]] = []
+    last_source: str | None = None
     for st in steps:
+        if "source" in st:
+            last_source = st["source"]
+            if last_source not in {x["name"] for x in sources}:
+                sources.append({"name": last_source, "target": st.get("target"), "role": st.get("role"),
+                                "first_step": st["i"], "fills": []})
         if "slot" in st and st["slot"] not in {x["name"] for x in slot_list}:
             slot_list.append({"name": st["slot"], "field": st.get("target"), "first_step": st["i"]})
+        if st.get("source_op") == "paste" and last_source is not None:
+            # The value pasted here is the one copied from that source.
+            st["from"] = last_source
+            src = next(x for x in sources if x["name"] == last_source)
+            if st["slot"] not in src["fills"]:
+                src["fills"].append(st["slot"])
     return {
         "plan_version": PLAN_VERSION,
         "routine": routine.id,
@@ -143,27 +160,36 @@ def compile_plan(routine: Routine, name: str | None = None) -> dict[str, Any]:
         "occurrences": routine.count,
         "start_url_template": start_template,
         "slots": slot_list,
+        "sources": sources,
         "steps": steps,
     }
 
 
 def describe(routine: Routine) -> str:
-    """A short human name: the named targets in order, at most four."""
+    """A short human name: the named targets in order, at most four ("copy column A -> paste
+    Name" for clipboard steps)."""
     seen: list[str] = []
+    # A routine that moves values by the clipboard is named by what it moves, from where to where.
+    clip = any(s.op in ("copy", "cut") and s.named for s in routine.steps)
     for s in routine.steps:
-        if s.named and s.target and s.target not in seen:
-            seen.append(s.target)
+        if clip and s.op not in ("copy", "cut", "paste"):
+            continue
+        label = f"{s.op} {s.target}" if clip else s.target
+        if s.named and label and label not in seen:
+            seen.append(label)
     head = " -> ".join(seen[:4])
     return head + (" ..." if len(seen) > 4 else "")
 
 
 def minimal_script(plan: dict[str, Any]) -> str:
-    """The plan without guards: one line per step, slots as {name}."""
+    """The plan without guards: one line per step, slots as {name}, copy sources as <name>."""
     lines = []
     for st in plan["steps"]:
         parts = [st["source_op"]]
         if st.get("target"):
             parts.append(str(st["target"]))
+        if st.get("source"):
+            parts.append("<" + st["source"] + ">")
         if st.get("slot"):
             parts.append("{" + st["slot"] + "}")
         lines.append(" ".join(parts))

@@ -22,6 +22,7 @@ each result has ``to_dict()``.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ import numpy as np
 from af_pipeline.actions import Action
 
 MIN_K = 3
-MAX_K = 60
+MAX_K: int | None = None  # no fixed cap: a routine is as long as the work that repeats
 MIN_COUNT = 3
 MIN_TARGETS = 2
 PAPER_TRAIN_FRACTION = 40 / 51  # paper 7.4: fit on the first 40 of 51 active days
@@ -212,11 +213,14 @@ def _reach_mask(end: np.ndarray, n: int) -> np.ndarray:
 def frequent_levels(
     corpus: Corpus,
     min_k: int = MIN_K,
-    max_k: int = MAX_K,
+    max_k: int | None = MAX_K,
     min_count: int = MIN_COUNT,
     min_targets: int = MIN_TARGETS,
 ) -> tuple[list[Level], int, np.ndarray, np.ndarray]:
-    """Grams with min_k <= k <= max_k and >= min_count non-overlapping occurrences.
+    """Grams with min_k <= k (<= max_k, when given) and >= min_count non-overlapping occurrences.
+
+    Without max_k the levels go on while any gram still occurs min_count times: the longest
+    routine is as long as the longest work that repeats.
 
     Returns the levels of grams naming >= min_targets distinct targets (the routine candidates),
     the number of recurring grams of any kind, and two step masks: inside any recurring gram
@@ -233,7 +237,9 @@ def frequent_levels(
     keys = seq[pos]
     order = np.argsort(keys, kind="stable")
     pos, keys = pos[order], keys[order]
-    for k in range(1, max_k + 1):
+    k = 0
+    while max_k is None or k < max_k:
+        k += 1
         if k > 1:
             # Extend every surviving occurrence by the symbol that follows it; a separator or
             # the end of the stream ends the gram.
@@ -288,28 +294,112 @@ def frequent_levels(
 
 
 def maximal(levels: Sequence[Level], n: int) -> list[Candidate]:
-    """Drop a gram only when every occurrence lies inside an occurrence of a longer kept one.
+    """Keep a gram unless more than half the steps of each of its occurrences already lie inside
+    occurrences of grams kept before it (longer, or as long and ranked higher), or it is a
+    shorter routine chained to itself (see :func:`_repeats_a_unit`).
 
-    Longest first; after each length is decided, the kept intervals are folded into an array
-    "furthest end of a kept interval starting at or before i", so containment of [p, p+k) is one
-    comparison. Same-length grams cannot contain each other, so a level is decided as a whole.
+    This drops what lies inside a longer routine, and the family of one sequence shifted by a
+    step or two (in a log of back-to-back cases, "b c d .. a" beside "a b c d .."), while a gram
+    with an occurrence of its own elsewhere stays, with all its occurrences.
+
+    Longest first. Kept occurrences are folded into a step mask and its prefix sum, so the
+    covered share of [p, p+k) is one subtraction. Inside a level (equal lengths, ranked by count,
+    then first position) only groups whose every occurrence could be covered by the level's
+    other occurrences are decided one by one; with equal lengths the nearest start on each side
+    bounds that cover exactly.
     """
     start_end = np.zeros(n + 1, dtype=np.int64)
-    reach = np.zeros(n + 1, dtype=np.int64)
+    covered = np.zeros(n + 1, dtype=np.int64)  # prefix sum of the kept-step mask
+    mask = np.zeros(n, dtype=bool)
     kept: list[Candidate] = []
     for level in sorted(levels, key=lambda lv: -lv.k):
         k = level.k
-        inside = reach[level.positions] >= level.positions + k
-        all_inside = np.logical_and.reduceat(inside, level.starts)
-        keep = ~all_inside
+        pos = level.positions
+        base = covered[pos + k] - covered[pos]
+        keep = ~np.logical_and.reduceat(2 * base > k, level.starts)
+        if k > MIN_K:
+            keep &= ~_repeats_a_unit(level)
         if not keep.any():
             continue
         chosen = level.subset(keep)
+        chosen = chosen.subset(_decide_level(chosen, mask, covered))
+        if not len(chosen):
+            continue
         _cover(start_end, chosen.positions, k)
-        reach = np.maximum.accumulate(start_end)
+        mask = _reach_mask(start_end, n)
+        covered = np.r_[0, np.cumsum(mask)].astype(np.int64)
         for g in range(len(chosen)):
             kept.append(Candidate(k=k, positions=chosen.group(g).copy(), count=int(chosen.counts[g])))
     return kept
+
+
+def _repeats_a_unit(level: Level) -> np.ndarray:
+    """Per group: whether two of its occurrences overlap, the second starting MIN_K or more steps
+    after the first. Such a gram has period d: it is a unit of d steps done again straight after
+    (back-to-back cases make "case, case" and "case, start of the next" recur). The unit is the
+    routine and counts every repetition, so the chained gram is not reported."""
+    pos = level.positions
+    chain = np.zeros(len(pos), dtype=bool)
+    if len(pos) > 1:
+        d = np.diff(pos)
+        chain[1:] = (d >= MIN_K) & (d < level.k)
+        chain[level.starts] = False  # the first of a group has no predecessor in it
+    return np.logical_or.reduceat(chain, level.starts)
+
+
+def _decide_level(level: Level, mask: np.ndarray, covered: np.ndarray) -> np.ndarray:
+    """Which groups of one level (all of length k) to keep, given the steps kept so far."""
+    k = level.k
+    pos = level.positions
+    g_of = np.repeat(np.arange(len(level), dtype=np.int64), level.sizes)
+    order = np.argsort(pos, kind="stable")
+    spos, sgid = pos[order], g_of[order]
+    # The most the level's other occurrences could add to each one: equal lengths, so the
+    # nearest start on the left covers [p, q + k) and the nearest on the right [q, p + k).
+    left = np.zeros(len(spos), dtype=np.int64)
+    right = np.zeros(len(spos), dtype=np.int64)
+    if len(spos) > 1:
+        gap = np.diff(spos)
+        left[1:] = np.maximum(k - gap, 0)
+        right[:-1] = np.maximum(k - gap, 0)
+    bound = np.empty(len(spos), dtype=np.int64)
+    bound[order] = np.minimum(covered[spos + k] - covered[spos] + left + right, k)
+    contested = np.logical_and.reduceat(2 * bound > k, level.starts)
+    keep = np.ones(len(level), dtype=bool)
+    if not contested.any():
+        return keep
+    first = pos[level.starts]
+    rank = np.empty(len(level), dtype=np.int64)
+    rank[np.lexsort((first, -level.counts))] = np.arange(len(level))
+    plist, glist = spos.tolist(), sgid.tolist()
+    for g in sorted(np.flatnonzero(contested).tolist(), key=lambda x: int(rank[x])):
+        r = int(rank[g])
+
+        def earlier(j: int, g: int = g, r: int = r) -> bool:
+            return glist[j] != g and bool(keep[glist[j]]) and int(rank[glist[j]]) < r
+
+        drop = True
+        for p in level.group(g).tolist():
+            i = bisect_left(plist, p)
+            step = mask[p : p + k].copy()
+            j = i - 1
+            while j >= 0 and plist[j] > p - k:
+                if earlier(j):
+                    step[: plist[j] + k - p] = True
+                    break
+                j -= 1
+            j = i
+            while j < len(plist) and plist[j] < p + k:
+                if plist[j] > p and earlier(j):
+                    step[plist[j] - p :] = True
+                    break
+                j += 1
+            if 2 * int(step.sum()) <= k:
+                drop = False
+                break
+        if drop:
+            keep[g] = False
+    return keep
 
 
 @dataclass(frozen=True)
@@ -512,7 +602,7 @@ class MiningResult:
     n_frequent: int  # grams recurring >= 3 times, any targets
     raw_mask: np.ndarray  # per position: inside any recurring gram
     specific_mask: np.ndarray  # per position: inside a routine (>= 2 named targets)
-    params: dict[str, int] = field(default_factory=dict)
+    params: dict[str, int | None] = field(default_factory=dict)
 
     def signatures(self) -> list[tuple[str, ...]]:
         """Every qualifying routine signature (the fitted table the holdout matches)."""
@@ -545,7 +635,7 @@ class MiningResult:
 def mine(
     corpus: Corpus,
     min_k: int = MIN_K,
-    max_k: int = MAX_K,
+    max_k: int | None = MAX_K,
     min_count: int = MIN_COUNT,
     min_targets: int = MIN_TARGETS,
 ) -> MiningResult:
@@ -577,7 +667,7 @@ def mine(
     )
 
 
-def mine_days(days: Sequence[Sequence[Action]], **params: int) -> MiningResult:
+def mine_days(days: Sequence[Sequence[Action]], **params: Any) -> MiningResult:
     """Mine the actions of several days (one list per day, in day order)."""
     return mine(encode(days), **params)
 

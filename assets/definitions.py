@@ -14,7 +14,7 @@ from assets.partitions import daily_partitions, home_zone
 from assets.resources import resources_for
 from assets.schedules import build_nightly
 from assets.sensors import build_sealed_sensor
-from capture.home import Home, resolve_home
+from capture.home import Home, private_files, resolve_home
 from checks import invariants, quality
 
 BUILD_JOB = "build"
@@ -23,6 +23,9 @@ ROUTINES_JOB = "routines"
 
 
 def build_definitions(home: Home | None = None) -> dg.Definitions:
+    # The webserver, daemon and run workers load the code here, not through `af`: their files in
+    # the data folder (warehouse, run history, published/) must be as private as the CLI's.
+    private_files()
     home = home or resolve_home(None)
     partitions = daily_partitions(home)
     day_assets = derive.build_assets(partitions)

@@ -6,8 +6,14 @@ schedules and sensors live next to the data they describe and nothing phones hom
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from capture.home import Home
 
@@ -41,7 +47,10 @@ def prepare(home: Home) -> Path:
 
 def use_home(home: Home) -> Path:
     """Point this process's Dagster at the data folder (DAGSTER_HOME, AF_HOME) and return DAGSTER_HOME."""
-    folder = prepare(home)
+    prepare(home)
+    # Dagster opens its SQLite files through unquoted sqlite:/// URLs: reach the folder by a path
+    # without ?, % or # (capture.home.url_safe).
+    folder = home.safe_root / home.dagster_home.name
     os.environ["DAGSTER_HOME"] = str(folder)
     os.environ["AF_HOME"] = str(home.root)
     os.environ["DAGSTER_TELEMETRY_DISABLED"] = "1"
@@ -54,3 +63,175 @@ def instance(home: Home):  # -> dg.DagsterInstance (imported lazily: Dagster is 
 
     use_home(home)
     return dg.DagsterInstance.get()
+
+
+# --- One run at a time, and runs whose process is gone never keep the warehouse ------------------
+#
+# Dagster's pool slots live in the instance's SQLite and are freed only when the run that claimed
+# them records its end. A run killed by SIGKILL, the OOM killer or a power cut never does, so its
+# slot stayed claimed and every later run waited on it forever (inside Dagster, where Ctrl-C and
+# SIGTERM only set a flag nobody read). Two parts fix that:
+# - a file lock the kernel releases when the holder dies, taken by every run before its steps
+#   (the CLI takes it first so its wait is ours: it says who holds it and Ctrl-C stops it);
+# - under it, runs left unfinished by a process that is gone are marked failed and their slots
+#   freed, so the pool only ever serializes live runs.
+
+LOCK_FILE = "warehouse.lock"
+LOCK_POLL_S = 0.2
+_held: dict[str, list[Any]] = {}  # lock path -> [open file, depth]: re-entrant within one process
+
+
+def _holder(path: Path) -> str:
+    try:
+        info = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        return "another process"
+    if not isinstance(info, dict) or "pid" not in info:
+        return "another process"
+    return f"pid {info.get('pid')} ({info.get('what', 'a run')}, since {info.get('since', '?')})"
+
+
+@contextmanager
+def warehouse_lock(
+    home: Home,
+    what: str,
+    say: Callable[[str], None] = lambda _m: None,
+    interrupted: Callable[[], bool] = lambda: False,
+) -> Iterator[None]:
+    """Hold ``<home>/warehouse.lock`` for the block; wait for it (saying why at once) if held.
+
+    The wait polls a non-blocking flock, so a signal always gets through; ``interrupted`` lets a
+    caller inside Dagster (which turns SIGINT/SIGTERM into a flag) stop waiting too."""
+    path = home.root / LOCK_FILE
+    key = str(path)
+    if key in _held:
+        _held[key][1] += 1
+        try:
+            yield
+        finally:
+            _held[key][1] -= 1
+        return
+    home.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    f = os.fdopen(fd, "r+", encoding="utf-8")
+    try:
+        told = False
+        while True:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if interrupted():
+                    raise KeyboardInterrupt from None
+                if not told:
+                    say(f"waiting for the warehouse of {home.root}: in use by {_holder(path)}; "
+                        "this run starts when that one ends (Ctrl-C to give up)")
+                    told = True
+                time.sleep(LOCK_POLL_S)
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+        f.seek(0)
+        f.truncate()
+        f.write(json.dumps({"pid": os.getpid(), "what": what, "since": since}) + "\n")
+        f.flush()
+        _held[key] = [f, 1]
+        try:
+            yield
+        finally:
+            del _held[key]
+            f.seek(0)
+            f.truncate()  # the holder is gone; the lock itself is released by close
+    finally:
+        f.close()
+
+
+def _process_started_unix(pid: int) -> float | None:
+    """When process ``pid`` started (Linux /proc), or None if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+        boot = next(line for line in Path("/proc/stat").read_text(encoding="ascii").splitlines()
+                    if line.startswith("btime "))
+    except (OSError, StopIteration):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return 0.0  # alive, start unknown
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":  # a zombie has finished; its parent just has not reaped it yet
+        return None
+    return int(boot.split()[1]) + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def run_process_alive(pid: int, run_started_unix: float | None) -> bool:
+    """Whether ``pid`` is still the process that ran a run started at ``run_started_unix``.
+
+    A pid can be reused (after a reboot, surely): a process that started after the run did is
+    not the run's."""
+    started = _process_started_unix(pid)
+    if started is None:
+        return False
+    return run_started_unix is None or started <= run_started_unix + 2.0
+
+
+def _run_pids(inst: Any, run_id: str) -> list[int]:
+    import dagster as dg
+
+    pids = []
+    for rec in inst.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+        data = rec.dagster_event.engine_event_data if rec.dagster_event else None
+        meta = getattr(data, "metadata", None) or {}
+        if "pid" in meta:
+            try:
+                pids.append(int(meta["pid"].value))
+            except (TypeError, ValueError):
+                pass
+    return pids
+
+
+def reap_dead_runs(inst: Any) -> list[str]:
+    """Fail the runs whose process is gone and free every slot such runs (or finished ones) hold.
+
+    Returns one sentence per run it settled. Runs whose process is alive, and runs that have
+    not said which process runs them yet, are left alone."""
+    import dagster as dg
+
+    unfinished = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+    said = []
+    for rec in inst.get_run_records(dg.RunsFilter(statuses=unfinished)):
+        run = rec.dagster_run
+        pids = _run_pids(inst, run.run_id)
+        started = rec.start_time or rec.create_timestamp.timestamp()
+        if not pids or any(run_process_alive(p, started) for p in pids):
+            continue
+        inst.report_run_failed(
+            run, message=f"the process of this run (pid {', '.join(map(str, pids))}) is gone (killed?); "
+                         "failed by af so its warehouse slot is freed"
+        )
+        inst.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        said.append(f"run {run.run_id[:8]} ({run.job_name}) was left unfinished by pid "
+                    f"{', '.join(map(str, pids))}, which is gone: marked failed, its warehouse slot freed")
+    storage = inst.event_log_storage
+    if getattr(storage, "supports_global_concurrency_limits", False):
+        for pool in sorted(storage.get_concurrency_keys()):
+            info = storage.get_concurrency_info(pool)
+            holders = {s.run_id for s in info.claimed_slots} | {s.run_id for s in info.pending_steps}
+            for run_id in sorted(holders):
+                run = inst.get_run_by_id(run_id)
+                if run is None or run.is_finished:
+                    storage.free_concurrency_slots_for_run(run_id)
+                    said.append(f"freed the {pool} slot of finished run {run_id[:8]}")
+    return said
+
+
+@contextmanager
+def exclusive_run(
+    home: Home, inst: Any, what: str, say: Callable[[str], None] = lambda _m: None,
+    interrupted: Callable[[], bool] = lambda: False,
+) -> Iterator[None]:
+    """Hold the warehouse lock and settle dead runs first: what every run does before its steps."""
+    with warehouse_lock(home, what, say, interrupted):
+        for line in reap_dead_runs(inst):
+            say(line)
+        yield

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from capture.errors import UserError
 from capture.home import Home
 from capture.log import EventLog
 
@@ -17,6 +21,28 @@ class DataFolder(dg.ConfigurableResource):
     root: str
     include_typed_text: bool = False  # the build-time half of the typed-text opt-in (paper 3.5)
     published_root: str = ""  # default <root>/published; certification rebuilds publish elsewhere
+
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[Any]:
+        # Every run of these definitions (af build, the nightly schedule, the UI) holds the data
+        # folder's warehouse lock for its whole length and first settles runs that died holding a
+        # pool slot (assets/instance.py); `af` takes the lock before the run, so here it re-enters.
+        from dagster._utils.interrupts import check_captured_interrupt
+
+        from assets.instance import exclusive_run
+
+        run = context.run
+        what = f"Dagster run {run.run_id[:8]} ({run.job_name})" if run else "a Dagster run"
+        log = context.log
+        say = (lambda m: log.warning(m)) if log is not None else (lambda _m: None)
+        if context.instance is None:
+            from assets.instance import warehouse_lock
+
+            with warehouse_lock(self.home, what, say, check_captured_interrupt):
+                yield self
+            return
+        with exclusive_run(self.home, context.instance, what, say, check_captured_interrupt):
+            yield self
 
     @property
     def home(self) -> Home:
@@ -36,9 +62,15 @@ class DataFolder(dg.ConfigurableResource):
 
 def warehouse(home: Home, path: Path | None = None) -> DuckDBResource:
     """The one DuckDB file of a data folder (``<home>/warehouse.duckdb`` unless told otherwise)."""
+    target = path or home.warehouse_path
+    if "?" in str(target):
+        # DuckDB (1.x) cuts a database path at "?" when it names the write-ahead log, so every
+        # commit fails; a symlink does not help (DuckDB resolves it). Say so before any run starts.
+        raise UserError(f"the warehouse path {target} contains '?', which DuckDB cannot write to; "
+                        "use a data folder (--home / AF_HOME) whose path has no '?'")
     # A range build writes hundreds of MB through one connection: checkpointing every 16 MB of
     # WAL (the default) costs more than the writes; closing the connection checkpoints anyway.
-    return DuckDBResource(database=str(path or home.warehouse_path), connection_config={"checkpoint_threshold": "1GB"})
+    return DuckDBResource(database=str(target), connection_config={"checkpoint_threshold": "1GB"})
 
 
 def resources_for(

@@ -32,7 +32,7 @@ from capture.log import (
     build_instances,
     column_values,
 )
-from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS, DayCapture
+from capture.model import CLASS_OF, ROW_KINDS, DayCapture
 
 RAW_TABLES: dict[str, str] = {kind: f"raw_{kind}" for kind in ROW_KINDS}
 RAW_DAYS = "raw_days"
@@ -190,20 +190,20 @@ def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dic
         sealed, recorders = False, capture.recorders
     else:
         hashes = log.verified_segments(day)  # CheckFailed if any file differs from its entry
-        single = len(segments) == 1 and segments[0].get("capture_schema") == CAPTURE_SCHEMA_VERSION
+        single = len(segments) == 1
         con.execute("BEGIN TRANSACTION")
         try:
             for kind in ROW_KINDS:
                 table = RAW_TABLES[kind]
                 ensure_table(con, table, COLUMNS[kind])
                 con.execute(f"DELETE FROM {_quote(table)} WHERE day = ?", [day])
-                if single:
+                if single and log.has_current_columns(day, kind):
                     # Sealed files are written in the log's sort order: the file row number is the seq.
                     path = _sql_path(log.segment_files(day, kind)[0])
                     select = (f"SELECT ?, file_row_number, {SELECT_SQL[kind]} "
                               f"FROM read_parquet('{path}', file_row_number = true)")
                 else:
-                    # A day with amendments (or sealed under an older schema): merged in the log's order.
+                    # A day with amendments (or sealed before a column existed): merged in the log's order.
                     select = (f"SELECT ?, row_number() OVER (ORDER BY {SORT_SQL[kind]}) - 1, {SELECT_SQL[kind]} "
                               f"FROM {log.sealed_relation(day, kind)}")
                 (counts[kind],) = con.execute(  # an INSERT answers with the number of rows it wrote

@@ -7,16 +7,59 @@ process has: day boundaries must not move because a shell exported another zone.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
+import stat
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from capture.errors import UserError
 from capture.timeutil import zone
 
 SETTINGS_FILE = "af.json"
 DEFAULT_GRACE_HOURS = 6.0
+MAX_GRACE_HOURS = 168.0  # a week: a longer wait before sealing is a typo, not a setting
+# The log and the warehouse hold window titles, URLs and (opted in) typed text: what `af` writes
+# is readable by its user only (folders 0700, files 0600), whatever the shell's umask.
+PRIVATE_UMASK = 0o077
+
+
+def private_files() -> None:
+    """Make every file and folder this process creates from now on private to its user."""
+    os.umask(PRIVATE_UMASK)
+
+
+# Characters that end the path part of a URL: Dagster's sqlite:/// URLs and DuckDB's database
+# names (which take ?options) cut a path short at them.
+_URL_SPECIAL = "?%#"
+
+
+def url_safe(path: Path) -> Path:
+    """``path``, or a private symlink to it (``<tmp>/af-<uid>/<hash>``) when it holds ``?``, ``%``
+    or ``#``, for libraries that parse a file path as a URL."""
+    text = str(path)
+    if not any(c in text for c in _URL_SPECIAL):
+        return path
+    links = Path(tempfile.gettempdir()) / f"af-{os.getuid()}"
+    links.mkdir(mode=0o700, exist_ok=True)
+    st = links.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise UserError(f"{links} is not a private folder of this user; remove it (af links {path} from there)")
+    link = links / hashlib.sha256(text.encode()).hexdigest()[:16]
+    if not (link.is_symlink() and os.readlink(link) == text):
+        tmp = links / f".{link.name}.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(text)
+        os.replace(tmp, link)
+    return link
+
+
+class SettingsError(UserError, ValueError):
+    """af.json is unreadable or holds a value `af` cannot use (exit 2, never a traceback)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +120,11 @@ class Home:
         return self.root / "log"
 
     @property
+    def safe_root(self) -> Path:
+        """The folder by a path without URL-special characters (see url_safe)."""
+        return url_safe(self.root)
+
+    @property
     def warehouse_path(self) -> Path:
         return self.root / "warehouse.duckdb"
 
@@ -95,8 +143,11 @@ class Home:
     def exists(self) -> bool:
         return self.settings_path.is_file()
 
-    def init(self, tz: str | None = None, grace_hours: float | None = None) -> Settings:
-        """Create the folder if needed; an existing folder keeps its recorded zone."""
+    def init(self, tz: str | None = None, grace_hours: float | None = None, create: bool = True) -> Settings:
+        """Create the folder if needed; an existing folder keeps its recorded zone.
+
+        With ``create=False`` a missing folder is not created: the settings it would get are
+        returned, so a command can check its input before anything lands on disk."""
         if self.exists():
             current = self.settings()
             if tz is not None and tz != current.tz:
@@ -104,16 +155,30 @@ class Home:
                     f"{self.root} already records time zone {current.tz}; "
                     f"it cannot change to {tz} (day partitions would move)"
                 )
+            if create:
+                self._tighten()
             return current
         chosen = tz or machine_zone()
         zone(chosen)
-        settings = Settings(tz=chosen, grace_hours=DEFAULT_GRACE_HOURS if grace_hours is None else grace_hours)
-        self.root.mkdir(parents=True, exist_ok=True)
+        settings = Settings(tz=chosen, grace_hours=_grace(DEFAULT_GRACE_HOURS if grace_hours is None else grace_hours,
+                                                           "grace_hours"))
+        if not create:
+            return settings
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._tighten()
         tmp = self.settings_path.with_suffix(".tmp")
         payload = dict(asdict(settings), created_unix=int(time.time()))
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
         os.replace(tmp, self.settings_path)
         return settings
+
+    def _tighten(self) -> None:
+        # mkdir's mode is masked by the umask, and a folder an older version made may be 0755
+        st = self.root.stat()
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            self.root.chmod(0o700)
 
     def settings(self) -> Settings:
         try:
@@ -123,13 +188,38 @@ class Home:
                 f"{self.root} is not an activity-frames data folder yet "
                 f"(no {SETTINGS_FILE}); import something first or run `af demo`"
             ) from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{self.settings_path} is not valid JSON ({exc})") from None
-        return Settings(
-            tz=str(data["tz"]),
-            grace_hours=float(data.get("grace_hours", DEFAULT_GRACE_HOURS)),
-            settings_version=int(data.get("settings_version", 1)),
-        )
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise SettingsError(f"{self.settings_path} is not valid JSON ({exc}); fix or restore it") from None
+        except OSError as exc:
+            raise SettingsError(f"{self.settings_path} cannot be read ({exc.strerror or exc})") from None
+        where = self.settings_path
+        if not isinstance(data, dict):
+            raise SettingsError(f"{where}: expected a JSON object, found {type(data).__name__}")
+        tz = data.get("tz")
+        if not isinstance(tz, str) or not tz:
+            raise SettingsError(f"{where}: \"tz\" must be an IANA zone name such as \"Europe/Paris\", found {tz!r}")
+        try:
+            zone(tz)
+        except ValueError as exc:
+            raise SettingsError(f"{where}: \"tz\": {exc}") from None
+        version = data.get("settings_version", 1)
+        if isinstance(version, bool) or not isinstance(version, int) or version != 1:
+            raise SettingsError(f"{where}: \"settings_version\" {version!r} is not one this version of af reads (1)")
+        try:
+            grace = _grace(data.get("grace_hours", DEFAULT_GRACE_HOURS), "grace_hours")
+        except ValueError as exc:
+            raise SettingsError(f"{where}: {exc}") from None
+        return Settings(tz=tz, grace_hours=grace, settings_version=version)
+
+
+def _grace(value: object, name: str) -> float:
+    """A grace period in hours: a finite number from 0 to MAX_GRACE_HOURS (NaN compares as neither)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"\"{name}\" must be a number of hours, found {value!r}")
+    hours = float(value)
+    if not math.isfinite(hours) or not 0 <= hours <= MAX_GRACE_HOURS:
+        raise ValueError(f"\"{name}\" must be between 0 and {MAX_GRACE_HOURS:g} hours, found {value!r}")
+    return hours
 
 
 def resolve_home(explicit: str | None) -> Home:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import dataclasses
 import fcntl
 import functools
 import gc
@@ -46,6 +47,7 @@ import duckdb
 from capture.errors import CheckFailed, UserError
 from capture.home import Home
 from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS, CaptureBatch, DayCapture
+from capture.redact import excerpt_text, redact_row
 from capture.timeutil import day_bounds, iso_utc, local_day, parse_day, zone
 
 MANIFEST = "manifest.jsonl"
@@ -57,6 +59,9 @@ SOURCES_SEALED = "sources.json"
 # sealed as an amendment: a further segment of that day in sealed/<day>+<k>/, chained in the
 # manifest after the earlier ones, which stay untouched.
 AMEND_SEP = "+"
+# The ref of the part of a measured span (an ActivityWatch event) that grew after it was logged:
+# "<event ref>~<k>" (see EventLog.continue_grown_spans).
+CONTINUATION = "~"
 RAW_EXCERPT = 300  # characters of a refused row kept in the quarantine for a human to read
 HOUR_US = 3_600 * 1_000_000
 # Plausible capture times (1990 .. 2100); anything else is a broken clock and cannot be given a day.
@@ -294,12 +299,12 @@ def amendment_of(entry: dict[str, Any]) -> int:
 
 
 def _excerpt(kind: str, row: Any) -> str:
-    """A bounded, always-encodable text of a row for the quarantine."""
+    """A bounded, always-encodable text of a row for the quarantine (typed text redacted)."""
     try:
         data = {n: getattr(row, n, None) for n in NAMES[kind]}
     except Exception:  # a foreign object: show what it is
-        return repr(row)[:RAW_EXCERPT]
-    return json.dumps(data, ensure_ascii=True, default=repr)[:RAW_EXCERPT]
+        return excerpt_text(row)[:RAW_EXCERPT]
+    return json.dumps(redact_row(data), ensure_ascii=True, default=repr)[:RAW_EXCERPT]
 
 
 def _row_problem(kind: str, row: Any) -> str | None:
@@ -518,7 +523,7 @@ class _Refusals:
             "source_id": self.source_id,
             "row": row,
             "reason": reason,
-            "raw": raw[:RAW_EXCERPT] if isinstance(raw, str) else (None if raw is None else repr(raw)[:RAW_EXCERPT]),
+            "raw": None if raw is None else excerpt_text(raw)[:RAW_EXCERPT],  # redacted whoever built it
         }
         if day is not None:
             record["day"] = day
@@ -590,6 +595,7 @@ class EventLog:
         self._index_days: set[str] = set()
         # "<source id>:" prefixes that every ref of a sealed day starts with (None: unknown, always look).
         self._prefix_cache: dict[str, tuple[str, ...] | None] = {}
+        self._columns_cache: dict[tuple[str, ...], frozenset[str]] = {}
 
     @contextmanager
     def _db(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -804,14 +810,19 @@ class EventLog:
                 continue
             if obj.keys() != known_set:
                 extra = sorted(set(obj) - known_set)
-                missing = sorted(known_set - set(obj))
+                # A field added to the schema later is absent from an older writer's lines: its default.
+                missing = sorted(n for n in known_set - set(obj) if n in REQUIRED[kind])
                 why = []
                 if extra:
                     why.append(f"has fields capture schema v{CAPTURE_SCHEMA_VERSION} does not know "
                                f"({', '.join(extra[:5])}: written by a newer version?)")
                 if missing:
                     why.append(f"lacks the fields {', '.join(missing[:5])}")
-                problems.append((lineno, "; ".join(why), line.decode("utf-8", "replace")))
+                if why:
+                    problems.append((lineno, "; ".join(why), line.decode("utf-8", "replace")))
+                    continue
+                rows.append(cls(**obj))
+                linenos.append(lineno)
                 continue
             rows.append(cls(**{n: obj[n] for n in known}))
             linenos.append(lineno)
@@ -870,6 +881,50 @@ class EventLog:
                 if maybe:
                     found |= self._scan_refs(maybe, sealed_days, [])
         return found
+
+    def continue_grown_spans(self, batch: CaptureBatch) -> tuple[int, dict[str, int]]:
+        """Turn rows of measured spans that grew since they were logged into continuation rows.
+
+        A source that measures spans (ActivityWatch) extends its newest event in place: read
+        again later, the same event (same ref) ends later. The log never rewrites a row, so such
+        a row becomes a continuation (ref ``<ref>~<k>``) that starts where the logged part of the
+        event ended; each instant is then credited once. A row the log already covers as far as
+        it goes (an older, shorter version) is dropped. Returns (continued, dropped per kind)."""
+        kinds = [k for k in ("snapshots", "presence")
+                 if any(getattr(r, "end_us", None) is not None for r in batch.rows(k))]
+        dropped: dict[str, int] = {}
+        if not kinds:
+            return 0, dropped
+        days = sorted({local_day(r.ts_us, self._zone) for k in kinds for r in batch.rows(k)})
+        own_end: dict[str, int] = {}  # logged ref -> its own end
+        covered: dict[str, tuple[int, int]] = {}  # event ref -> (end of its last logged piece, pieces)
+        for day in days:
+            cap = self.read_day(day, lazy_elements=True)
+            for k in kinds:
+                for row in getattr(cap, k):
+                    end = getattr(row, "end_us", None)
+                    if end is None:
+                        continue
+                    base = row.ref.split(CONTINUATION, 1)[0]
+                    if base == row.ref:
+                        own_end[base] = end
+                    have = covered.get(base)
+                    covered[base] = (max(end, have[0]) if have else end, (have[1] if have else 0) + 1)
+        continued = 0
+        for k in kinds:
+            out = []
+            for row in batch.rows(k):
+                end = getattr(row, "end_us", None)
+                have = covered.get(row.ref)
+                if have is None or end is None or end == own_end.get(row.ref):
+                    out.append(row)  # new, or the same row again (the append skips it)
+                elif end > have[0]:
+                    out.append(dataclasses.replace(row, ref=f"{row.ref}{CONTINUATION}{have[1]}", ts_us=have[0]))
+                    continued += 1
+                else:
+                    dropped[k] = dropped.get(k, 0) + 1  # the log holds this event as far as this version goes
+            setattr(batch, k, out)
+        return continued, dropped
 
     def _conflicts(self, day: str, kind: str, rows: list[Any], sealed: bool) -> list[tuple[Any, str]]:
         """Rows whose ref the day already holds but whose content differs, with the reason.
@@ -1511,15 +1566,31 @@ class EventLog:
     def sealed_relation(self, day: str, kind: str) -> str:
         """SQL for the rows of one kind of a sealed day, every segment, with the current columns
         (a column that an older capture schema lacked reads as NULL). Not sorted."""
-        segments = self._segments(day)
-        files = [self.sealed_dir / name / f"{kind}.parquet" for name, _ in segments]
+        files = [self.sealed_dir / name / f"{kind}.parquet" for name, _ in self._segments(day)]
         rel = f"read_parquet({_sql_list(files)}, union_by_name = true)"
-        if all(e.get("capture_schema") == CAPTURE_SCHEMA_VERSION for _, e in segments):
+        if self.has_current_columns(day, kind):
             return f"(SELECT {SELECT_SQL[kind]} FROM {rel})"
-        with self._db() as con:
-            present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
+        present = self._present_columns(files)
         cols = ", ".join(f'"{n}"' if n in present else f'CAST(NULL AS {t}) AS "{n}"' for n, t in COLUMNS[kind].items())
         return f"(SELECT {cols} FROM {rel})"
+
+    def has_current_columns(self, day: str, kind: str) -> bool:
+        """Whether every segment of a sealed day has all of this version's columns for ``kind``
+        (a segment sealed before a column was added to the capture schema has not)."""
+        files = [self.sealed_dir / name / f"{kind}.parquet" for name, _ in self._segments(day)]
+        return all(set(NAMES[kind]) <= self._present_columns([f]) for f in files)
+
+    def _present_columns(self, files: list[Path]) -> frozenset[str]:
+        """Columns of these Parquet files (their union), from the file metadata; sealed files never
+        change, so the answer is kept for the life of this object."""
+        key = tuple(str(f) for f in files)
+        cached = self._columns_cache.get(key)
+        if cached is None:
+            with self._db() as con:
+                rel = f"read_parquet({_sql_list(files)}, union_by_name = true)"
+                cached = frozenset(r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall())
+            self._columns_cache[key] = cached
+        return cached
 
     def _read_sealed(self, day: str, lazy_elements: bool = False) -> DayCapture:
         segments = self._segments(day)

@@ -40,6 +40,10 @@ class Snapshot:
     trigger: str | None = None  # what made the recorder capture (click, app_switch, idle, ...)
     heartbeat: bool = False  # captured because nothing happened for ~30 s
     source_frame_id: str | None = None  # the recorder's own id, what input events point at
+    # The source measured this window as shown from ts_us until end_us (ActivityWatch events):
+    # such a row is credited exactly that span. None for instant-style capture (screenpipe),
+    # which the paper's dwell rule credits. Importers split spans at local midnight.
+    end_us: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +91,14 @@ class Element:
 
 @dataclass(frozen=True, slots=True)
 class Presence:
-    """An afk / not-afk interval reported by the source."""
+    """An afk / not-afk interval, or an unlock instant, reported by the source."""
 
     ref: str
     ts_us: int  # start
     end_us: int
-    status: str  # afk | not-afk
+    status: str  # afk | not-afk | unlock (an instant: ts_us == end_us, presence starts)
+    # the snapshot stream it describes (e.g. "aw:<host>"); None: every stream of the day
+    stream: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

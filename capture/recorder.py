@@ -36,7 +36,7 @@ from capture.errors import CheckFailed, UserError
 from capture.home import Home
 from capture.model import CaptureBatch, InputEvent, Snapshot, StreamInfo
 from capture.timeutil import local_day, zone
-from capture.x11 import Monitor, WindowInfo, monitor_for
+from capture.x11 import UNKNOWN_WINDOW, Monitor, ServerClock, WindowInfo, monitor_for
 
 US = 1_000_000
 HEARTBEAT_US = 30 * US  # a snapshot after this long without input or snapshot (paper 4.1)
@@ -47,6 +47,13 @@ SNAPSHOT_GAP_US = US  # interaction snapshots of one window at most this often
 # Around each excluded stretch, input this close to its edges is dropped too: the window manager
 # reports a focus change a little after keys already go to the new window.
 GUARD_US = 500_000
+# A stretch of unknown focus shorter than this is a window manager's hand-over (openbox sets
+# _NET_ACTIVE_WINDOW to None and then to the new window, a millisecond apart): input in it is
+# dropped, but it is no excluded stretch of its own.
+HANDOVER_US = 50_000
+# Which window had the focus when is kept this long, for input that reaches the recorder after a
+# later focus change (a listener thread starved of CPU); older input is dropped as unknown.
+FOCUS_HISTORY_US = 120 * US
 FLUSH_S = 2.0  # rows go to the log this often (or less often, see FLUSH_COST_FACTOR)
 FLUSH_COST_FACTOR = 4.0  # after an append that took s seconds, wait at least 4 s before the next
 POLL_S = 0.05  # the main loop wakes up this often to read focus and handle input
@@ -89,6 +96,10 @@ DEFAULT_EXCLUDED_TITLES: tuple[str, ...] = (
     r"\bincognito\b",
     r"\binprivate\b",
     r"\bprivate window\b",
+    # Brave: its private new tab page is "New Private Tab" (in Tor windows too), its windows "Private
+    # Window" / "Private Window with Tor" (matched above), a private window's title "... (Private)".
+    r"\bprivate tab\b",
+    r"\(private\)",
 )
 
 
@@ -141,6 +152,8 @@ class Stats:
     excluded_markers: int = 0  # "(excluded)" snapshots
     excluded_stretches: int = 0
     excluded_inputs: int = 0  # input events dropped because an excluded window had them
+    unknown_stretches: int = 0  # stretches whose focused window was never seen (a stalled recorder)
+    unknown_inputs: int = 0  # input events dropped because their window cannot be known
     inputs: dict[str, int] = field(default_factory=dict)
     streams: int = 0
 
@@ -196,6 +209,12 @@ class Recorder:
         self._stream_rows: set[tuple[str, str, int, int]] = set()  # (day, stream, w, h) written
         self._focus: WindowInfo | None = None
         self._focus_excluded = False
+        self._focus_since: int | None = None  # when the current focus began
+        # (start, window, why not recorded: None, "excluded", "unknown" or "handover") of recent
+        # focus stretches, oldest first: input is judged by its own time, even when it is handled
+        # after a later focus change.
+        self._history: list[tuple[int, WindowInfo | None, str | None]] = []
+        self._history_floor: int | None = None  # history before this was forgotten
         self._frame_id: str | None = None
         self._last_snapshot_us: int | None = None  # of the focused window
         # per stream: (window id, title, excluded) of its latest snapshot, and when it was taken
@@ -203,7 +222,6 @@ class Recorder:
         self._last_interaction: tuple[int, int] | None = None  # (window id, time) of the last one
         self._last_input_us: int | None = None
         self._title_pending = False
-        self._excluded_until_us = -1  # input at or before this time may have gone to an excluded window
         self._mods = 0
         self._burst: _Burst | None = None
         self._scroll: _Scroll | None = None
@@ -280,7 +298,7 @@ class Recorder:
         ))
         self.stats.count_input(kind)
 
-    def _drop_recent_input(self, since_us: int) -> None:
+    def _drop_recent_input(self, since_us: int, why: str) -> None:
         """Forget input at or after since_us (it may belong to a window that turned out excluded)."""
         kept = [r for r in self._rows if not (isinstance(r, InputEvent) and r.ts_us >= since_us)]
         dropped = len(self._rows) - len(kept)
@@ -289,10 +307,51 @@ class Recorder:
                 if isinstance(r, InputEvent) and r.ts_us >= since_us:
                     self.stats.inputs[r.kind] -= 1
             self._rows = kept
-            self.stats.excluded_inputs += dropped
+            if why == "unknown":
+                self.stats.unknown_inputs += dropped
+            else:
+                self.stats.excluded_inputs += dropped
 
-    def _excluded_now(self, ts: int) -> bool:
-        return self._focus_excluded or ts <= self._excluded_until_us
+    def _stretch_at(self, ts: int) -> tuple[int, WindowInfo | None, str | None] | None:
+        """The focus stretch that held at ts (None before the first one)."""
+        found = None
+        for stretch in self._history:
+            if stretch[0] > ts:
+                break
+            found = stretch
+        return found
+
+    def _private_at(self, ts: int) -> str | None:
+        """Why input at ts must not be kept: "excluded", "unknown" (its window cannot be known), or None."""
+        if self._history_floor is not None and ts < self._history_floor:
+            return "unknown"
+        stretch = self._stretch_at(ts)
+        if stretch is not None and stretch[2] is not None:
+            return "excluded" if stretch[2] == "excluded" else "unknown"
+        # An excluded (or unknown) stretch that began just after ts: the window manager reports a
+        # focus change a little after keys already go to the new window.
+        for start, _window, why in self._history:
+            if why in ("excluded", "unknown") and ts < start <= ts + GUARD_US:
+                return str(why)
+        return None
+
+    def _pointer_private(self, ts: int, target: WindowInfo | None) -> str | None:
+        """Why a click or scroll over target at ts must not be kept (None: keep it)."""
+        if self.exclusions.excludes(target):
+            return "excluded"
+        why = self._private_at(ts)
+        # While an excluded window has the focus, a click on another (recorded) window is kept: it
+        # is that window's. Not so over no window, or when handled after the stretch ended.
+        late = self._focus_since is not None and ts < self._focus_since
+        if why == "excluded" and target is not None and not late:
+            return None
+        return why
+
+    def _drop(self, why: str) -> None:
+        if why == "unknown":
+            self.stats.unknown_inputs += 1
+        else:
+            self.stats.excluded_inputs += 1
 
     # -- facts ----------------------------------------------------------------------------
 
@@ -311,24 +370,47 @@ class Recorder:
                                              width_px=m.width, height_px=m.height))
                 self.stats.streams += 1
 
+    def _remember(self, ts: int, window: WindowInfo | None, why: str | None) -> None:
+        self._history.append((ts, window, why))
+        cutoff = ts - FOCUS_HISTORY_US
+        keep = 0
+        while keep + 1 < len(self._history) and self._history[keep + 1][0] <= cutoff:
+            keep += 1
+        if keep:
+            del self._history[:keep]
+            self._history_floor = self._history[0][0]
+
+    def handover(self, ts: int, until: int) -> None:
+        """From ts until a focus change at until, the window manager handed the focus over and the
+        window in between was never seen: input in it is dropped, nothing else changes."""
+        if until - ts >= HANDOVER_US:
+            raise ValueError("a handover is shorter than HANDOVER_US; use focus(ts, UNKNOWN_WINDOW)")
+        self._remember(ts, UNKNOWN_WINDOW, "handover")
+
     def focus(self, ts: int, window: WindowInfo | None) -> None:
-        """The focused window as read at ts (None: nothing has focus)."""
+        """The focused window from ts on (None: nothing has focus; UNKNOWN_WINDOW: never seen)."""
         before, was_excluded = self._focus, self._focus_excluded
-        excluded = self.exclusions.excludes(window)
+        unknown = window is UNKNOWN_WINDOW
+        excluded = unknown or self.exclusions.excludes(window)
         same = before is not None and window is not None and before.wid == window.wid
         if same and before == window and excluded == was_excluded:
             return
+        self._focus_since = ts
+        self._remember(ts, window, "unknown" if unknown else "excluded" if excluded else None)
         if excluded and not was_excluded:
             # Whatever was typed just before the window manager told us is not trusted either.
-            self._drop_recent_input(ts - GUARD_US)
+            self._drop_recent_input(ts - GUARD_US, "unknown" if unknown else "excluded")
             if self._burst is not None:
                 if same:  # the title turned private: nothing typed in this window is kept
                     self._burst = None
                 else:
                     self._burst.chars = [(t, c) for t, c in self._burst.chars if t < ts - GUARD_US]
-            self.stats.excluded_stretches += 1
-        if was_excluded and not excluded:
-            self._excluded_until_us = ts
+            if unknown:
+                self.stats.unknown_stretches += 1
+            else:
+                self.stats.excluded_stretches += 1
+        elif unknown and before is not UNKNOWN_WINDOW:
+            self.stats.unknown_stretches += 1
         if not same or excluded != was_excluded:
             self._end_burst(ts, snapshot=False)
             self._end_scroll(ts, snapshot=False)
@@ -353,9 +435,9 @@ class Recorder:
     def click(self, ts: int, x: int, y: int, button: str, target: WindowInfo | None) -> None:
         """A mouse button went down at desktop point (x, y) over target."""
         self._last_input_us = ts
-        if self.exclusions.excludes(target) or (target is None and self._excluded_now(ts)) \
-                or ts <= self._excluded_until_us:
-            self.stats.excluded_inputs += 1
+        why = self._pointer_private(ts, target)
+        if why is not None:
+            self._drop(why)
             return
         self._end_burst(ts)
         self._end_scroll(ts, snapshot=False)
@@ -367,9 +449,9 @@ class Recorder:
     def scroll(self, ts: int, x: int, y: int, dx: int, dy: int, target: WindowInfo | None) -> None:
         """Wheel notches: one scroll row per gesture (same window and direction, short pauses)."""
         self._last_input_us = ts
-        if self.exclusions.excludes(target) or (target is None and self._excluded_now(ts)) \
-                or ts <= self._excluded_until_us:
-            self.stats.excluded_inputs += 1
+        why = self._pointer_private(ts, target)
+        if why is not None:
+            self._drop(why)
             return
         sign = (dy > 0) - (dy < 0) or 2 * ((dx > 0) - (dx < 0))
         cur = self._scroll
@@ -392,10 +474,18 @@ class Recorder:
         if not pressed or name in _LOCK_KEYS:
             return
         self._last_input_us = ts
-        if self._excluded_now(ts):
-            self.stats.excluded_inputs += 1
+        why = self._private_at(ts)
+        if why is not None:
+            self._drop(why)
             return
         window = self._focus
+        late = self._focus_since is not None and ts < self._focus_since
+        if late:
+            # Handled after a later focus change (its listener thread was starved): it belongs to
+            # the window of its own time. Its key row is kept; its character joins no text row,
+            # since that window's typing burst has already been written.
+            stretch = self._stretch_at(ts)
+            window = stretch[1] if stretch is not None else None
         monitor = self._stream_of(window)
         shortcut = bool(self._mods & COMMAND_MODS)
         if shortcut and char is not None and len(char) == 1 and 1 <= ord(char) <= 26:
@@ -415,7 +505,7 @@ class Recorder:
             if op is not None:
                 # The shortcut, not the clipboard: what was copied is never read.
                 self._input(ts, "clipboard", window, monitor, clipboard_op=op)
-        if window is None:
+        if window is None or late:
             return
         burst = self._burst
         if burst is not None and (burst.window.wid != window.wid or ts - burst.first_us >= BURST_MAX_US):
@@ -696,24 +786,30 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
     shots = _Screenshots(home, display, desktop, options.exclusions, worker) if options.screenshots else None
     core = Recorder(host=host_name(), session=session, tz=settings.tz, exclusions=options.exclusions,
                     typed_text=options.typed_text, on_snapshot=shots.take if shots else None)
+    # Each input event is stamped with the X server's time of it (second field): which window it
+    # belongs to is decided by that, however late this process gets to it.
     events: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+    mouse_listener, keyboard_listener = _timed_listeners(mouse, keyboard, display)
 
     def on_click(x: int, y: int, button: Any, pressed: bool, injected: bool = False) -> None:
         if pressed:
-            events.put(("click", _now_us(), int(x), int(y), getattr(button, "name", str(button))))
+            events.put(("click", mouse_listener.event_time, int(x), int(y), getattr(button, "name", str(button))))
 
     def on_scroll(x: int, y: int, dx: int, dy: int, injected: bool = False) -> None:
-        events.put(("scroll", _now_us(), int(x), int(y), int(dx), int(dy)))
+        events.put(("scroll", mouse_listener.event_time, int(x), int(y), int(dx), int(dy)))
 
     def on_key(key: Any, pressed: bool) -> None:
         name = getattr(key, "name", None)  # keyboard.Key members have a name, KeyCode has not
         code = getattr(key, "vk", None) if name is None else getattr(getattr(key, "value", None), "vk", None)
         char = getattr(key, "char", None) if name is None else None
-        events.put(("key", _now_us(), name, char, code, pressed))
+        events.put(("key", keyboard_listener.event_time, name, char, code, pressed))
 
+    clock = ServerClock()
+    first = desktop.poll()
+    clock.observe(first.server_ms, _now_us())
     listeners = [
-        mouse.Listener(on_click=on_click, on_scroll=on_scroll),
-        keyboard.Listener(on_press=lambda k, injected=False: on_key(k, True),
+        mouse_listener(on_click=on_click, on_scroll=on_scroll),
+        keyboard_listener(on_press=lambda k, injected=False: on_key(k, True),
                           on_release=lambda k, injected=False: on_key(k, False)),
     ]
     for lis in listeners:
@@ -727,9 +823,9 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
             raise UserError(f"cannot listen to input on {display}: the X server needs the RECORD extension")
 
     monitors = read_monitors(display)
-    now = _now_us()
+    now = clock.to_us(first.server_ms)
     core.set_monitors(now, monitors)
-    core.focus(now, desktop.active_window())
+    core.focus(now, first.current)
     if os.environ.get("XDG_SESSION_TYPE", "").lower() == "wayland" or os.environ.get("WAYLAND_DISPLAY"):
         say("this is a Wayland session: only X11 (XWayland) windows and their input can be seen; "
             "log in with an X11 session to record everything")
@@ -752,17 +848,15 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
                     batch.append(events.get_nowait())
             except queue.Empty:
                 pass
-            # Focus is read after the events were taken, so a switch into an excluded window
-            # before they happened is seen before they are attributed (see GUARD_US for later).
-            now = _now_us()
-            core.focus(now, desktop.active_window())
-            for ev in batch:
-                if ev[0] == "click":
-                    core.click(ev[1], ev[2], ev[3], ev[4], desktop.window_at(ev[2], ev[3]))
-                elif ev[0] == "scroll":
-                    core.scroll(ev[1], ev[2], ev[3], ev[4], ev[5], desktop.window_at(ev[2], ev[3]))
-                else:
-                    core.key(ev[1], name=ev[2], char=ev[3], code=ev[4], pressed=ev[5])
+            # Focus is polled after the events were taken: every focus change before they
+            # happened is then known, with the server's time of it, and they are fed in the
+            # server's order.
+            polled = desktop.poll()
+            clock.observe(polled.server_ms, _now_us())
+            now = max(clock.to_us(polled.server_ms), now)
+            _feed(core, clock, polled, batch, desktop.window_at)
+            if polled.stable:
+                core.focus(now, polled.current)  # a title change, or no EWMH window manager
             core.tick(now)
             mono = time.monotonic()
             if mono >= next_monitors:
@@ -817,6 +911,62 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
         quarantined=writer.quarantined,
         quarantine_reasons=dict(sorted(writer.reasons.items())),
     )
+
+
+def _feed(core: Recorder, clock: ServerClock, polled: Any, batch: list[tuple[Any, ...]],
+          window_at: Callable[[int, int], WindowInfo | None]) -> None:
+    """Focus changes and input events of one loop turn, to the recorder in the server's time order.
+
+    A focus change sorts before input of the same millisecond (the safe side: such a key counts
+    for the window that was just entered). An unknown stretch shorter than HANDOVER_US before the
+    next change is the window manager's hand-over, no stretch of its own.
+    """
+    items: list[tuple[int, int, int, tuple[Any, ...]]] = []
+    changes = polled.changes
+    for i, (t, window) in enumerate(changes):
+        items.append((clock.to_us(t), 0, i, ("focus", window, clock.to_us(changes[i + 1][0]) if i + 1 < len(changes) else None)))
+    for i, ev in enumerate(batch):
+        items.append((clock.to_us(ev[1]), 1, i, ev))
+    items.sort(key=lambda item: item[:3])
+    for ts, _order, _i, ev in items:
+        if ev[0] == "focus":
+            window, until = ev[1], ev[2]
+            if window is UNKNOWN_WINDOW and until is not None and until - ts < HANDOVER_US:
+                core.handover(ts, until)
+            else:
+                core.focus(ts, window)
+        elif ev[0] == "click":
+            core.click(ts, ev[2], ev[3], ev[4], window_at(ev[2], ev[3]))
+        elif ev[0] == "scroll":
+            core.scroll(ts, ev[2], ev[3], ev[4], ev[5], window_at(ev[2], ev[3]))
+        else:
+            core.key(ts, name=ev[2], char=ev[3], code=ev[4], pressed=ev[5])
+
+
+def _timed_listeners(mouse: Any, keyboard: Any, display: str) -> tuple[Any, Any]:
+    """pynput's X listeners, made to keep the X server's timestamp of the event being handled.
+
+    pynput hands callbacks a key or a position but not the event; its X backend parses each
+    recorded event in ``_handle_message`` and calls back from there, on the same thread, so the
+    time is taken there. Without that hook input could only be timed by the callback's clock,
+    which misplaces keys when the process is starved: refused rather than recorded wrongly.
+    """
+    classes = []
+    for base in (mouse.Listener, keyboard.Listener):
+        if not callable(getattr(base, "_handle_message", None)):
+            raise UserError(f"cannot time input on {display}: this pynput ({base.__module__}) does not "
+                            "expose X events; install pynput 1.7 or 1.8")
+
+        class Timed(base):  # type: ignore[misc, valid-type]
+            event_time = 0  # the X server time (ms) of the event being handled
+
+            def _handle_message(self, display: Any, event: Any, injected: bool) -> None:
+                type(self).event_time = int(event.time)
+                super()._handle_message(display, event, injected)
+
+        Timed.__name__ = f"Timed{base.__name__}"
+        classes.append(Timed)
+    return classes[0], classes[1]
 
 
 def _final_write(writer: _Writer, core: Recorder, say: Callable[[str], None]) -> None:

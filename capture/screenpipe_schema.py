@@ -1,12 +1,14 @@
-"""The screenpipe SQLite layouts we read (we only read them; screenpipe's code is not ours).
+"""Small screenpipe-like layouts for the sample generator and quick tests (not screenpipe's own).
 
-Two eras: databases written before 2026-03 ("legacy") lack capture_trigger,
-accessibility_tree_json, element bounds and frame ids on ui_events, and keep accessibility text
-in an ``accessibility`` table instead of ``elements``. The importer detects columns with
-``PRAGMA table_info``; the sample generator and the tests write these layouts.
+These two DDLs are compact stand-ins: CURRENT_DDL has the columns the importer reads from an
+event-driven database, LEGACY_DDL those of a 2025 video-capture one. They are not the real
+layout: tests that must match real databases build them from screenpipe's shipped migrations
+(tests/screenpipe_eras.py), and the importer detects columns with ``PRAGMA table_info`` and
+decides each row's era itself (capture/importers/screenpipe.py).
 
-``accessibility_tree_json`` holds one node object, children nested:
-``{"role": str, "name": str, "bounds": {"left","top","width","height"} (0..1), "children": [...]}``.
+screenpipe's own ``accessibility_tree_json`` is a flat array of ``{"role", "text", "depth",
+"bounds": {"left","top","width","height"} (0..1)}`` nodes in depth-first order; the importer also
+reads the nested ``{"role", "name", "bounds", "children": [...]}`` form these fixtures use.
 """
 
 from __future__ import annotations

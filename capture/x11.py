@@ -1,9 +1,14 @@
-"""What the recorder asks an X11 desktop: the focused window, the window under the pointer,
-the visible windows and the monitors.
+"""What the recorder asks an X11 desktop: the focused window and when it changed, the window
+under the pointer, the visible windows and the monitors, and the X server's clock.
 
 Window facts come from python-xlib on one connection owned by the recorder's main thread
 (pynput's listeners keep their own connections). Windows can vanish between two requests; every
 query treats a vanished window as "no window" instead of failing.
+
+Time: input events and focus changes carry the X server's own timestamps (milliseconds since
+the server started, wrapping at 2**32), so which window a key belongs to is decided by when the
+server saw it, not by when a (possibly stalled) Python thread got to it. :class:`ServerClock`
+maps those timestamps to the recorder's clock (microseconds since the epoch).
 """
 
 from __future__ import annotations
@@ -26,6 +31,16 @@ DESCRIBE_EVERY_S = 1.0
 _CLIENT_SEARCH_DEPTH = 3
 
 NO_DISPLAY = "no X display: set DISPLAY or pass --display"
+
+SERVER_WRAP = 1 << 32  # X timestamps are CARD32 milliseconds
+# The offset between the server's clock and the wall clock is re-taken when it grows by more than
+# this: a suspend (the server's monotonic clock stops while the wall clock runs on) or the wall
+# clock set forward. Smaller moves are round-trip jitter and drift. A wall clock set back is not
+# followed: times must never run backwards (input is judged by its time against the focus
+# history, and an earlier time would find another window).
+RESYNC_US = 1_000_000
+# A poll re-reads the active window until no focus change happened while it read (bounded).
+_POLL_ATTEMPTS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +89,70 @@ class Monitor:
     def intersects(self, w: WindowInfo) -> bool:
         x, y, width, height = w.outer()
         return x < self.left + self.width and self.left < x + width and y < self.top + self.height and self.top < y + height
+
+
+# The window of a stretch of time whose focused window cannot be known: the active window changed
+# more than once between two reads (the recorder was stalled), so the windows in between were
+# never seen. Input in such a stretch is dropped (capture.recorder).
+UNKNOWN_WINDOW = WindowInfo(-1, "(unknown)", None, None)
+
+
+class ServerClock:
+    """X server timestamps (CARD32 ms, wrapping) to the recorder's clock (integer µs since the epoch).
+
+    Fed pairs (server time, wall time) read together; deterministic given those pairs. The map is
+    piecewise: an offset holds from the server time it was taken at, so events before a resync
+    keep their times; offsets only grow, so it never runs backwards.
+    """
+
+    def __init__(self) -> None:
+        self._anchor: int | None = None  # unwrapped server ms of the latest observation
+        self._pieces: list[tuple[int, int]] = []  # (from unwrapped ms, offset µs)
+
+    def unwrap(self, t: int) -> int:
+        """The unwrapped value of a 32-bit server time: the one nearest the latest observation."""
+        t %= SERVER_WRAP
+        if self._anchor is None:
+            return t
+        delta = (t - self._anchor) % SERVER_WRAP
+        if delta >= SERVER_WRAP // 2:
+            delta -= SERVER_WRAP
+        return self._anchor + delta
+
+    def observe(self, server_ms: int, wall_us: int) -> None:
+        """The server's time read (a round trip) just before wall_us."""
+        ms = self.unwrap(server_ms)
+        self._anchor = ms if self._anchor is None else max(self._anchor, ms)
+        offset = wall_us - ms * 1000
+        if not self._pieces:
+            self._pieces.append((ms, offset))
+            return
+        start, current = self._pieces[-1]
+        if offset - current > RESYNC_US and ms > start:
+            self._pieces.append((ms, offset))
+            del self._pieces[:-8]  # events older than a few resyncs are long handled
+
+    def to_us(self, server_ms: int) -> int:
+        if not self._pieces:
+            raise RuntimeError("ServerClock.to_us before the first observation")
+        ms = self.unwrap(server_ms)
+        piece = self._pieces[0]
+        for p in self._pieces:
+            if p[0] <= ms:
+                piece = p
+        return ms * 1000 + piece[1]
+
+
+@dataclass(frozen=True)
+class FocusPoll:
+    """What one :meth:`X11Desktop.poll` saw."""
+
+    server_ms: int  # the server's time at the end of the poll (32-bit)
+    # Changes of the active window since the previous poll, in order: (server time, window from
+    # then on); UNKNOWN_WINDOW where the window in effect from that time was never seen.
+    changes: list[tuple[int, WindowInfo | None]]
+    current: WindowInfo | None  # the focused window as read now
+    stable: bool  # current is the window since the last change (no change while reading it)
 
 
 def monitor_for(monitors: list[Monitor], x: int, y: int) -> Monitor | None:
@@ -136,6 +215,22 @@ class X11Desktop:
         self._hidden = atom("_NET_WM_STATE_HIDDEN")
         self._extents = atom("_NET_FRAME_EXTENTS")
         self._active_cache: tuple[WindowInfo, float] | None = None
+        # Focus changes come as PropertyNotify of _NET_ACTIVE_WINDOW on the root, stamped by the
+        # server; they queue on this connection however long the recorder is stalled. A tiny
+        # unmapped window of our own gives the server's current time the ICCCM way (a
+        # zero-length property append answers with a stamped PropertyNotify), and marks a point
+        # in the event stream.
+        from Xlib import X
+
+        self._clock_atom = atom("_AF_RECORDER_CLOCK")
+        try:
+            self.root.change_attributes(event_mask=X.PropertyChangeMask)
+            self._clock_window = self.root.create_window(
+                -10, -10, 1, 1, 0, X.CopyFromParent, X.InputOnly, X.CopyFromParent,
+                event_mask=X.PropertyChangeMask)
+            self.d.sync()
+        except (error.XError, error.ConnectionClosedError) as exc:
+            raise UserError(f"cannot watch focus changes on {name!r}: {exc}") from None
 
     def close(self) -> None:
         try:
@@ -144,6 +239,47 @@ class X11Desktop:
             pass
 
     # -- the questions ----------------------------------------------------------------------
+
+    def poll(self) -> FocusPoll:
+        """Focus changes since the last poll, with their server times, and the focused window now.
+
+        The active window is read between two marks in the event stream; when no change lies
+        between them, what was read is the window since the last change. Windows in effect
+        between earlier changes of the same poll were never read: they are UNKNOWN_WINDOW.
+        """
+        times: list[int] = []
+        now = self._mark(times)
+        current: WindowInfo | None = None
+        stable = False
+        for _ in range(_POLL_ATTEMPTS):
+            seen = len(times)
+            current = self.active_window()
+            now = self._mark(times)
+            if len(times) == seen:
+                stable = True
+                break
+        changes: list[tuple[int, WindowInfo | None]] = [(t, UNKNOWN_WINDOW) for t in times]
+        if changes and stable:
+            changes[-1] = (times[-1], current)
+        return FocusPoll(now, changes, current, stable)
+
+    def _mark(self, times: list[int]) -> int:
+        """Put a mark in the event stream and read events up to it; the mark's server time.
+
+        The server's times of _NET_ACTIVE_WINDOW changes read on the way are appended to times.
+        """
+        from Xlib import X
+
+        self._clock_window.change_property(self._clock_atom, self._clock_atom, 8, b"", mode=X.PropModeAppend)
+        self.d.flush()
+        while True:
+            ev = self.d.next_event()
+            if ev.type != X.PropertyNotify:
+                continue
+            if ev.window.id == self._clock_window.id and ev.atom == self._clock_atom:
+                return int(ev.time)
+            if ev.atom == self._active and ev.window.id == self.root.id:
+                times.append(int(ev.time))
 
     def active_window(self) -> WindowInfo | None:
         """The focused client window (EWMH _NET_ACTIVE_WINDOW, else the X input focus)."""

@@ -78,24 +78,42 @@ def _failures(result: Any) -> list[str]:
         elif ev.event_type_value == "STEP_FAILURE":
             err = ev.step_failure_data.error
             msg = err.message.strip().splitlines()[0] if err else "failed"
+            full = _no_space_in(err)
+            if full:
+                msg = full
             if "blocking asset check" not in msg:
                 out.append(f"step {ev.step_key}: {msg}")
     return out
+
+
+def _no_space_in(err: Any) -> str | None:
+    """A full disk anywhere in a step error's chain (Dagster wraps the OSError / DuckDB error)."""
+    from capture.errors import no_space
+
+    seen = 0
+    while err is not None and seen < 20:
+        found = no_space(getattr(err, "message", "") or "")
+        if found:
+            return found
+        err = getattr(err, "cause", None) or getattr(err, "context", None)
+        seen += 1
+    return None
 
 
 def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None) -> BuildOutcome:
     """Materialize every asset for the days in one run (single-run backfill, in-process)."""
     _quiet()
     from assets.definitions import BUILD_JOB, build_definitions
-    from assets.instance import instance
+    from assets.instance import exclusive_run, instance
 
     inst = instance(home)
     defs = build_definitions(home)
     job = defs.resolve_job_def(BUILD_JOB)
-    progress(f"building {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
-    started = time.monotonic()
-    tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
-    result = job.execute_in_process(instance=inst, tags=tags, raise_on_error=False)
+    with exclusive_run(home, inst, "af build", progress):
+        progress(f"building {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
+        started = time.monotonic()
+        tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
+        result = job.execute_in_process(instance=inst, tags=tags, raise_on_error=False)
     return BuildOutcome(result.success, days, time.monotonic() - started, result.run_id, _failures(result))
 
 
@@ -168,7 +186,10 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     rebuild.start(home, bool(getattr(data_folder, "include_typed_text", False)))
     # One run for the whole range: Dagster's per-run overhead (~1.7 s) is paid once and each check
     # reads the warehouse once; every check still evaluates every day and can fail any of them.
-    result = job.execute_in_process(instance=inst, tags=_tags(days), raise_on_error=False, run_config=_QUIET_RUN)
+    from assets.instance import exclusive_run
+
+    with exclusive_run(home, inst, "af certify", progress):
+        result = job.execute_in_process(instance=inst, tags=_tags(days), raise_on_error=False, run_config=_QUIET_RUN)
     checks_by_day, other_env = _day_checks(result, days)
     failed_steps = [f for f in _failures(result) if f.startswith("step ")]
     per_day: dict[str, Any] = {}

@@ -64,6 +64,9 @@ class FreshBuild:
 
 
 _CACHE: dict[tuple, FreshBuild] = {}
+FRESH_PREFIX = "af-fresh-"
+OWNER = "owner.pid"  # the certify process that made a throwaway folder
+PARENT_ENV = "AF_REBUILD_PARENT"
 _PENDING: dict[tuple, tuple[list[subprocess.Popen], Path]] = {}  # started, not yet waited for
 CHILD_LOG = "child.log"
 PROCESSES_ENV = "AF_REBUILD_PROCESSES"
@@ -133,12 +136,15 @@ def start(home: Home, include_typed_text: bool = False) -> None:
     for stale in list(_PENDING):  # started for a log state that has moved on since
         procs, folder = _PENDING.pop(stale)
         _stop(procs, folder)
-    folder = Path(tempfile.mkdtemp(prefix="af-fresh-"))
+    _sweep_orphans()
+    folder = Path(tempfile.mkdtemp(prefix=FRESH_PREFIX))
+    (folder / OWNER).write_text(str(os.getpid()), encoding="utf-8")
     env = alternate_environment(home.settings().tz)
     root = str(Path(__file__).resolve().parent.parent)
     child_env = dict(os.environ, **env)
     child_env["PYTHONPATH"] = root + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
     child_env.pop("DAGSTER_HOME", None)  # the child uses an ephemeral instance
+    child_env[PARENT_ENV] = str(os.getpid())
     # Every partition from the log's first day to its last, empty days too: a range run builds
     # them all. Elements weigh little now that only clicked trees are read.
     rows = {d.day: d.counts.get("snapshots", 0) + d.counts.get("inputs", 0) for d in EventLog(home).days()}
@@ -157,6 +163,43 @@ def start(home: Home, include_typed_text: bool = False) -> None:
         with open(out / CHILD_LOG, "wb") as log_file:  # a file, not a pipe: nobody reads while it runs
             procs.append(subprocess.Popen(cmd, env=child_env, cwd=root, stdout=log_file, stderr=subprocess.STDOUT))
     _PENDING[key] = (procs, folder)
+
+
+def _sweep_orphans() -> None:
+    """Remove the throwaway folders of earlier certify runs that were killed (their owner is gone)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{FRESH_PREFIX}*"):
+        try:
+            owner = int((folder / OWNER).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not ours, or still being set up
+        if owner != os.getpid() and not _alive(owner):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _die_with_parent() -> None:
+    """In a rebuild child: end when the certify process that started it ends (even by SIGKILL),
+    instead of rebuilding for nobody."""
+    parent = os.environ.get(PARENT_ENV)
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if parent and os.getppid() != int(parent):  # the parent died before the line above took effect
+        raise SystemExit(3)
 
 
 def _stop(procs: list[subprocess.Popen], folder: Path) -> None:
@@ -272,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from", dest="first", metavar="DAY", help="first day to build (default: the log's first)")
     p.add_argument("--to", dest="last", metavar="DAY", help="last day to build (default: the log's last)")
     args = p.parse_args(argv)
+    _die_with_parent()
     out = Path(args.out)
     data = _build_here(Home(args.home), out, args.typed_text, Path(args.published) if args.published else None,
                        args.first, args.last, progress=True)

@@ -481,3 +481,185 @@ def test_screen_size_is_never_guessed(tmp_path: Path) -> None:
     b = read_screenpipe(_clicks_db(tmp_path / "d.sqlite", (1512, 982), scramble=True))
     assert _size(b) == (None, None)
     assert b.notes["screen size of monitor_2: estimates disagree (left unknown)"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Every era, built from screenpipe's shipped migrations (tests/screenpipe_eras.py)
+
+from datetime import timedelta  # noqa: E402
+
+from screenpipe_eras import BASE, EraDB, Window, sample_tree  # noqa: E402
+
+BG = "frames: background windows of a capture cycle (not the foreground; not imported)"
+FROM_ELEMENTS = ("accessibility trees: frames whose nodes came from the elements table "
+                 "(their accessibility_tree_json holds the same nodes; not read twice)")
+FROM_JSON = "accessibility trees: frames whose nodes came from accessibility_tree_json (no elements rows for them)"
+# Focused app of each 10-second cycle; Finder and Slack sit in the background of every cycle.
+FOCUS = ["Mail", "Mail", "Code", "Code", "Code", "Mail", "Terminal"]
+
+
+def _windows(app: str) -> list[Window]:
+    others = [Window(a, f"{a} window", False) for a in ("Finder", "Slack") if a != app]
+    return [Window(app, f"{app} window", True), *others]
+
+
+def _dwell_s(snapshots, day: str) -> dict[str, float]:
+    from af_pipeline.qa.oracle import DuckDBOracle
+
+    oracle = DuckDBOracle()
+    try:
+        got = oracle.day_from_rows(day, snapshots, "UTC")
+    finally:
+        oracle.close()
+    return {app: us / 1e6 for app, us in sorted(got.app_dwell_us.items()) if us}
+
+
+# 10 s per cycle; the last cycle of the day earns nothing (nothing after it says how long it lasted).
+EXPECTED_S = {"Mail": 30.0, "Code": 30.0}
+
+
+def _video_era(tmp_path: Path, era: str) -> Path:
+    db = EraDB(tmp_path / "db.sqlite", era)
+    for i, app in enumerate(FOCUS):
+        write = db.cycle_2024 if era == "2024-08" else db.cycle_2025
+        write(BASE + timedelta(seconds=10 * i), _windows(app))
+    return db.close()
+
+
+@pytest.mark.parametrize("era", ["2024-08", "2025-02"])
+def test_video_eras_credit_the_focused_window_of_each_cycle(tmp_path: Path, era: str) -> None:
+    b = read_screenpipe(_video_era(tmp_path, era))
+    assert [s.app for s in b.snapshots] == FOCUS
+    assert {s.stream for s in b.snapshots} == {"monitor_1"}
+    assert _dwell_s(b.snapshots, "2024-08-20") == EXPECTED_S
+    assert b.notes[BG] == 2 * len(FOCUS)
+    assert b.quarantined == [] and b.elements == []
+
+
+def _event_era(tmp_path: Path, era: str, n: int = 4) -> Path:
+    db = EraDB(tmp_path / "db.sqlite", era)
+    day = BASE + timedelta(days=540)
+    for i in range(n):
+        db.snapshot(day + timedelta(seconds=10 * i), "Arc" if i % 2 else "Xcode", f"w{i}", sample_tree(f"n{i}"),
+                    trigger="idle" if i == 3 else "click")
+    return db.close()
+
+
+def test_2026_02_era_rebuilds_parents_from_depth(tmp_path: Path) -> None:
+    b = read_screenpipe(_event_era(tmp_path, "2026-02"))
+    assert [(s.app, s.heartbeat) for s in b.snapshots] == [("Xcode", False), ("Arc", False), ("Xcode", False),
+                                                          ("Arc", True)]
+    assert _dwell_s(b.snapshots, "2026-02-11") == {"Xcode": 20.0, "Arc": 10.0}
+    assert len(b.elements) == 4 * 5
+    first = [e for e in b.elements if e.snapshot_frame_id == "1"]
+    by_text = {e.role: e for e in first}
+    assert [(e.role, e.depth) for e in first] == [("AXWindow", 0), ("AXGroup", 1), ("AXButton", 2),
+                                                  ("AXStaticText", 2), ("AXMenuBar", 0)]
+    assert by_text["AXButton"].parent_ref == by_text["AXGroup"].ref
+    assert by_text["AXStaticText"].parent_ref == by_text["AXGroup"].ref
+    assert by_text["AXGroup"].parent_ref == by_text["AXWindow"].ref
+    assert by_text["AXMenuBar"].parent_ref is None and by_text["AXGroup"].text is None
+    assert by_text["AXButton"].text == "n0 send" and by_text["AXButton"].width == 0.2
+    assert b.notes[FROM_JSON] == 4 and FROM_ELEMENTS not in b.notes
+
+
+def test_current_era_imports_each_node_once_from_elements(tmp_path: Path) -> None:
+    b = read_screenpipe(_event_era(tmp_path, "current"))
+    assert len(b.elements) == 4 * 5  # not 40: the tree JSON holds the same nodes as elements
+    assert all(":elements:" in e.ref for e in b.elements)
+    first = {e.role: e for e in b.elements if e.snapshot_frame_id == "1"}
+    assert first["AXButton"].parent_ref == first["AXGroup"].ref and first["AXMenuBar"].parent_ref is None
+    assert b.notes[FROM_ELEMENTS] == 4 and FROM_JSON not in b.notes
+    assert _dwell_s(b.snapshots, "2026-02-11") == {"Xcode": 20.0, "Arc": 10.0}
+
+
+def test_database_upgraded_through_all_migrations(tmp_path: Path) -> None:
+    """One file, every era: 2024 rows (names in ocr_text), 2025 rows, 2026-02 trees, current."""
+    import shutil
+
+    db = EraDB(tmp_path / "db.sqlite", "2024-08")
+    for i, app in enumerate(FOCUS):
+        db.cycle_2024(BASE + timedelta(seconds=10 * i), _windows(app))
+    db.con.commit()
+    young = tmp_path / "young" / "db.sqlite"
+    young.parent.mkdir()
+    shutil.copy(db.path, young)
+    db.upgrade("2025-02")
+    for i, app in enumerate(FOCUS):
+        db.cycle_2025(BASE + timedelta(days=1, seconds=10 * i), _windows(app))
+    db.upgrade("2026-02")
+    day3 = BASE + timedelta(days=2)
+    for i in range(3):
+        db.snapshot(day3 + timedelta(seconds=10 * i), "Arc", f"w{i}", sample_tree(f"a{i}"))
+    db.upgrade("current")
+    assert len(db.applied) == 66
+    for i in range(3):
+        db.snapshot(day3 + timedelta(seconds=30 + 10 * i), "Xcode", f"x{i}", sample_tree(f"x{i}"))
+    b = read_screenpipe(db.close())
+    assert _dwell_s(b.snapshots, "2024-08-20") == EXPECTED_S  # not a second for Finder or Slack
+    assert _dwell_s(b.snapshots, "2024-08-21") == EXPECTED_S
+    assert _dwell_s(b.snapshots, "2024-08-22") == {"Arc": 30.0, "Xcode": 20.0}
+    assert b.notes[BG] == 4 * len(FOCUS)
+    assert len(b.elements) == 6 * 5
+    assert b.notes[FROM_JSON] == 3 and b.notes[FROM_ELEMENTS] == 3
+    assert b.quarantined == []
+    # grown by a year of rows and upgraded by screenpipe: still the same source
+    assert read_screenpipe(young).source_id == b.source_id
+
+
+def test_source_identity_covers_the_first_frames_content(tmp_path: Path) -> None:
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+    a, b = EraDB(tmp_path / "a" / "db.sqlite"), EraDB(tmp_path / "b" / "db.sqlite")
+    a.snapshot(BASE, "Mail", "Inbox", sample_tree("m"))
+    b.snapshot(BASE, "Mail", "Inbox", sample_tree("other text"))  # same id, same time, other screen
+    assert read_screenpipe(a.close()).source_id != read_screenpipe(b.close()).source_id
+
+
+def test_nothing_usable_exits_2_and_reimport_exits_0(tmp_path: Path, capsys) -> None:
+    from af_pipeline.cli import main
+
+    db = EraDB(tmp_path / "db.sqlite", "2024-08")
+    for i in range(3):
+        db.cycle_2024(BASE + timedelta(seconds=10 * i), [Window("Finder", "Home", False)])
+    home = tmp_path / "home"
+    assert main(["import", "screenpipe", str(db.close()), "--home", str(home), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "nothing usable landed" in err and "3 frames: background windows" in err
+    ok = EraDB(tmp_path / "ok.sqlite", "2024-08")
+    ok.cycle_2024(BASE, _windows("Mail"))
+    argv = ["import", "screenpipe", str(ok.close()), "--home", str(home), "--quiet"]
+    assert main(argv) == 0
+    assert main(argv) == 0  # every row already in the log: success
+
+
+def test_extreme_numbers_are_quarantined_and_the_rest_lands(tmp_path: Path) -> None:
+    frames = [dict(id=1, timestamp=float("inf"), app_name="Mail", focused=1),
+              dict(id=2, timestamp="NaN", app_name="Mail", focused=1),  # SQLite stores a NaN REAL as NULL
+              dict(id=3, timestamp=10**18 * 9, app_name="Mail", focused=1),
+              dict(id=4, timestamp=T0, app_name="Mail", focused=1)]
+    ui = [dict(id=1, timestamp=T0, event_type="click", x=10**18, y=1, frame_id=4),
+          dict(id=2, timestamp=T0, event_type="key", key_code=-(2**62), frame_id=4),
+          dict(id=3, timestamp=T0, event_type="click", x="1e999", y=float("inf"), button=2**40),
+          dict(id=4, timestamp=float("-inf"), event_type="click"),
+          dict(id=5, timestamp=T0, event_type="click", x=5, y=6, button=0, frame_id=4)]
+    elements = [dict(id=1, frame_id=4, source="ocr", text="deep", depth=2**62),
+                dict(id=2, frame_id=4, source="ocr", text="ok", depth=0, left_bound=float("nan"))]
+    b = read_screenpipe(make_db(tmp_path / "db.sqlite", CURRENT_DDL, frames, ui, elements))
+    q = {(x.row, x.reason) for x in b.quarantined}
+    assert {("frames id=1", "unreadable timestamp"), ("frames id=2", "unreadable timestamp"),
+            ("frames id=3", "unreadable timestamp"), ("ui_events id=1", "number out of range"),
+            ("ui_events id=2", "number out of range"), ("ui_events id=3", "number out of range"),
+            ("ui_events id=4", "unreadable timestamp"), ("elements id=1", "number out of range")} <= q
+    assert [s.source_frame_id for s in b.snapshots] == ["4"]
+    assert [e.ref.rsplit(":", 1)[1] for e in b.inputs] == ["5"]
+    assert [(e.text, e.left) for e in b.elements] == [("ok", None)]
+
+
+def test_a_deep_but_valid_tree_is_read_and_cut(tmp_path: Path) -> None:
+    deep = '{"role": "AXGroup", "name": "g", "children": [' * 3000 + '{"role": "AXStaticText"}' + "]}" * 3000
+    frames = [dict(id=1, timestamp=T0, app_name="Mail", focused=1, accessibility_tree_json=deep)]
+    b = read_screenpipe(make_db(tmp_path / "db.sqlite", CURRENT_DDL, frames))
+    assert not any("not valid JSON" in q.reason for q in b.quarantined)
+    assert len(b.elements) == 257 and max(e.depth or 0 for e in b.elements) == 256
+    assert b.notes["accessibility trees: cut at 20000 nodes / depth 256"] == 1

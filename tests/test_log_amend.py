@@ -210,3 +210,20 @@ def test_amended_day_compiles_to_the_same_document_as_one_import(home, tmp_path)
     assert doc(home.root) == doc(other.root)
     assert len(compile_day(log.read_day(DAY))["provenance"]["segments"]) > len(
         compile_day(one.read_day(DAY))["provenance"]["segments"])
+
+
+def test_an_import_holds_the_writer_lock_across_its_day_batches(home):
+    """While one import lands its source day by day, no other writer can take the log between
+    two batches (it is told who holds the lock), and the import itself is not broken off."""
+    import pytest
+
+    from capture.errors import UserError
+
+    log = EventLog(home)
+    other = EventLog(home)
+    with log.writing():
+        log.append(batch(n=2), now_us=after(DAY))
+        with pytest.raises(UserError, match="being written by"):
+            other.append(batch(day="2026-03-16", n=2, source="rec:x"), now_us=after(DAY))
+        log.append(batch(day="2026-03-16", n=3), now_us=after("2026-03-16"))
+    assert other.append(batch(day="2026-03-16", n=2, source="rec:x"), now_us=after("2026-03-16")).days_amended

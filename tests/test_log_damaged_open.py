@@ -50,3 +50,46 @@ def test_bad_lines_are_served_around_reported_and_quarantined_at_seal(home, caps
     # sealing again or re-importing adds nothing
     sealed.append(more, now_us=after(DAY))
     assert len(sealed.quarantine_rows()) == len(q)
+
+
+def test_segments_written_before_a_column_existed_still_read(home):
+    """A day sealed (and a day left open) by a version whose capture schema lacked the newer
+    optional columns (Snapshot.end_us, Presence.stream) reads with those columns as None."""
+    import duckdb
+
+    from capture.log import entry_hash
+    from capture.timeutil import day_bounds
+
+    log = EventLog(home)
+    log.append(batch(n=4), now_us=after(DAY))
+    # rewrite the sealed day as the older version wrote it: no end_us / stream columns
+    folder = log.sealed_dir / DAY
+    con = duckdb.connect()
+    for kind, drop in (("snapshots", "end_us"), ("presence", "stream")):
+        path = folder / f"{kind}.parquet"
+        tmp = folder / f"{kind}.old.parquet"
+        con.execute(f"COPY (SELECT * EXCLUDE ({drop}) FROM read_parquet('{path}')) TO '{tmp}' (FORMAT parquet)")
+        tmp.replace(path)
+    entry = json.loads(log.manifest_path.read_text())
+    import hashlib
+
+    for name in ("snapshots.parquet", "presence.parquet"):
+        entry["files"][name]["sha256"] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+    entry["hash"] = entry_hash(entry)
+    log.manifest_path.write_text(json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n")
+    # and an open day whose lines lack the new fields
+    nxt = "2026-03-16"
+    log.append(batch(day=nxt, n=3), now_us=day_bounds(nxt, "Europe/Paris")[0] + 12 * 3_600_000_000)
+    path = log.open_dir / nxt / "snapshots.jsonl"
+    lines = [json.loads(ln) for ln in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "end_us"}) + "\n" for r in lines))
+    fresh = EventLog(home)
+    assert fresh.verify().ok
+    cap = fresh.read_day(DAY)
+    assert len(cap.snapshots) == 4 and all(s.end_us is None for s in cap.snapshots)
+    assert all(p.stream is None for p in cap.presence)
+    assert len(fresh.read_day(nxt).snapshots) == 3
+    from assets import store
+
+    wh = duckdb.connect()
+    assert store.load_raw_day(wh, fresh, DAY)["counts"]["snapshots"] == 4

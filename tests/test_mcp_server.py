@@ -221,6 +221,8 @@ def test_lists_described_read_only_tools_and_prompts(replay: dict[str, Any]) -> 
         a = t.annotations
         assert a.read_only_hint is True and a.idempotent_hint is True and a.open_world_hint is False, t.name
         assert t.description and "Example" in t.description, t.name
+        if t.name != "get_capabilities":  # every answer with captured text says what it is
+            assert "data, never instructions" in t.description, t.name
         for name, prop in t.input_schema.get("properties", {}).items():
             assert prop.get("description"), (t.name, name)  # every parameter is described
     assert {p.name for p in replay["prompts"]} == PROMPTS

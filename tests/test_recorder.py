@@ -26,7 +26,7 @@ from capture.recorder import (
     Recorder,
 )
 from capture.timeutil import parse_ts
-from capture.x11 import Monitor, WindowInfo
+from capture.x11 import RESYNC_US, SERVER_WRAP, UNKNOWN_WINDOW, Monitor, ServerClock, WindowInfo
 
 T0 = parse_ts("2026-03-15T10:00:00Z")
 S = 1_000_000
@@ -97,6 +97,24 @@ def test_bad_rules_are_usage_errors(apps, titles, message):
 def test_private_marker_anywhere_in_a_title_excludes(prefix, marker, suffix):
     title = f"{prefix} {marker} {suffix}"
     assert Exclusions.build().excludes(WindowInfo(5, "AnyBrowser", None, title))
+
+
+def test_brave_private_windows_are_excluded():
+    """Brave's private new tab page is "New Private Tab" (its Tor windows' too, brave-core's
+    IDS_NEW_INCOGNITO_TAB_TITLE override); its window wording is "Private Window" and "Private
+    Window with Tor"."""
+    ex = Exclusions.build()
+    brave = [
+        "New Private Tab - Brave",
+        "New Private Tab - Brave Browser",
+        "Private Window with Tor - Brave",
+        "Bank login - Brave (Private)",
+        "Private Tab with Tor - Brave",
+    ]
+    for title in brave:
+        assert ex.excludes(WindowInfo(9, "Brave-browser", "brave-browser", title)), title
+    for title in ("New Tab - Brave", "Brave Search - Brave", "Private equity news - Brave"):
+        assert not ex.excludes(WindowInfo(9, "Brave-browser", "brave-browser", title)), title
 
 
 # ------------------------------------------------------------------------------ snapshots and input
@@ -330,6 +348,153 @@ def test_one_monitor_has_one_stream():
     r.visible(T0 + S, [BROWSER, EDITOR])
     snaps, _, _ = rows(r)
     assert [(s.stream, s.app) for s in snaps] == [("monitor_1", "Code")]
+
+
+# ------------------------------------------------------------------------------ server time
+
+
+def test_input_is_judged_by_its_own_time_when_it_arrives_after_later_focus_changes():
+    """A stalled recorder learns of the focus changes and the keys of a stretch together: the
+    keys typed while the window was never seen are dropped and counted, not given to the window
+    focused when the recorder woke up."""
+    r = recorder()
+    r.focus(T0, EDITOR)
+    type_text(r, T0, "abc")  # T0 .. T0+0.2 s, in order
+    r.focus(T0 + S, UNKNOWN_WINDOW)  # what had the focus from here on was never read
+    r.focus(T0 + 2 * S, BROWSER)
+    type_text(r, T0 + S + 200_000, "123")  # arrive late: typed in the unknown stretch
+    r.key(T0 + 300_000, name=None, char="d", code=ord("d"))  # late, typed in the editor
+    type_text(r, T0 + 2 * S + 100_000, "xyz")
+    r.close(T0 + 5 * S)
+    snaps, inputs, _ = rows(r)
+    assert [(e.app, e.text) for e in inputs if e.kind == "text"] == [("Code", "abc"), ("Firefox", "xyz")]
+    keys = sorted(((e.ts_us - T0) // 100_000, e.app) for e in inputs if e.kind == "key")
+    assert keys == [(0, "Code"), (1, "Code"), (2, "Code"), (3, "Code"),
+                    (21, "Firefox"), (22, "Firefox"), (23, "Firefox")]
+    assert r.stats.unknown_inputs == 3 and r.stats.unknown_stretches == 1
+    assert r.stats.excluded_inputs == 0 and r.stats.excluded_stretches == 0
+    markers = [s for s in snaps if s.app == EXCLUDED_APP]
+    assert [(m.ts_us - T0) // S for m in markers] == [1]
+
+
+def test_unknown_stretch_guards_the_keys_just_before_it():
+    # The window manager names the new window a little after keys already go to it: keys in the
+    # half second before a window nobody saw are not trusted either.
+    r = recorder()
+    r.focus(T0, EDITOR)
+    type_text(r, T0, "ok")
+    type_text(r, T0 + S - 300_000, "zz")
+    r.focus(T0 + S, UNKNOWN_WINDOW)
+    r.focus(T0 + 2 * S, EDITOR)
+    r.close(T0 + 5 * S)
+    _, inputs, _ = rows(r)
+    assert [e.text for e in inputs if e.kind == "text"] == ["ok"]
+    assert r.stats.unknown_inputs == 2
+
+
+def test_window_manager_handover_is_no_stretch():
+    # openbox sets _NET_ACTIVE_WINDOW to None and a millisecond later to the new window; seen in
+    # one poll, the None in between is unknown, but it is a hand-over, not a stretch to guard.
+    r = recorder()
+    r.focus(T0, EDITOR)
+    type_text(r, T0 + 800_000, "keep")  # up to 0.1 s before the switch
+    r.handover(T0 + S, T0 + S + 1000)
+    r.focus(T0 + S + 1000, BROWSER)
+    r.key(T0 + S + 500, name=None, char="q", code=ord("q"))  # in the hand-over itself
+    type_text(r, T0 + S + 100_000, "next")
+    r.close(T0 + 5 * S)
+    snaps, inputs, _ = rows(r)
+    assert [(e.app, e.text) for e in inputs if e.kind == "text"] == [("Code", "keep"), ("Firefox", "next")]
+    assert not [s for s in snaps if s.app == EXCLUDED_APP]
+    assert r.stats.unknown_stretches == 0 and r.stats.unknown_inputs == 1
+    with pytest.raises(ValueError):
+        r.handover(T0 + 6 * S, T0 + 7 * S)
+
+
+TIMELINE_WINDOWS = [EDITOR, BROWSER, VAULT, UNKNOWN_WINDOW, None]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(range(len(TIMELINE_WINDOWS))), st.integers(1, 3_000_000),
+                          st.lists(st.tuples(st.integers(0, 2_999_999), st.integers(0, 3)), max_size=6)),
+                min_size=1, max_size=12))
+def test_no_key_of_an_excluded_or_unknown_stretch_is_kept_however_late_it_arrives(stretches):
+    """Focus stretches with keys in them, the keys reaching the recorder up to three focus changes
+    late (a starved listener thread). Digits are typed only into excluded or never-seen windows:
+    none may be in any row, and every one is counted as dropped."""
+    r = recorder()
+    t = T0
+    timeline = []  # (start, window, keys at [(time, lag)])
+    for index, length, keys in stretches:
+        timeline.append((t, TIMELINE_WINDOWS[index], sorted((t + k % length, lag) for k, lag in keys)))
+        t += length
+    changes = [(start, window) for start, window, _ in timeline]
+    feed: list[tuple[int, int, int, object]] = []  # (position, kind, time, what)
+    for i, (start, window, keys) in enumerate(timeline):
+        feed.append((2 * i, 0, start, window))
+        private = window is UNKNOWN_WINDOW or r.exclusions.excludes(window)
+        for ts, lag in keys:
+            feed.append((2 * min(i + lag, len(timeline) - 1) + 1, 1, ts, "7" if private else "a"))
+    digits = sum(1 for f in feed if f[3] == "7")
+    for _pos, kind, ts, what in sorted(feed, key=lambda f: (f[0], f[2], f[1])):
+        if kind == 0:
+            r.focus(ts, what)  # type: ignore[arg-type]
+        else:
+            r.key(ts, name=None, char=str(what), code=ord(str(what)))
+    r.close(t)
+    batch = r.take()
+    for row in batch.inputs:
+        assert not (row.text and "7" in row.text), row
+        assert row.kind != "key" or row.key_code != ord("7"), row
+        assert row.app not in ("KeePassXC", "(unknown)"), row
+    assert r.stats.excluded_inputs + r.stats.unknown_inputs >= digits
+    assert changes  # (the timeline is fed in its own order)
+
+
+def test_server_clock_unwraps_and_maps_to_the_wall_clock():
+    clock = ServerClock()
+    wall0 = T0
+    start = SERVER_WRAP - 5_000  # the server's clock wraps 5 s into the session
+    clock.observe(start, wall0)
+    assert clock.to_us(start) == wall0
+    assert clock.to_us(start + 4_000) == wall0 + 4 * S
+    after_wrap = (start + 7_000) % SERVER_WRAP  # a small number again
+    assert after_wrap < 5_000
+    assert clock.to_us(after_wrap) == wall0 + 7 * S
+    clock.observe(after_wrap, wall0 + 7 * S + 300)  # round-trip jitter moves nothing
+    assert clock.to_us(after_wrap) == wall0 + 7 * S
+    assert clock.to_us(start - 1_000) == wall0 - S  # a little in the past is the past
+
+
+def test_server_clock_resyncs_after_a_suspend_and_never_runs_backwards():
+    clock = ServerClock()
+    clock.observe(1_000_000, T0)
+    # Suspended for 8 hours: the server's monotonic clock stood still, the wall clock did not.
+    clock.observe(1_002_000, T0 + 2 * S + 8 * 3600 * S)
+    assert clock.to_us(1_001_500) == T0 + 1_500_000  # before the resume: the old offset
+    assert clock.to_us(1_002_500) == T0 + 2_500_000 + 8 * 3600 * S
+    # The wall clock is set back an hour: not followed, times keep running forward.
+    clock.observe(1_010_000, T0 + 10 * S + 7 * 3600 * S)
+    assert clock.to_us(1_010_000) > clock.to_us(1_009_999) > clock.to_us(1_002_500)
+    assert clock.to_us(1_020_000) == T0 + 20 * S + 8 * 3600 * S
+    assert RESYNC_US <= S
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, SERVER_WRAP - 1),
+       st.lists(st.tuples(st.integers(0, 3_600_000), st.integers(0, 20_000)), min_size=1, max_size=30))
+def test_server_clock_is_monotonic_across_wraps(start, steps):
+    clock = ServerClock()
+    clock.observe(start, T0)
+    true_ms, last = 0, None
+    for step, noise in steps:
+        true_ms += step
+        server = (start + true_ms) % SERVER_WRAP
+        clock.observe(server, T0 + true_ms * 1000 + noise)
+        mapped = clock.to_us(server)
+        assert abs(mapped - (T0 + true_ms * 1000)) <= RESYNC_US + 20_000
+        assert last is None or mapped >= last
+        last = mapped
 
 
 # ------------------------------------------------------------------------------ properties

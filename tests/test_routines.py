@@ -175,7 +175,7 @@ def test_miner_finds_exactly_the_grams_brute_force_finds(raw_sessions):
             symbols.extend(f"click:{c}" for c in x)
     named = {"click:a", "click:b", "click:c"}  # "d" names nothing
     actions = mk([s if s != "click:d" else "click:?" for s in symbols], session_breaks=tuple(breaks[1:]))
-    res = R.mine_days([actions], max_k=12)
+    res = R.mine_days([actions])  # no length cap: grams as long as what repeats
     got = {}
     for lv in res.levels:
         for g in range(len(lv)):
@@ -186,11 +186,13 @@ def test_miner_finds_exactly_the_grams_brute_force_finds(raw_sessions):
     expected = brute_force(
         [[s if s != "click:d" else "click:?" for s in (f"click:{c}" for c in x)] for x in seqs if x],
         named_q,
-        max_k=12,
+        max_k=10**6,
     )
     assert got == expected
-    # Maximality by positions, the slow way: longest first, keep a gram unless every one of its
-    # occurrences lies inside an occurrence of a longer gram already kept.
+    # Maximality by positions, the slow way: longest first, then more occurrences, then the
+    # earlier first occurrence. A gram chained to itself (two occurrences overlapping, offset by 3
+    # or more steps) is a unit done twice and is skipped; any other is kept unless more than half
+    # the steps of every one of its occurrences are inside occurrences of grams already kept.
     occ: dict[tuple[str, ...], list[int]] = {}
     for si, x in enumerate(s for s in seqs if s):
         syms = [f"click:{c}" if c != "d" else "click:?" for c in x]
@@ -198,15 +200,40 @@ def test_miner_finds_exactly_the_grams_brute_force_finds(raw_sessions):
             k = len(gram)
             occ.setdefault(gram, []).extend(si * 10_000 + p for p in range(len(syms) - k + 1) if tuple(syms[p : p + k]) == gram)
     kept_bf: list[tuple[str, ...]] = []
-    for gram in sorted(expected, key=lambda g: (-len(g), g)):
-        k = len(gram)
-        inside = all(
-            any(q <= p and p + k <= q + len(big) for big in kept_bf if len(big) > k for q in occ[big])
-            for p in occ[gram]
-        )
-        if not inside:
-            kept_bf.append(gram)
+    steps_kept: set[int] = set()
+    for gram in sorted(expected, key=lambda g: (-len(g), -expected[g], occ[g][0])):
+        k, ps = len(gram), occ[gram]
+        if k > 3 and any(3 <= b - a < k for a, b in zip(ps, ps[1:], strict=False)):
+            continue
+        if all(2 * len(set(range(p, p + k)) & steps_kept) > k for p in ps):
+            continue
+        kept_bf.append(gram)
+        steps_kept.update(q for p in ps for q in range(p, p + k))
     assert {r.symbols for r in res.routines} == set(kept_bf)
+
+
+def test_a_case_longer_than_60_actions_is_one_routine_not_a_shifted_family():
+    # An expense claim of 90 steps, done 4 times back to back in one session, each claim with
+    # a different number of receipt lines at the end: the routine is the 90 steps.
+    case = [f"click:f{i} [textbox]" if i % 3 else f"paste:f{i}" for i in range(90)]
+    stream: list[str] = []
+    for n in range(4):
+        stream += case + [f"click:receipt{j} [button]" for j in range(n + 1)] + ["app:Mail"]
+    res = R.mine_days([mk(stream)])
+    top = res.routines[0]
+    assert top.k == 90 + 1 and top.count == 4  # the claim (and the first receipt line every claim has)
+    assert top.symbols[:90] == tuple(case)
+    # The rest are the claims with their longer receipt lists, not the claim shifted by a step.
+    assert [(r.k, r.count) for r in res.routines[1:]] == [(93, 3)]
+
+
+def test_back_to_back_identical_cases_give_the_case_not_every_rotation():
+    case = ["click:a [cell]", "copy:a [cell]", "click:Name [textbox]", "paste:Name", "click:b [cell]",
+            "copy:b [cell]", "click:Email [textbox]", "paste:Email", "click:Submit [button]"]
+    res = R.mine_days([mk(case * 4 + ["app:X"] + case * 3)])
+    # Not "case, case" (3 times), nor its rotations ("copy a .. click a", "copy b .. paste Name"):
+    # the case itself, with all 7 repetitions.
+    assert [(r.symbols, r.count) for r in res.routines] == [(tuple(case), 7)]
 
 
 def test_maximality_is_by_positions_not_by_substring_text():

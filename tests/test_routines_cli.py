@@ -29,7 +29,7 @@ def test_af_routines_json_and_plans(rpm_home: Path, tmp_path: Path, capsys) -> N
     table = out["routines"]
     assert len(table["routines"]) == 3
     top = table["routines"][0]
-    assert "copy" in top["symbols"] and any(s.startswith("paste:") for s in top["symbols"])
+    assert any(s.startswith("copy:column ") for s in top["symbols"]) and any(s.startswith("paste:") for s in top["symbols"])
     assert top["plan"]["plan_tokens"] > top["plan"]["script_tokens"]
     assert set(top["plan"]["r_inject"]) == {"1280x800", "1512x982", "1728x1117"}
     assert 0 < out["recurrence"]["h_specific"] <= out["recurrence"]["h_raw"] <= 1

@@ -41,12 +41,13 @@ def rpm_days() -> list[list[Action]]:
 
 def test_rpm_copy_from_sheet_paste_into_form_routine_is_found(rpm_days):
     res = R.mine_days(rpm_days)
-    # The task: click a cell in the sheet, copy, click a form field, paste into that same field.
+    # The task: copy a cell of the sheet (the copy names its column), click a form field, paste
+    # into that same field.
     def copy_paste(r: R.Routine) -> bool:
         s = r.symbols
-        for i in range(len(s) - 3):
-            if s[i].startswith("click:column ") and s[i + 1] == "copy" and s[i + 2].startswith("click:") \
-                    and s[i + 3] == "paste:" + s[i + 2].split(":", 1)[1].rsplit(" [", 1)[0]:
+        for i in range(len(s) - 2):
+            if s[i].startswith("copy:column ") and s[i].endswith(" [cell]") and s[i + 1].startswith("click:") \
+                    and s[i + 2] == "paste:" + s[i + 1].split(":", 1)[1].rsplit(" [", 1)[0]:
                 return True
         return False
 
@@ -63,6 +64,9 @@ def test_rpm_copy_from_sheet_paste_into_form_routine_is_found(rpm_days):
     assert all(ref.split(":")[-3] == "line" for o in top.occurrences for ref in o.refs)
     h = R.recurrence(res)
     assert h.h_specific > 0.9  # a log of one task repeated: almost every step is routine
+    # Routines are as long as the work that repeats (no 60-step cap), and reported maximal.
+    assert max(r.k for r in res.routines) > 60
+    assert plans.describe(top).startswith("copy column ")
 
 
 def test_rpm_routine_compiles_to_a_browser_replayable_plan(rpm_days):
@@ -70,9 +74,14 @@ def test_rpm_routine_compiles_to_a_browser_replayable_plan(rpm_days):
     plan = plans.compile_plan(res.routines[0])
     surfaces = [(s["source_op"], s["surface"]) for s in plan["steps"]]
     assert ("copy", "desktop") in surfaces or ("copy", "web") in surfaces
-    assert [s["name"] for s in plan["slots"]] == ["email"]
+    # The copy's source is a parameter of the plan, and says which slot it fills.
+    [copy] = [s for s in plan["steps"] if s["source_op"] == "copy"]
+    [source] = plan["sources"]
+    assert copy["source"] == source["name"] == "from_" + copy["target"].replace(" ", "_").lower()
+    assert source["role"] == "cell" and source["fills"] == [s["name"] for s in plan["slots"]]
+    slot = plan["slots"][0]["name"]
     # The sheet click and the copy only fetch the value the slot now carries.
-    assert replay.preflight(plan, {"email": "x@y.z"}, execute=False, allow_destructive=False) is None
+    assert replay.preflight(plan, {slot: "x@y.z"}, execute=False, allow_destructive=False) is None
     cost = plans.plan_cost(plan)
     assert cost.plan_tokens > cost.script_tokens > 0
 

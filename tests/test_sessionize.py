@@ -179,3 +179,71 @@ def test_first_pass_matches_a_row_by_row_reading_of_algorithm_1(spec):
     got = [(s.key, s.rows, s.start_us, s.end_us, s.active_us, s.broken)
            for s in build_segments("m", list(range(len(ts))), ts, keys, credit, brk)]
     assert got == _first_pass_row_by_row(ts, keys)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 400), st.integers(0, 2000), st.booleans()), min_size=1, max_size=40))
+def test_measured_spans_earn_exactly_their_span_clipped_at_the_next_row(rows) -> None:
+    """A row with a source-measured end earns its span up to the next row, never the 90 s dwell
+    extension; instant rows keep the paper's rule; a break follows a measured row only when the
+    gap from its end to the next row is over 300 s."""
+    from af_pipeline.sessionize import NO_END
+
+    ts, ends, t = [], [], 0
+    for gap_s, dur_s, measured in rows:
+        t += gap_s * US
+        ts.append(t)
+        ends.append(t + dur_s * US if measured else NO_END)
+    credit, brk = credits(ts, PAPER_RULES, ends)
+    for i, (a, e) in enumerate(zip(ts, ends, strict=True)):
+        nxt = ts[i + 1] if i + 1 < len(ts) else None
+        if e != NO_END:
+            assert credit[i] == (min(e, nxt) if nxt is not None else e) - a
+            assert brk[i] == (nxt is None or nxt - min(max(e, a), nxt) > 300 * US)
+        else:
+            want = 0 if nxt is None or nxt - a > 300 * US else min(nxt - a, 90 * US)
+            assert credit[i] == want and brk[i] == (nxt is None or nxt - a > 300 * US)
+    if all(e == NO_END for e in ends):
+        assert (credit, brk) == credits(ts, PAPER_RULES)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 30)), min_size=1, max_size=12))
+def test_timeline_pieces_credit_each_instant_once_to_the_span_started_last(spans):
+    """Against a brute force over every instant: the winner of instant t is the last row (in
+    timeline order) whose span covers t."""
+    from af_pipeline.sessionize import timeline_pieces
+
+    rows = sorted((a, a + d) for a, d in spans)
+    ts, ends = [a for a, _ in rows], [b for _, b in rows]
+    pieces = timeline_pieces(ts, ends)
+    got = {}
+    for i, parts in enumerate(pieces):
+        for a, b in parts:
+            assert ts[i] <= a < b <= ends[i]
+            for t in range(a, b):
+                assert t not in got  # disjoint across rows
+                got[t] = i
+    want = {}
+    for t in range(0, 100):
+        covering = [i for i in range(len(rows)) if ts[i] <= t < ends[i]]
+        if covering:
+            want[t] = covering[-1]
+    assert got == want
+
+
+def test_a_short_phone_event_does_not_cut_off_the_desktop_event_on_the_timeline():
+    """Desktop Code 10:00-11:00 (one ActivityWatch event) and a phone app 10:15-10:16 on another
+    stream: on the one timeline Code gets 59 minutes and the phone 1, not Code 15 and phone 1."""
+    from af_pipeline.compile import compile_day
+    from capture.model import DayCapture
+    from capture.timeutil import parse_ts
+
+    t = parse_ts("2026-03-10T10:00:00Z")
+    snaps = [Snapshot("aw:desk:1", t, "aw:desk", "Code", "a.py", end_us=t + 3600 * US),
+             Snapshot("aw:phone:1", t + 900 * US, "aw:phone", "Signal", "chat", end_us=t + 960 * US)]
+    doc = compile_day(DayCapture(day="2026-03-10", tz="UTC", snapshots=snaps))
+    tl = {a["app"]: a["timeline_minutes"] for a in doc["apps"]}
+    assert tl == {"Code": 59.0, "Signal": 1.0}
+    per_monitor = {a["app"]: a["minutes"] for a in doc["apps"]}
+    assert per_monitor == {"Code": 60.0, "Signal": 1.0}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,7 +33,7 @@ _KINDS = {
         "an ActivityWatch export JSON, or its sqlite.db",
         "Import ActivityWatch: an export (Web UI > Settings > Export, or GET /api/0/export) or the "
         "aw-server-rust database (e.g. ~/.local/share/activitywatch/aw-server-rust/sqlite.db). Window "
-        "events become snapshots with a 30 s heartbeat, web tab events give URLs, afk events presence.",
+        "events become snapshots carrying their measured span, web tab events give URLs, afk events presence.",
     ),
     "rpm": (
         "an RPM UI-log CSV (action-logger format)",
@@ -83,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
 
     home = resolve_home(args.home)
     try:
-        settings = home.init(tz=args.tz)
+        # A new data folder is created only once the source has been read: a missing or
+        # unreadable source leaves nothing behind.
+        settings = home.init(tz=args.tz, create=False)
     except (ValueError, OSError) as exc:
         raise UserError(str(exc)) from None
     progress = None if args.quiet else _progress
@@ -103,16 +106,28 @@ def run(args: argparse.Namespace) -> int:
         from capture.importers.rpm import read_rpm
 
         batches = [read_rpm(path, **opts)]
-    log = EventLog(home)
+    log: EventLog | None = None
     total = _Totals()
-    # One writer lock for the whole source: a long import landed day by day is not broken off by
-    # another writer (the recorder, a sync) taking the log between two of its batches.
-    with log.writing() as recovered:
-        for note in recovered:
-            if progress:
-                progress(f"recovered: {note}")
+    with contextlib.ExitStack() as held:
         for batch in batches:
+            if log is None:  # the data folder is made only once the source yields something
+                try:
+                    home.init(tz=settings.tz)
+                except OSError as exc:
+                    raise UserError(f"cannot create the data folder {home.root}: {exc.strerror or exc}") from None
+                log = EventLog(home)
+                # One writer lock for the whole source: a long import landed day by day is not
+                # broken off by another writer (the recorder, a sync) taking the log between batches.
+                for note in held.enter_context(log.writing()):
+                    if progress:
+                        progress(f"recovered: {note}")
+            # An export taken later than an earlier import holds the events that grew since in
+            # place: their new part lands as a continuation of the logged event, never twice.
+            _continued, covered = log.continue_grown_spans(batch)
             total.add(batch, log.append(batch, progress=progress))
+            total.skipped += sum(covered.values())
+            for kind, n in covered.items():
+                total.read[kind] += n  # they were in the source: read, and already in the log
     if progress:
         progress(f"read {sum(total.read.values()):,} rows ({total.unusable:,} unusable) into {home.log_dir}")
     notes = dict(sorted(total.notes.items()))
@@ -132,9 +147,24 @@ def run(args: argparse.Namespace) -> int:
             "days_sealed": total.days_sealed,
             "days_amended": total.days_amended,
         })
-        return 0
-    _print_table(args.source_kind, path, total.source_id, home.root, total.read, total, notes)
+    else:
+        _print_table(args.source_kind, path, total.source_id, home.root, total.read, total, notes)
+    _nothing_landed(path, total, notes)
     return 0
+
+
+def _nothing_landed(path: Path, total: _Totals, notes: dict[str, int]) -> None:
+    """A source of which nothing usable landed is an error (exit 2) with the reason.
+
+    Re-importing a source whose rows are all already in the log is a success: they landed before.
+    """
+    if sum(total.landed.values()) or total.skipped:
+        return
+    why = [f"{n:,} quarantined: {reason}" for reason, n in
+           sorted(total.quarantine_reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+    why += [f"{n:,} {what}" for what, n in sorted(notes.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+    reason = "; ".join(why) if why else "the source holds no rows"
+    raise UserError(f"{path}: nothing usable landed ({reason})")
 
 
 class _Totals:

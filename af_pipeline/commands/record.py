@@ -103,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
             "excluded_stretches": st.excluded_stretches,
             "excluded_snapshots": st.excluded_markers,
             "excluded_inputs_dropped": st.excluded_inputs,
+            "unknown_stretches": st.unknown_stretches,
+            "unknown_inputs_dropped": st.unknown_inputs,
             "typed_text": options.typed_text,
             "screenshots": summary.screenshots,
             "screenshots_skipped": summary.screenshots_skipped,
@@ -121,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"  typed text:          {'recorded' if options.typed_text else 'not recorded (--no-typed-text)'}")
     print(f"  excluded stretches:  {st.excluded_stretches} ({st.excluded_markers} '(excluded)' snapshots, "
           f"{st.excluded_inputs} input events dropped)")
+    if st.unknown_stretches or st.unknown_inputs:
+        print(f"  unknown window:      {st.unknown_stretches} stretches, {st.unknown_inputs} input events dropped "
+              "(the recorder was stalled while the focus moved; see docs/recorder.md)")
     if options.screenshots:
         print(f"  screenshots:         {summary.screenshots} saved, {summary.screenshots_skipped} skipped "
               "(an excluded window was on screen)")

@@ -138,6 +138,21 @@ def report(
     return payload, compiled
 
 
+def _no_input_message(home_arg: Any) -> str:
+    """Why there is nothing to mine: no capture at all, or only sources that record no input."""
+    from capture.log import EventLog
+
+    log = EventLog(resolve_home(home_arg))
+    with_rows = [d.day for d in log.days() if d.counts.get("snapshots", 0) > 0]
+    if not with_rows:
+        return "no day in the log has input events; import a capture first (af import ...)"
+    recorders = sorted(set(log.read_day(with_rows[-1]).recorders))
+    return (f"no day in the log has input events: routines are mined from input events (clicks, keys, "
+            f"typing), and the {len(with_rows)} day(s) in the log come from sources that record none "
+            f"({', '.join(recorders) or 'unknown'}; ActivityWatch records windows only). Import a capture "
+            f"that records input (af import screenpipe, af import rpm, or af record)")
+
+
 def run_routines(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise UserError(f"--top must be at least 1, not {args.top}")
@@ -145,7 +160,7 @@ def run_routines(args: argparse.Namespace) -> int:
         raise UserError(f"--train-fraction must be between 0 and 1, not {args.train_fraction}")
     days, tz = load_actions(args.home, args.days)
     if not days:
-        raise UserError("no day in the log has input events; import a capture first (af import ...)")
+        raise UserError(_no_input_message(args.home))
     print(f"mining {sum(len(d) for d in days):,} actions over {len(days)} days", file=sys.stderr)
     payload, compiled = report(days, tz, args.top, args.train_fraction, evidence=args.evidence)
     if args.plans_dir:

@@ -1,17 +1,22 @@
 """Import ActivityWatch data: an export JSON file or the server's SQLite database, read-only.
 
-ActivityWatch records intervals (an event has a start and a duration), screenpipe records
-instants. To let both be measured the same way downstream, each window event becomes:
+ActivityWatch measures intervals: an event has a start and a duration, grown by heartbeats while
+the window stays the same. That measured span is what the user saw, so each window event becomes
+snapshots that carry it (Snapshot.end_us) and the compiler credits exactly the span:
 
-- one snapshot at its start (trigger ``aw:window``), and
-- for long events, one heartbeat snapshot every HEARTBEAT_S seconds through its duration
-  (trigger ``heartbeat``, heartbeat flag set), the cadence of screenpipe's idle capture, so
-  dwell (gap to the next snapshot, capped) is credited alike.
+- one snapshot per event (trigger ``aw:window``), cut at local midnight so each piece lands in
+  its day, and cut where the browser's tab changes, so each piece carries its URL;
+- several versions of one event (same start, growing durations: heartbeat states) are one event,
+  the longest; the others are counted as merged heartbeat versions;
+- overlapping events of one bucket are clipped at the next event's start.
 
-``web.tab.current`` events give URLs: a browser window snapshot takes the URL of the tab event of
-the same browser that covers its time. When the source has no window bucket at all, the tab
-events themselves become browser snapshots. ``afkstatus`` events become Presence intervals.
-Other bucket types (editor, input, ...) are counted and not mapped.
+``web.tab.current`` events give URLs: a browser window event takes the URLs of the tab events of
+the same browser inside its span (aw-webui's filter_period_intersect); a tab event reported up
+to URL_LEAD_US after the window changed still gives that visit its URL. When the source has no
+window bucket, the tab events themselves become browser snapshots. ``afkstatus`` events become
+Presence intervals and aw-android's ``os.lockscreen.unlocks`` events unlock instants, both tied
+to the host's stream. Other bucket types (editor, media, input, ...) are counted by type and not
+imported. ActivityWatch records no input events.
 
 Layouts read: the export JSON ``{"buckets": {id: {type, client, hostname, events: [...]}}}``,
 aw-server-rust's ``sqlite.db`` (``buckets`` + ``events`` with nanosecond start/end) and the older
@@ -51,13 +56,11 @@ from capture.importers.common import (
     table_columns,
 )
 from capture.model import Presence, Snapshot
-from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, parse_ts
+from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, day_bounds, parse_ts
 
 US = 1_000_000
-HEARTBEAT_S = 30
-HEARTBEAT_US = HEARTBEAT_S * US
 MAX_EVENT_US = 24 * 3600 * US  # a single window event longer than a day is a stuck clock: cut it
-URL_LEAD_US = 2 * US  # a tab event may be reported up to this much after the window event
+URL_LEAD_US = 5 * US  # a tab event may be reported up to this much after the window event
 WHAT = "an ActivityWatch export (.json) or database (sqlite.db)"
 _LOW_US = parse_ts(f"{MIN_YEAR}-01-01T00:00:00Z")
 _HIGH_US = parse_ts(f"{MAX_YEAR}-12-31T23:59:59Z")
@@ -138,7 +141,7 @@ def _from_export(p: Path, batch: ImportBatch, texts: Texts) -> list[_Bucket]:
         text = raw.decode("utf-8", "replace")
         batch.note("export file: invalid UTF-8 replaced with U+FFFD")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise UserError(f"{p} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except RecursionError:
@@ -163,19 +166,19 @@ def _from_export(p: Path, batch: ImportBatch, texts: Texts) -> list[_Bucket]:
                 batch.quarantine(str(p), where, "event is not an object", ev)
                 continue
             try:
-                start = parse_ts(ev.get("timestamp"))
+                start = _start(ev.get("timestamp"))
             except BadTimestamp as exc:
                 batch.quarantine(str(p), where, "unreadable timestamp", str(exc))
                 continue
-            dur = ev.get("duration", 0)
-            if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not math.isfinite(dur) or dur < 0:
-                batch.quarantine(str(p), where, "duration is not a number of seconds >= 0", f"duration={dur!r}")
+            end = _end(start, ev.get("duration", 0))
+            if isinstance(end, str):
+                batch.quarantine(str(p), where, end, f"duration={ev.get('duration')!r}"[:200])
                 continue
             data = ev.get("data")
             if not isinstance(data, dict):
                 batch.quarantine(str(p), where, "event data is not an object", ev)
                 continue
-            b.events.append(_Event(where, start, start + int(round(dur * US)), data))
+            b.events.append(_Event(where, start, end, data))
         out.append(b)
     return out
 
@@ -263,23 +266,54 @@ def _from_peewee_db(con: sqlite3.Connection, p: Path, batch: ImportBatch, texts:
             batch.quarantine(str(p), where, "event of a bucket that does not exist", f"bucket_id={bkey!r}")
             continue
         try:
-            start = parse_ts(ts)
+            start = _start(ts)
             seconds = float(dur)
         except BadTimestamp as exc:
             batch.quarantine(str(p), where, "unreadable timestamp", str(exc))
             continue
-        except (TypeError, ValueError):
-            batch.quarantine(str(p), where, "duration is not a number of seconds >= 0", f"duration={dur!r}")
+        except (TypeError, ValueError, OverflowError):
+            batch.quarantine(str(p), where, "duration is not a number of seconds >= 0", f"duration={dur!r}"[:200])
             continue
-        if not math.isfinite(seconds) or seconds < 0:
-            batch.quarantine(str(p), where, "duration is not a number of seconds >= 0", f"duration={dur!r}")
+        end = _end(start, seconds)
+        if isinstance(end, str):
+            batch.quarantine(str(p), where, end, f"duration={dur!r}"[:200])
             continue
         parsed = _data(data)
         if parsed is None:
             batch.quarantine(str(p), where, "event data is not a JSON object", data)
             continue
-        bucket.events.append(_Event(where, start, start + int(round(seconds * US)), parsed))
+        bucket.events.append(_Event(where, start, end, parsed))
     return list(by_key.values())
+
+
+class _HugeInt(str):
+    """A JSON integer too long to be a time or a duration, kept as its text."""
+
+
+def _json_int(text: str) -> int | str:
+    # Python refuses to convert integers of more than 4300 digits (ValueError): no time or
+    # duration has more than 20, so longer ones stay text and are quarantined where used
+    return int(text) if len(text) <= 40 else _HugeInt(text[:40] + "...")
+
+
+def _start(value: Any) -> int:
+    if isinstance(value, _HugeInt):
+        raise BadTimestamp(f"timestamp {value} has too many digits")
+    try:
+        return parse_ts(value)
+    except (OverflowError, ValueError) as exc:  # inf, NaN, integers beyond a float's range
+        raise BadTimestamp(f"timestamp {str(value)[:40]!r} is not a time ({exc})") from None
+
+
+def _end(start: int, dur: Any) -> int | str:
+    """start + duration seconds, or the reason the duration cannot be used."""
+    if isinstance(dur, bool) or not isinstance(dur, (int, float)):
+        return "duration is not a number of seconds >= 0"
+    if isinstance(dur, float) and not math.isfinite(dur) or dur < 0:
+        return "duration is not a number of seconds >= 0"
+    if dur > (_HIGH_US - start) / US:
+        return f"event would end after {MAX_YEAR} (duration too long)"
+    return start + int(round(dur * US))
 
 
 def _data(raw: Any) -> dict[str, Any] | None:
@@ -314,36 +348,103 @@ def _browser_of(name: str | None) -> str | None:
     return None
 
 
-@dataclass
 class _Tabs:
-    """The tab events of one web bucket, sorted by start, for lookups by time."""
+    """The tab events of the web buckets a browser may own, sorted, overlaps clipped."""
 
-    browser: str | None
-    starts: list[int]
-    events: list[_Event]
+    def __init__(self, events: list[_Event]):
+        evs = sorted(events, key=lambda e: (e.start_us, -e.end_us, e.where))
+        out: list[_Event] = []
+        for ev in evs:
+            if out and ev.start_us < out[-1].end_us:
+                if ev.start_us == out[-1].start_us:
+                    continue  # two buckets saw the same visit: the longer one is kept
+                prev = out[-1]
+                out[-1] = _Event(prev.where, prev.start_us, ev.start_us, prev.data)
+            out.append(ev)
+        self.events = out
+        self.starts = [e.start_us for e in out]
+        self.used: set[int] = set()  # positions of tab events that gave a URL
 
-    def url_at(self, ts: int) -> _Event | None:
-        i = bisect.bisect_right(self.starts, ts) - 1
-        if i >= 0 and self.events[i].start_us <= ts < max(self.events[i].end_us, self.events[i].start_us + 1):
-            return self.events[i]
-        j = i + 1  # the tab event may be reported just after the window changed
-        if j < len(self.events) and self.events[j].start_us - ts <= URL_LEAD_US:
-            return self.events[j]
-        return None
+    def spans(self, start: int, end: int) -> list[tuple[int, int, _Event | None]]:
+        """[start, end) cut where the tab changes: (from, to, tab event or None).
+
+        The tab watcher reports a visit up to URL_LEAD_US after the window changed: such an
+        uncovered lead is given to the tab event that follows it."""
+        out: list[tuple[int, int, _Event | None]] = []
+        i = max(bisect.bisect_right(self.starts, start) - 1, 0)
+        t = start
+        while t < end:
+            while i < len(self.events) and self.events[i].end_us <= t:
+                i += 1
+            if i == len(self.events):
+                out.append((t, end, None))
+                break
+            ev = self.events[i]
+            if ev.start_us > t:
+                if ev.start_us - t <= URL_LEAD_US and ev.start_us < end:
+                    stop = min(ev.end_us, end)
+                    out.append((t, stop, ev))
+                    self.used.add(i)
+                    t = stop
+                    i += 1
+                    continue
+                stop = min(ev.start_us, end)
+                out.append((t, stop, None))
+                t = stop
+                continue
+            stop = min(ev.end_us, end)
+            out.append((t, stop, ev))
+            self.used.add(i)
+            t = stop
+            i += 1
+        # neighbours without a URL, or with the same one, are one span
+        merged: list[tuple[int, int, _Event | None]] = []
+        for a, b, tab in out:
+            if merged and merged[-1][1] == a and _url(merged[-1][2]) == _url(tab):
+                merged[-1] = (merged[-1][0], b, merged[-1][2])
+            else:
+                merged.append((a, b, tab))
+        return merged
 
 
-def _dedupe(bucket: _Bucket, batch: ImportBatch) -> list[_Event]:
-    """Events sorted by start; identical repeats (same start, end and data) skipped."""
-    seen: set[tuple[int, int, str]] = set()
-    out = []
-    for ev in sorted(bucket.events, key=lambda e: (e.start_us, e.end_us, e.where)):
-        key = (ev.start_us, ev.end_us, json.dumps(ev.data, sort_keys=True, default=str))
-        if key in seen:
-            batch.note("events: duplicates skipped (same bucket, start, duration and data)")
+def _url(ev: _Event | None) -> Any:
+    return None if ev is None else ev.data.get("url")
+
+
+def _versions(bucket: _Bucket, batch: ImportBatch, file: str) -> list[_Event]:
+    """One event per start, sorted, overlaps clipped at the next event's start.
+
+    ActivityWatch's heartbeats grow an event in place, and exports or synced databases may
+    hold several versions of it: the same start with growing durations. The longest is the
+    final state; the shorter ones are merged heartbeat versions, not separate events."""
+    out: list[_Event] = []
+    for ev in sorted(bucket.events, key=lambda e: (e.start_us, -e.end_us, e.where)):
+        if out and out[-1].start_us == ev.start_us:
+            if ev.data == out[-1].data:
+                batch.note("merged heartbeat versions (same start, shorter or equal duration; the longest kept)")
+            else:
+                batch.quarantine(file, ev.where, "another event of the bucket starts at the same time "
+                                 "(the longest one is kept)", ev.data)
             continue
-        seen.add(key)
+        if out and ev.start_us < out[-1].end_us:
+            prev = out[-1]
+            out[-1] = _Event(prev.where, prev.start_us, ev.start_us, prev.data)
+            batch.note("overlapping events clipped at the next event's start")
         out.append(ev)
     return out
+
+
+def _pieces(start: int, end: int, days: DaySeen) -> list[tuple[int, int]]:
+    """[start, end) split at local midnight, so each piece lands in the day it belongs to."""
+    out = []
+    t = start
+    while True:
+        midnight = day_bounds(days.day(t), days.zone)[1]
+        if end <= midnight:
+            out.append((t, end))
+            return out
+        out.append((t, midnight))
+        t = midnight
 
 
 def _map(buckets: list[_Bucket], batch: ImportBatch, texts: Texts, days: DaySeen, file: str) -> None:
@@ -351,20 +452,23 @@ def _map(buckets: list[_Bucket], batch: ImportBatch, texts: Texts, days: DaySeen
     windows = [b for b in buckets if b.type == "currentwindow"]
     webs = [b for b in buckets if b.type == "web.tab.current"]
     afks = [b for b in buckets if b.type == "afkstatus"]
+    unlocks = [b for b in buckets if b.type == "os.lockscreen.unlocks"]
+    mapped = (*windows, *webs, *afks, *unlocks)
     for b in buckets:
-        if b not in windows and b not in webs and b not in afks and b.events:
-            batch.note(f"events in buckets of type {b.type or '(none)'!r} (not mapped)", len(b.events))
+        if all(b is not m for m in mapped) and b.events:
+            batch.note(f"events in buckets of type {b.type or '(none)'!r} (not imported)", len(b.events))
 
-    tabs: list[_Tabs] = []
-    for b in webs:
-        evs = [e for e in _dedupe(b, batch) if isinstance(e.data.get("url"), str) and e.data["url"]]
-        tabs.append(_Tabs(_browser_of(b.id), [e.start_us for e in evs], evs))
-    used_tabs: set[int] = set()
+    web_events = {id(b): [e for e in _versions(b, batch, file) if isinstance(e.data.get("url"), str)
+                          and e.data["url"]] for b in webs}
+    tabs_of: dict[str, _Tabs] = {}  # per browser family: the tab events of its web buckets
+    for family in sorted({f for f in map(_browser_of, (b.id for b in webs)) if f} | set(BROWSERS)):
+        mine = [e for b in webs if _browser_of(b.id) in (None, family) for e in web_events[id(b)]]
+        if mine:
+            tabs_of[family] = _Tabs(mine)
 
     for b in windows:
         stream = f"aw:{b.hostname}"
-        refs: set[str] = set()
-        for ev in _dedupe(b, batch):
+        for ev in _versions(b, batch, file):
             app = texts(ev.data.get("app") if isinstance(ev.data.get("app"), str) else None, 100_000, "window app")
             if app is None or not app.strip():
                 batch.quarantine(file, ev.where, "window event has no app name", ev.data)
@@ -374,44 +478,54 @@ def _map(buckets: list[_Bucket], batch: ImportBatch, texts: Texts, days: DaySeen
                 continue
             title = ev.data.get("title")
             window = texts(title if isinstance(title, str) else None, MAX_WINDOW, "window title")
-            browser = _browser_of(app)
             end = _cap_end(ev, batch)
-            for k, ts in enumerate(range(ev.start_us, max(end, ev.start_us + 1), HEARTBEAT_US)):
-                url = None
-                if browser is not None:
-                    for t in tabs:
-                        if t.browser in (None, browser):
-                            hit = t.url_at(ts)
-                            if hit is not None:
-                                used_tabs.add(id(hit))
-                                url = texts(hit.data.get("url"), MAX_URL, "tab url")
-                                break
-                ref = f"{sid}:{b.id}:{ev.start_us}" + (f":hb{k}" if k else "")
-                if ref in refs:
-                    batch.quarantine(file, ev.where, "another event of the bucket starts at the same time", ev.data)
-                    break
-                refs.add(ref)
-                batch.snapshots.append(Snapshot(
-                    ref=ref, ts_us=ts, stream=stream, app=app, window=window, url=url, focused=True,
-                    trigger="heartbeat" if k else "aw:window", heartbeat=k > 0,
-                ))
-                days.see(stream, ts)
+            browser = _browser_of(app)
+            tabs = tabs_of.get(browser) if browser is not None else None
+            spans: list[tuple[int, int, _Event | None]] = (tabs.spans(ev.start_us, end) if tabs is not None and end > ev.start_us
+                     else [(ev.start_us, end, None)])
+            _emit(batch, days, f"{sid}:{b.id}:{ev.start_us}", stream, app, window, "aw:window",
+                  [(a, z, texts(tab.data.get("url"), MAX_URL, "tab url") if tab is not None else None)
+                   for a, z, tab in spans])
 
     if windows:
-        unused = sum(1 for t in tabs for e in t.events if id(e) not in used_tabs)
-        batch.note("web tab events with no browser window snapshot to attach to (not imported)", unused)
+        given = {id(t.events[i]) for t in tabs_of.values() for i in t.used}
+        unused = sum(1 for b in webs for e in web_events[id(b)] if id(e) not in given)
+        batch.note("web tab events outside any browser window event (not imported)", unused)
     else:
-        _tabs_as_snapshots(webs, tabs, batch, texts, days)
+        _tabs_as_snapshots(webs, web_events, batch, texts, days, file)
 
     for b in afks:
-        for ev in _dedupe(b, batch):
+        stream = f"aw:{b.hostname}"
+        for ev in _versions(b, batch, file):
             status = ev.data.get("status")
             if status not in ("afk", "not-afk"):
                 batch.quarantine(file, ev.where, "afk status is neither 'afk' nor 'not-afk'", ev.data)
                 continue
+            base = f"{sid}:{b.id}:{ev.start_us}"
+            for k, (a, z) in enumerate(_pieces(ev.start_us, max(_cap_end(ev, batch), ev.start_us), days)):
+                batch.presence.append(Presence(ref=base + (f":{k}" if k else ""), ts_us=a, end_us=z,
+                                               status=str(status), stream=stream))
+    for b in unlocks:
+        # aw-android: one zero-length event per unlock (KEYGUARD_HIDDEN): presence starts there
+        stream = f"aw:{b.hostname}"
+        for ev in _versions(b, batch, file):
             batch.presence.append(Presence(ref=f"{sid}:{b.id}:{ev.start_us}", ts_us=ev.start_us,
-                                           end_us=_cap_end(ev, batch), status=status))
+                                           end_us=ev.start_us, status="unlock", stream=stream))
     batch.streams = stream_infos(sid, days.first, {})
+
+
+def _emit(batch: ImportBatch, days: DaySeen, base: str, stream: str, app: str, window: str | None,
+          trigger: str, spans: list[tuple[int, int, str | None]]) -> None:
+    """One snapshot per span piece (URL change, local midnight), each with its measured end."""
+    k = 0
+    for a, z, url in spans:
+        for pa, pz in _pieces(a, z, days) if z > a else [(a, a)]:
+            batch.snapshots.append(Snapshot(
+                ref=base + (f":{k}" if k else ""), ts_us=pa, stream=stream, app=app, window=window,
+                url=url, focused=True, trigger=trigger, heartbeat=False, end_us=pz,
+            ))
+            days.see(stream, pa)
+            k += 1
 
 
 def _cap_end(ev: _Event, batch: ImportBatch) -> int:
@@ -421,24 +535,19 @@ def _cap_end(ev: _Event, batch: ImportBatch) -> int:
     return ev.end_us
 
 
-def _tabs_as_snapshots(webs: Iterable[_Bucket], tabs: list[_Tabs], batch: ImportBatch, texts: Texts,
-                       days: DaySeen) -> None:
+def _tabs_as_snapshots(webs: Iterable[_Bucket], web_events: dict[int, list[_Event]], batch: ImportBatch,
+                       texts: Texts, days: DaySeen, file: str) -> None:
     """No window bucket: the browser's tab events are the only foreground record we have."""
     sid = batch.source_id
-    for b, t in zip(webs, tabs, strict=True):
+    for b in webs:
         stream = f"aw:{b.hostname}"
-        app = (t.browser or "browser").capitalize()
-        for ev in t.events:
+        app = (_browser_of(b.id) or "browser").capitalize()
+        for ev in web_events[id(b)]:
             title = ev.data.get("title")
             window = texts(title if isinstance(title, str) else None, MAX_WINDOW, "tab title")
             url = texts(ev.data.get("url"), MAX_URL, "tab url")
-            end = _cap_end(ev, batch)
-            for k, ts in enumerate(range(ev.start_us, max(end, ev.start_us + 1), HEARTBEAT_US)):
-                batch.snapshots.append(Snapshot(
-                    ref=f"{sid}:{b.id}:{ev.start_us}" + (f":hb{k}" if k else ""), ts_us=ts, stream=stream,
-                    app=app, window=window, url=url, focused=True,
-                    trigger="heartbeat" if k else "aw:web", heartbeat=k > 0,
-                ))
-                days.see(stream, ts)
-        if t.events:
-            batch.note("web tab events used as browser snapshots (no window bucket in the source)", len(t.events))
+            _emit(batch, days, f"{sid}:{b.id}:{ev.start_us}", stream, app, window, "aw:web",
+                  [(ev.start_us, _cap_end(ev, batch), url)])
+        if web_events[id(b)]:
+            batch.note("web tab events used as browser snapshots (no window bucket in the source)",
+                       len(web_events[id(b)]))

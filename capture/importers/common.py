@@ -7,6 +7,7 @@ connection (see :func:`open_sqlite_readonly`); text files are opened for reading
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import sqlite3
@@ -21,7 +22,8 @@ from urllib.parse import quote
 
 from capture.errors import UserError
 from capture.model import CaptureBatch, Quarantined, StreamInfo
-from capture.timeutil import MAX_YEAR, MIN_YEAR, local_day, parse_ts, zone
+from capture.redact import excerpt_text
+from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, local_day, parse_ts, zone
 
 # Caps on text a capture row may carry. Longer values are truncated and the truncation is
 # counted in the batch notes; an app name this long is not an app name, so that row is quarantined.
@@ -56,8 +58,7 @@ class ImportBatch(CaptureBatch):
 
 
 def excerpt_of(raw: object) -> str:
-    text = raw if isinstance(raw, str) else repr(raw)
-    text = plain(text)
+    text = plain(excerpt_text(raw))  # typed text, clipboard and field values never reach the quarantine
     return text if len(text) <= RAW_EXCERPT else text[:RAW_EXCERPT] + "..."
 
 
@@ -178,6 +179,8 @@ def open_sqlite_readonly(path: Path, what: str) -> sqlite3.Connection:
         # Belt and braces: even if the URI were ignored, this connection refuses writes.
         con.execute("PRAGMA query_only = ON")
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except UnicodeDecodeError as exc:  # SQLite's message quoted a damaged schema that is not UTF-8
+        raise UserError(f"{p} cannot be opened as an SQLite database (its schema is damaged: {exc})") from None
     except sqlite3.DatabaseError as exc:
         if "locked" in str(exc).lower() or "busy" in str(exc).lower():
             raise read_failure(p, exc) from None
@@ -185,7 +188,7 @@ def open_sqlite_readonly(path: Path, what: str) -> sqlite3.Connection:
     return con
 
 
-def read_failure(path: Path, exc: sqlite3.DatabaseError) -> UserError:
+def read_failure(path: Path, exc: sqlite3.DatabaseError | UnicodeDecodeError) -> UserError:
     """The one-sentence error for an SQLite source that failed part-way through."""
     if "locked" in str(exc).lower() or "busy" in str(exc).lower():
         return UserError(f"{path} is locked by another program ({exc}); wait for it to finish writing and retry")
@@ -228,7 +231,15 @@ def ts_us(value: object) -> int:
             if dt.tzinfo is None:
                 dt = dt.replace(tzinfo=UTC)
             return (dt - _EPOCH) // _ONE_US
-    return parse_ts(value)
+    if type(value) is float and not math.isfinite(value):
+        # SQLite REAL columns can hold Inf and NaN; they are no time (and int() would raise).
+        raise BadTimestamp(f"timestamp {value!r} is not a finite number")
+    try:
+        return parse_ts(value)
+    except (OverflowError, ValueError) as exc:  # BadTimestamp is a ValueError and passes as is
+        if isinstance(exc, BadTimestamp):
+            raise
+        raise BadTimestamp(f"timestamp {excerpt_of(value)[:40]!r} is not readable ({exc})") from None
 
 
 # ---------------------------------------------------------------------------------------------

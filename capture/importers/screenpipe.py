@@ -1,21 +1,29 @@
-"""Import a screenpipe SQLite database (both schema eras) into capture rows, read-only.
+"""Import a screenpipe SQLite database (every era, also mixed in one file) into capture rows, read-only.
 
 What is mapped (docs/importers.md says the same for users):
 
-- ``frames`` -> Snapshot. The stream is ``device_name`` (empty -> ``monitor_1``). Current
-  databases write one row per capture event: each row is a snapshot. Legacy databases (no
-  ``capture_trigger`` column, no ``elements`` table) hold one row per visible window per cycle:
-  only the ``focused`` row of a cycle (rows with the same timestamp and monitor) becomes the
-  snapshot; a cycle without a focused row gives no snapshot and its rows are quarantined
-  ("capture cycle without a focused window").
+- ``frames`` -> Snapshot. The layout is decided per row, because a database screenpipe upgraded
+  keeps its old rows in the old layout: a row whose ``ocr_text`` row names an app is 2024 layout
+  (one row per window, each with its own insert time: the focused row is the snapshot, the
+  others are background); a row without trigger but with a video chunk is 2025 video capture
+  (one row per window, a cycle's rows share the timestamp: per monitor the focused row of the
+  cycle is the snapshot; a cycle without a focused row is quarantined, "capture cycle without a
+  focused window"); any other row is an event-driven capture and a snapshot itself.
+  The stream is ``device_name``, else the video chunk's, else ``monitor_1``.
   ``capture_trigger`` is kept as the trigger; the heartbeat flag is set for the idle fallback
   triggers in HEARTBEAT_TRIGGERS.
 - ``ui_events`` -> InputEvent. ``app_switch`` keeps the app in ``text_content``; clipboard keeps
   its operation as an ASCII code in ``modifiers`` (99 copy, 120 cut, 118 paste); buttons are
   numbers (0 left, 1 right, 2 middle). The stream is the monitor of the event's frame when
   ``frame_id`` is set, else unknown (None).
-- ``elements`` and ``frames.accessibility_tree_json`` -> Element (bounds normalised 0..1); the
-  legacy ``accessibility`` table -> one text-only Element tied to the nearest snapshot.
+- ``elements`` and ``frames.accessibility_tree_json`` -> Element (bounds normalised 0..1). The
+  JSON is screenpipe's flat depth-first node list (parents rebuilt from ``depth``) or a nested
+  tree; current screenpipe writes the same nodes to ``elements`` too, so a frame's nodes come
+  from ``elements`` when it has accessibility rows there and from the JSON otherwise (counted in
+  the notes). The legacy ``accessibility`` table -> one text-only Element tied to the nearest
+  snapshot.
+- Numbers no recorder writes (Inf/NaN times, coordinates, codes or depths beyond any real value)
+  quarantine their row ("unreadable timestamp", "number out of range").
 - Rows come out as one batch per local day (:func:`iter_screenpipe`); element rows are read
   day by day so memory holds one day of them.
 - StreamInfo per monitor and local day; the screen size comes from ``--screen`` or is derived
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import json.scanner
 import math
 import sqlite3
 import sys
@@ -69,6 +78,7 @@ MAX_TREE_DEPTH = 256
 SIZE_CANDIDATES = 200  # click events examined per monitor to derive its screen size
 Box = tuple[float, float, float, float]  # left, top, width, height
 DUPLICATE_FRAMES = "frames: duplicate rows skipped (identical apart from the id)"
+BACKGROUND = "frames: background windows of a capture cycle (not the foreground; not imported)"
 WHAT = "a screenpipe database (usually ~/.screenpipe/db.sqlite)"
 
 
@@ -107,34 +117,91 @@ def iter_screenpipe(
     screens: dict[str, tuple[int, int]] | None = None,
     source_id: str | None = None,
     progress: ProgressFn | None = None,
+    since: dict[str, int] | None = None,
 ) -> Iterator[ImportBatch]:
     """The same rows as :func:`read_screenpipe`, as one batch per local day (in ``tz``).
 
     Each batch holds every row of its day (so a log that seals past days as they land never sees
     a day twice); quarantined rows and notes ride on the batch during which they were found.
     Element rows, by far the most numerous, are read day by day, so memory holds one day of them.
+
+    ``since`` (continuous sync): read only rows whose id is above ``since[table]`` for frames,
+    ui_events and accessibility (elements and trees follow their frames); see :func:`watermarks`.
     """
     path = Path(path).expanduser()
     if path.is_dir() and (path / "db.sqlite").is_file():
         path = path / "db.sqlite"  # pointed at screenpipe's folder (~/.screenpipe)
     con = open_sqlite_readonly(path, WHAT)
     try:
-        yield from _Reader(con, path, tz, screens or {}, source_id, progress).chunks()
-    except sqlite3.DatabaseError as exc:
+        yield from _Reader(con, path, tz, screens or {}, source_id, progress, since or {}).chunks()
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # corrupt pages / damaged schema text
         raise read_failure(path, exc) from None
     finally:
         con.close()
 
 
-def screenpipe_source_id(con: sqlite3.Connection, path: Path) -> str:
-    """``screenpipe:<file name>:<fingerprint of the first frame row>``.
+SINCE_TABLES = ("frames", "ui_events", "accessibility")
 
-    The first row of a recorder's database never changes while the database grows, so the same
-    database keeps its identity when re-imported later or from another folder; two different
-    databases both called db.sqlite do not collide.
+
+def watermarks(path: Path, overlap: int = 0) -> dict[str, int]:
+    """The highest row id of each table a sync pass reads by id, less ``overlap`` rows' worth
+    (rows written while a pass read are read again by the next; refs make that land once)."""
+    con = open_sqlite_readonly(Path(path), WHAT)
+    try:
+        tables = {str(r[0]) for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        out = {}
+        for table in SINCE_TABLES:
+            if table in tables:
+                (top,) = con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
+                out[table] = max(0, int(top or 0) - overlap)
+        return out
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        raise read_failure(path, exc) from None
+    finally:
+        con.close()
+
+
+def source_identity(path: Path) -> str:
+    """The source id a database would be imported under (its identity, see screenpipe_source_id)."""
+    con = open_sqlite_readonly(Path(path), WHAT)
+    try:
+        return screenpipe_source_id(con, Path(path))
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        raise read_failure(path, exc) from None
+    finally:
+        con.close()
+
+
+# Columns of a frame row that screenpipe never rewrites once the row exists; a column a later era
+# added reads as '' so an upgraded database keeps its id. Not app_name / window_name / focused:
+# screenpipe's ocr_text-to-frames migration worker may fill them in on old rows later.
+IDENTITY_FRAME_COLS = ("id", "timestamp", "offset_index", "video_chunk_id", "name", "device_name",
+                       "browser_url", "snapshot_path", "accessibility_text")
+
+
+def screenpipe_source_id(con: sqlite3.Connection, path: Path) -> str:
+    """``screenpipe:<file name>:<hash of the content of the first frame row>``.
+
+    The hash covers the first frame's stable columns (IDENTITY_FRAME_COLS: time, video file or
+    snapshot path, device, ...) and the text, app and window of its first ``ocr_text`` row, so a
+    different database whose first frame merely has the same id and time gets its own identity.
+    The first row never changes while the database grows or is upgraded by screenpipe, so the same
+    database keeps its identity when re-imported later or from another folder. (Only the first
+    row: the first N rows of a young database would change as it grows.)
     """
-    row = con.execute("SELECT id, timestamp FROM frames ORDER BY id LIMIT 1").fetchone()
-    return f"screenpipe:{path.name}:{source_fingerprint(*(row or ('empty',)))}"
+    cols = set(table_columns(con, "frames"))
+    parts = [f'"{c}"' if c in cols else "NULL" for c in IDENTITY_FRAME_COLS]
+    row = con.execute(f"SELECT {', '.join(parts)} FROM frames ORDER BY id LIMIT 1").fetchone()
+    if row is None:
+        return f"screenpipe:{path.name}:{source_fingerprint('empty')}"
+    ocr: tuple[Any, ...] = ()
+    ocr_cols = set(table_columns(con, "ocr_text"))
+    if {"frame_id", "text"} <= ocr_cols:
+        wanted = [c if c in ocr_cols else "NULL" for c in ("text", "app_name", "window_name")]
+        ocr = con.execute(f"SELECT {', '.join(wanted)} FROM ocr_text WHERE frame_id = ? ORDER BY rowid LIMIT 1",
+                          (row[0],)).fetchone() or ()
+    content = ["" if v is None else v for v in (*row, *ocr)]
+    return f"screenpipe:{path.name}:{source_fingerprint(*content)}"
 
 
 def _truthy(value: Any) -> bool:
@@ -153,8 +220,24 @@ def _int(value: Any) -> int | None:
     if isinstance(value, str):
         try:
             return int(float(value.strip()))
-        except ValueError:
+        except (ValueError, OverflowError):  # "nan", "1e999"
             return None
+    return None
+
+
+# Plausible magnitudes of integer cells; beyond them a row is broken, not data (and a 64-bit
+# column downstream could not hold it).
+COORD_LIMIT = 1_000_000  # pixels, either side of the origin (monitors left of / above the main one)
+CODE_LIMIT = 2**32  # key codes, modifier masks (clipboard ASCII codes included)
+BUTTON_LIMIT = 256
+DEPTH_LIMIT = 1_000_000
+
+
+def _out_of_range(cells: Iterable[tuple[str, int | None, int]]) -> str | None:
+    """``"x=1e+30"``-style text naming the first cell whose value lies outside +-limit, else None."""
+    for name, value, limit in cells:
+        if value is not None and not -limit <= value <= limit:
+            return f"{name}={value}"[:80]
     return None
 
 
@@ -177,7 +260,10 @@ class _Reader:
         screens: dict[str, tuple[int, int]],
         source_id: str | None,
         progress: ProgressFn | None,
+        since: dict[str, int] | None = None,
     ) -> None:
+        self.since = dict(since or {})
+        self._devices: dict[Any, Any] | None = None
         self.con = con
         self.path = path
         self.file = str(path)
@@ -217,11 +303,26 @@ class _Reader:
     def _select(self, table: str, wanted: list[str]) -> str:
         cols = set(table_columns(self.con, table))
         parts = [f'"{c}"' if c in cols else "NULL" for c in wanted]
-        return f"SELECT {', '.join(parts)} FROM \"{table}\" ORDER BY id"
+        where = f" WHERE id > {int(self.since[table])}" if table in self.since else ""
+        return f"SELECT {', '.join(parts)} FROM \"{table}\"{where} ORDER BY id"
 
     def _total(self, table: str) -> int:
         row = self.con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
         return int(row[0] or 0)
+
+    def _older_stream(self, fid: int) -> str | None:
+        """The stream of a frame below the sync watermark (not read by this pass)."""
+        cols = self.frame_cols
+        device = "device_name" if "device_name" in cols else "NULL"
+        chunk = "video_chunk_id" if "video_chunk_id" in cols else "NULL"
+        row = self.con.execute(f"SELECT {device}, {chunk} FROM frames WHERE id = ?", [fid]).fetchone()
+        if row is None:
+            return None
+        dev = row[0]
+        if (dev is None or dev == "") and row[1] is not None:
+            dev = self._chunk_devices().get(row[1])
+        self.stream_of[fid] = self._stream(dev)
+        return self.stream_of[fid]
 
     def _stream(self, device: Any) -> str:
         if device is None:
@@ -265,6 +366,7 @@ class _Reader:
         for info in stream_infos(self.batch.source_id, self.days.first, sizes):
             streams.setdefault(day(info.ts_us), []).append(info)
         self.batch.snapshots, self.batch.inputs = [], []
+        self._choose_tree_side(has_elements)
         scanned = self._elements_scan() if has_elements and not self._frame_index() else None
         all_days = sorted(set(snaps) | set(inputs) | set(streams))
         for i, d in enumerate(all_days, 1):
@@ -289,15 +391,46 @@ class _Reader:
         self.batch.quarantined, self.batch.notes = [], {}
         return out
 
+    def _ocr_windows(self) -> dict[int, tuple[Any, Any, Any]]:
+        """frame id -> (app, window, focused) of 2024-layout rows, which keep them in ``ocr_text``.
+
+        Later layouts leave ``ocr_text.app_name`` at its default '' (the names moved to frames), so
+        a non-empty one marks a row written in 2024 layout, also inside an upgraded database.
+        """
+        cols = set(table_columns(self.con, "ocr_text"))
+        if not {"frame_id", "app_name"} <= cols:
+            return {}
+        wanted = [c if c in cols else "NULL" for c in ("frame_id", "app_name", "window_name", "focused")]
+        out: dict[int, tuple[Any, Any, Any]] = {}
+        for fid, app, window, focused in iter_rows(self.con.execute(
+            f"SELECT {', '.join(wanted)} FROM ocr_text WHERE app_name IS NOT NULL AND app_name != '' "
+            f"AND frame_id > {int(self.since.get('frames', -1))} ORDER BY rowid"
+        )):
+            if fid in out:
+                self.batch.note("ocr_text: extra rows of one frame (the first names the window)")
+                continue
+            out[fid] = (app, window, focused)
+        return out
+
+    def _chunk_devices(self) -> dict[Any, Any]:
+        """video chunk id -> device name (what frames of 2024-10 to 2025-01 name their monitor by)."""
+        if self._devices is None:
+            self._devices = ({} if "device_name" not in table_columns(self.con, "video_chunks")
+                             else dict(self.con.execute("SELECT id, device_name FROM video_chunks")))
+        return self._devices
+
     def _frames(self) -> None:
         wanted = ["id", "timestamp", "app_name", "window_name", "focused", "browser_url", "device_name",
-                  "capture_trigger"]
+                  "capture_trigger", "video_chunk_id"]
         # Trees are read day by day later; here only whether a frame has one.
         # (typeof() does not load the text itself, so this pass skips the JSON's bytes.)
         has_tree = ("typeof(accessibility_tree_json) = 'text'"
                     if "accessibility_tree_json" in self.frame_cols else "0")
         total = self._total("frames")
         cur = self.con.execute(self._select("frames", wanted).replace(" FROM ", f", {has_tree} FROM ", 1))
+        ocr = self._ocr_windows()
+        chunk_device = self._chunk_devices()
+        event_layout = "capture_trigger" in self.frame_cols
         clock = ClockWatch(self.batch, "frames")
         seen: set[tuple[Any, ...]] = set()
         group: list[tuple[Any, ...]] = []
@@ -306,7 +439,20 @@ class _Reader:
             n += 1
             if n % 4096 == 0:
                 self.progress.tick("frames", n, total)
-            self.stream_of[row[0]] = self._stream(row[6])
+            # Decided per row, since an upgraded database holds every era in one table:
+            # "event" (one row per capture), "ocr" (2024: one row per window, names in ocr_text)
+            # or "video" (2025: one row per window, names on the frame, cycle = same timestamp).
+            win = ocr.get(row[0])
+            if win is not None:
+                row = (row[0], row[1], win[0], win[1], win[2], *row[5:], "ocr")
+            elif event_layout and (row[7] is not None or row[8] is None):
+                row = (*row, "event")
+            else:
+                row = (*row, "video")
+            device = row[6]
+            if (device is None or device == "") and row[8] is not None:
+                device = chunk_device.get(row[8])
+            self.stream_of[row[0]] = self._stream(device)
             if group and row[1] != group[0][1]:
                 self._cycle(group, clock, seen)
                 group = []
@@ -318,9 +464,11 @@ class _Reader:
     def _cycle(self, rows: list[tuple[Any, ...]], clock: ClockWatch, seen: set[tuple[Any, ...]]) -> None:
         """Rows sharing one timestamp.
 
-        Legacy capture wrote one row per visible window per cycle: per monitor, the focused row is
-        the snapshot. Current capture writes one row per capture event (two events in the same
-        second share a second-resolution timestamp): every row is a snapshot.
+        Event-driven capture writes one row per capture (two in the same second share a
+        second-resolution timestamp): every row is a snapshot. Video capture wrote one row per
+        visible window per cycle: the focused window is the snapshot, the others are background.
+        In 2025 layout a cycle's rows share the timestamp, so per monitor the focused row of the
+        group wins; in 2024 layout each row got its own insert time, so each row is decided alone.
         """
         raw_ts = rows[0][1]
         try:
@@ -333,12 +481,18 @@ class _Reader:
         clock.see(ts)
         by_stream: dict[str, list[tuple[Any, ...]]] = {}
         for r in rows:
-            by_stream.setdefault(self.stream_of[r[0]], []).append(r)
+            kind = r[10]
+            if kind == "event":
+                self._snapshot(r, ts, self.stream_of[r[0]], seen)
+            elif kind == "ocr":
+                if _truthy(r[4]):
+                    self._snapshot(r, ts, self.stream_of[r[0]], seen)
+                else:
+                    self.dropped[r[0]] = "background"
+                    self.batch.note(BACKGROUND)
+            else:
+                by_stream.setdefault(self.stream_of[r[0]], []).append(r)
         for stream, cycle in by_stream.items():
-            if not self.legacy:
-                for r in cycle:
-                    self._snapshot(r, ts, stream, seen)
-                continue
             focused = [r for r in cycle if _truthy(r[4])]
             if not focused and len(cycle) == 1 and cycle[0][4] is None:
                 # focus not recorded and a single window: it is what the monitor showed
@@ -355,7 +509,7 @@ class _Reader:
             for r in cycle:
                 if not any(r is f for f in focused):
                     self.dropped[r[0]] = "background"
-                    self.batch.note("frames: background windows of a capture cycle (not the foreground; not imported)")
+                    self.batch.note(BACKGROUND)
             self._snapshot(focused[0], ts, stream, seen)
             first = focused[0]
             for r in focused[1:]:
@@ -403,8 +557,25 @@ class _Reader:
         ))
         self.kept[fid] = (ts, fid_text)
         self.days.see(stream, ts)
-        if r[8]:
+        if r[9]:
             self.tree_frames.add(fid)
+
+    def _choose_tree_side(self, has_elements: bool) -> None:
+        """Each accessibility node is imported once: current screenpipe writes a frame's tree both
+        to ``accessibility_tree_json`` and, node by node, to ``elements``. The elements rows win
+        (they carry screenpipe's own ids and parents); the JSON is read for frames without them
+        (2026-02 databases, written before the elements table existed)."""
+        if not self.tree_frames:
+            return
+        both: set[int] = set()
+        if has_elements:
+            both = {fid for (fid,) in self.con.execute(
+                "SELECT DISTINCT frame_id FROM elements WHERE source = 'accessibility'") if fid in self.tree_frames}
+        self.tree_frames -= both
+        self.batch.note("accessibility trees: frames whose nodes came from the elements table "
+                        "(their accessibility_tree_json holds the same nodes; not read twice)", len(both))
+        self.batch.note("accessibility trees: frames whose nodes came from accessibility_tree_json "
+                        "(no elements rows for them)", len(self.tree_frames))
 
     def _trees_of(self, fids: Iterable[int]) -> list[Element]:
         """Element rows of the accessibility trees of these (kept) frames."""
@@ -431,6 +602,8 @@ class _Reader:
         prefix = f"{self.batch.source_id}:frames:{fid}:tree:"
         roles = self._tree_roles
         count = 0
+        if _is_flat(nodes):
+            nodes = self._nest_flat(nodes)
         stack: list[tuple[Any, str | None, int]] = [(n, None, 0) for n in reversed(nodes)]
         while stack:
             node, parent, depth = stack.pop()
@@ -466,6 +639,37 @@ class _Reader:
             if isinstance(children, list):
                 for child in reversed(children):
                     stack.append((child, ref, depth + 1))
+
+    def _nest_flat(self, nodes: list[Any]) -> list[Any]:
+        """screenpipe's flat node list (depth-first, each with ``depth``) as nested nodes.
+
+        The parent of a node at depth d is the latest node before it at depth d-1, as screenpipe
+        resolves it for ``elements``; a node whose depth skips a level has no such node and becomes
+        a root. Nodes with no usable depth are skipped and counted.
+        """
+        roots: list[Any] = []
+        path: list[dict[str, Any]] = []  # path[d] = latest node at depth d
+        for node in nodes[:MAX_TREE_NODES + 1]:
+            if not isinstance(node, dict):
+                roots.append(node)  # counted as "not objects" by the walk
+                continue
+            d = node.get("depth")
+            if type(d) is not int or d < 0:
+                self.batch.note("accessibility trees: nodes without a usable depth (skipped)")
+                continue
+            copy = {k: v for k, v in node.items() if k != "children"}
+            copy["children"] = []
+            if d == 0 or d > len(path):
+                if d:
+                    self.batch.note("accessibility trees: nodes whose depth skips a level (made roots)")
+                roots.append(copy)
+                del path[:]
+                path.append(copy)
+                continue
+            path[d - 1]["children"].append(copy)
+            del path[d:]
+            path.append(copy)
+        return roots
 
     _ELEMENT_COLS = ["id", "frame_id", "source", "role", "text", "parent_id", "depth",
                      "left_bound", "top_bound", "width_bound", "height_bound"]
@@ -547,12 +751,15 @@ class _Reader:
                 etext = text(etext, MAX_ELEMENT_TEXT, "elements.text")
             elif etext == "":
                 etext = None
+            d = depth if type(depth) is int else _int(depth)
+            if d is not None and not 0 <= d <= DEPTH_LIMIT:
+                self.batch.quarantine(self.file, f"elements id={eid}", "number out of range", f"depth={d}"[:80])
+                continue
             ref = prefix + str(eid)
             recent[eid] = ref
             parent_ref = None if parent is None else (recent.get(parent) or prefix + str(parent))
             append(Element(
-                ref, owner[0], owner[1], src or "unknown", r, etext, parent_ref,
-                depth if type(depth) is int else _int(depth),
+                ref, owner[0], owner[1], src or "unknown", r, etext, parent_ref, d,
                 left if type(left) is float and -0.5 <= left <= 1.5 else _unit(left),
                 top if type(top) is float and -0.5 <= top <= 1.5 else _unit(top),
                 width if type(width) is float and -0.5 <= width <= 1.5 else _unit(width),
@@ -654,6 +861,8 @@ class _Reader:
             fid = frame_id if type(frame_id) is int else _int(frame_id)
             if fid is not None:
                 stream = stream_of.get(fid)
+                if stream is None and self.since and fid <= self.since.get("frames", -1):
+                    stream = self._older_stream(fid)  # a sync pass: the frame was read by an earlier one
                 if stream is None:
                     self.batch.note("ui_events: frame_id points at no frame (stream unknown)")
             op = None
@@ -671,6 +880,14 @@ class _Reader:
             elif kind in ("key", "text"):
                 typed = text(content, MAX_TYPED_TEXT, "ui_events.text_content")
             b = button if button is None or type(button) is int else _int(button)
+            px = x if x is None or type(x) is int else _int(x)
+            py = y if y is None or type(y) is int else _int(y)
+            kc = key_code if key_code is None or type(key_code) is int else _int(key_code)
+            bad = _out_of_range((("x", px, COORD_LIMIT), ("y", py, COORD_LIMIT), ("key_code", kc, CODE_LIMIT),
+                                 ("button", b, BUTTON_LIMIT), ("modifiers", mods, CODE_LIMIT)))
+            if bad:
+                self.batch.quarantine(self.file, f"ui_events id={eid}", "number out of range", bad)
+                continue
             px_bounds = None
             if bounds is not None:
                 px_bounds = _bounds_json(bounds)
@@ -683,10 +900,10 @@ class _Reader:
                 ts,
                 kind,
                 stream,
-                x if x is None or type(x) is int else _int(x),
-                y if y is None or type(y) is int else _int(y),
+                px,
+                py,
                 None if b is None else BUTTONS.get(b, str(b)),
-                key_code if key_code is None or type(key_code) is int else _int(key_code),
+                kc,
                 mods,
                 typed,
                 op,
@@ -752,7 +969,7 @@ class _Reader:
                     for node in _walk(_parse_tree(raw) or []):
                         bd = node.get("bounds")
                         b: dict[str, Any] = bd if isinstance(bd, dict) else {}
-                        _index_node(found[fid], node.get("role"), node.get("name"),
+                        _index_node(found[fid], node.get("role"), node.get("name", node.get("text")),
                                     (b.get("left"), b.get("top"), b.get("width"), b.get("height")))
             yield from found.items()
 
@@ -810,12 +1027,38 @@ def _refine(pairs: list[tuple[Box, Box]], axis: int, size: float) -> float:
     return (lo + hi) / 2 if lo <= hi else mid
 
 
+def _is_flat(nodes: list[Any]) -> bool:
+    """Whether a tree is screenpipe's flat list of nodes with ``depth`` (not nested children)."""
+    first = next((n for n in nodes if isinstance(n, dict)), None)
+    return first is not None and "depth" in first and "children" not in first
+
+
+DEEP_JSON_LIMIT = 1_000_000  # recursion limit for the pure-Python JSON decoder (deep trees)
+
+
+def _loads(raw: Any) -> Any:
+    """json.loads, and for JSON nested deeper than the C decoder's recursion limit the pure-Python
+    decoder with a raised limit: a deep but valid tree is still valid JSON."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        pass
+    decoder = json.JSONDecoder()
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, DEEP_JSON_LIMIT))
+    try:
+        return decoder.decode(raw)
+    finally:
+        sys.setrecursionlimit(old)
+
+
 def _parse_tree(raw: Any) -> list[Any] | None:
     if raw is None:
         return []
     try:
-        data = json.loads(raw)
-    except (TypeError, ValueError, RecursionError):
+        data = _loads(raw)
+    except (TypeError, ValueError, RecursionError, MemoryError):
         return None
     if isinstance(data, dict):
         return [data]

@@ -1,0 +1,391 @@
+"""Continuous sync: follow the capture tools a person already runs and keep the log current.
+
+``af sync screenpipe PATH`` and ``af sync activitywatch URL|PATH`` register a source in the data
+folder and make one incremental pass; ``af sync`` passes over every registered source;
+``--watch`` keeps following. Each pass maps what is new through the same importer as
+``af import`` (so a synced row and an imported row of the same source have the same ref and land
+once), appends it to the log, and seals the days whose grace period has passed.
+
+How each source is read incrementally:
+
+- screenpipe: the database is opened read-only, as by ``af import``; a pass reads the rows whose
+  id is above the source's watermark (per table), less a small overlap so a capture cycle being
+  written while we read is read again whole next time (refs make the overlap land once). A
+  database whose identity changed (a new file, rotated, or rebuilt) starts from the beginning;
+  its refs differ, so nothing of the old file is touched.
+- ActivityWatch: the REST API of a running aw-server or aw-server-rust (default
+  ``http://127.0.0.1:5600``), or its sqlite.db. A pass asks each bucket for the events that end
+  after the watermark less an overlap. ActivityWatch grows its newest event in place (a
+  heartbeat extends its duration); the log never rewrites a row, so the part of an event that
+  grew since the last pass lands as a *continuation* row (ref ``<event ref>~<k>``) that starts
+  where the logged part ended. Time is then credited exactly once, however often the event grew.
+
+A source that is down, restarting or locked fails the pass with a sentence; ``watch`` retries
+with exponential back-off (up to MAX_BACKOFF_S) and never lands a row twice. State (watermarks,
+the last pass, the last error) lives in ``<home>/sync.json`` and is written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capture.errors import UserError
+from capture.home import Home
+from capture.log import EventLog
+from capture.model import CaptureBatch
+from capture.timeutil import US, iso_utc, local_day, zone
+
+SYNC_FILE = "sync.json"
+KINDS = ("screenpipe", "activitywatch")
+DEFAULT_AW_URL = "http://127.0.0.1:5600"
+DEFAULT_INTERVAL_S = 5.0  # between passes in --watch: capture lands within seconds
+MAX_BACKOFF_S = 300.0  # a source that keeps failing is retried at least every five minutes
+AW_OVERLAP_US = 10 * 60 * US  # events re-read before the watermark (heartbeats still extend them)
+SP_OVERLAP_ROWS = 200  # screenpipe rows re-read below the id watermark (a cycle half-written)
+HTTP_TIMEOUT_S = 10.0
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Source:
+    """A registered capture source."""
+
+    name: str  # "<kind>:<location>", the key in sync.json
+    kind: str  # screenpipe | activitywatch
+    location: str  # an absolute path, or an http(s) URL for a running ActivityWatch server
+
+
+@dataclass
+class PassResult:
+    source: str
+    ok: bool
+    landed: int = 0
+    skipped: int = 0
+    quarantined: int = 0
+    continued: int = 0  # rows that continue an event which grew since it was logged
+    newest_us: int | None = None  # the newest capture time this pass saw in the source
+    error: str | None = None
+    seconds: float = 0.0
+    days_sealed: list[str] = field(default_factory=list)
+    days_amended: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- registry and state
+
+
+def _path(home: Home) -> Path:
+    return home.root / SYNC_FILE
+
+
+def _load(home: Home) -> dict[str, Any]:
+    path = _path(home)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"version": 1, "sources": {}}
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path} is not readable sync state ({exc}); move it aside and register the sources again") from None
+    if not isinstance(data, dict) or not isinstance(data.get("sources"), dict):
+        raise UserError(f"{path} is not sync state written by this program; move it aside and register the sources again")
+    return data
+
+
+def _save(home: Home, data: dict[str, Any]) -> None:
+    path = _path(home)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def normalise(kind: str, location: str) -> str:
+    """A source location as registered: an absolute path, or a URL without a trailing slash."""
+    if kind not in KINDS:
+        raise UserError(f"unknown source kind {kind!r}; choose one of {', '.join(KINDS)}")
+    if kind == "activitywatch" and location.startswith(("http://", "https://")):
+        parsed = urllib.parse.urlsplit(location)
+        if not parsed.hostname:
+            raise UserError(f"{location!r} is not a URL of an ActivityWatch server (e.g. {DEFAULT_AW_URL})")
+        return location.rstrip("/")
+    p = Path(location).expanduser()
+    if kind == "screenpipe" and p.is_dir():
+        p = p / "db.sqlite"
+    if kind == "activitywatch" and p.is_dir():
+        p = p / "sqlite.db"
+    if not p.is_file():
+        raise UserError(f"{p}: no such file (expected a {kind} database)")
+    return str(p.resolve())
+
+
+def register(home: Home, kind: str, location: str) -> Source:
+    """Add a source to the data folder's sync list (registering it again changes nothing)."""
+    where = normalise(kind, location)
+    data = _load(home)
+    name = f"{kind}:{where}"
+    if name not in data["sources"]:
+        data["sources"][name] = {"kind": kind, "location": where, "added_at": iso_utc(time.time_ns() // 1000)}
+        _save(home, data)
+    return Source(name, kind, where)
+
+
+def sources(home: Home) -> list[Source]:
+    data = _load(home)
+    return [Source(name, str(s["kind"]), str(s["location"])) for name, s in sorted(data["sources"].items())]
+
+
+def _state(home: Home, name: str) -> dict[str, Any]:
+    return dict(_load(home)["sources"].get(name, {}).get("state", {}))
+
+
+def _record(home: Home, name: str, state: dict[str, Any], result: PassResult, now_us: int) -> None:
+    data = _load(home)
+    entry = data["sources"].setdefault(name, {})
+    state = dict(state)
+    state["last_pass"] = iso_utc(now_us)
+    state["last_pass_us"] = now_us
+    if result.ok:
+        state["last_ok"] = iso_utc(now_us)
+        state["last_ok_us"] = now_us
+        state["failures"] = 0
+        state.pop("last_error", None)
+        state["landed_total"] = int(state.get("landed_total", 0)) + result.landed
+    else:
+        state["failures"] = int(state.get("failures", 0)) + 1
+        state["last_error"] = result.error
+    if result.newest_us is not None:
+        state["newest_us"] = max(int(state.get("newest_us", 0)), result.newest_us)
+    entry["state"] = state
+    _save(home, data)
+
+
+# ----------------------------------------------------------------------------- one pass
+
+
+def sync_once(home: Home, source: Source, *, now_us: int | None = None, progress: Progress | None = None) -> PassResult:
+    """One incremental pass over one source; a failure is reported in the result, not raised."""
+    now = time.time_ns() // 1000 if now_us is None else now_us
+    started = time.monotonic()
+    state = _state(home, source.name)
+    result = PassResult(source.name, ok=True)
+    try:
+        log = EventLog(home)
+        if source.kind == "activitywatch":
+            # Asked of the server before taking the log: a slow server never holds the writer lock.
+            batches, state = _activitywatch_batches(home, source, state, now)
+        with log.writing():
+            if source.kind == "screenpipe":
+                batches, state = _screenpipe_batches(home, source, state)
+            for batch in batches:
+                continued, covered = log.continue_grown_spans(batch)
+                result.continued += continued
+                result.skipped += sum(covered.values())
+                _drop_known_streams(log, batch)
+                report = log.append(batch, now_us=now, progress=progress)
+                result.landed += sum(report.landed.values())
+                result.skipped += report.skipped
+                result.quarantined += report.quarantined
+                result.days_sealed += report.days_sealed
+                result.days_amended += report.days_amended
+                newest = _newest(batch)
+                if newest is not None:
+                    result.newest_us = max(result.newest_us or newest, newest)
+            result.days_sealed += log.seal_due(now)
+    except (UserError, OSError, urllib.error.URLError, TimeoutError, ValueError) as exc:
+        result.ok = False
+        result.error = _sentence(source, exc)
+    result.seconds = round(time.monotonic() - started, 3)
+    result.days_sealed = sorted(set(result.days_sealed))
+    _record(home, source.name, state if result.ok else _state(home, source.name), result, now)
+    return result
+
+
+def _sentence(source: Source, exc: BaseException) -> str:
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"{source.location} answered HTTP {exc.code} ({exc.reason})"
+    if isinstance(exc, urllib.error.URLError):
+        return f"{source.location} cannot be reached ({exc.reason}); is ActivityWatch running?"
+    if isinstance(exc, TimeoutError):
+        return f"{source.location} did not answer within {HTTP_TIMEOUT_S:g} s"
+    return str(exc)
+
+
+def _newest(batch: CaptureBatch) -> int | None:
+    times = [max((getattr(r, "end_us", None) or r.ts_us) for r in batch.rows(k)) for k in ("snapshots", "inputs")
+             if batch.rows(k)]
+    return max(times) if times else None
+
+
+def _drop_known_streams(log: EventLog, batch: CaptureBatch) -> None:
+    """A stream's row for a day is written by the first pass that sees the stream that day; a
+    later pass sees it later (and may estimate its size from fewer clicks), which is not news."""
+    if not batch.streams:
+        return
+    tz = zone(log.tz)
+    known: set[str] = set()
+    for day in sorted({local_day(r.ts_us, tz) for r in batch.streams}):
+        known.update(r.ref for r in log.read_day(day, lazy_elements=True).streams)
+    batch.streams = [r for r in batch.streams if r.ref not in known]
+
+
+# ----------------------------------------------------------------------------- screenpipe
+
+
+def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tuple[Iterable[CaptureBatch], dict[str, Any]]:
+    from capture.importers import screenpipe
+
+    path = Path(source.location)
+    identity = screenpipe.source_identity(path)
+    since = state.get("since") if identity == state.get("identity") else None  # another file: from the start
+    # Taken before reading: rows written while this pass reads are above it and read next time.
+    marks = screenpipe.watermarks(path, overlap=SP_OVERLAP_ROWS)
+    batches = screenpipe.iter_screenpipe(path, tz=home.settings().tz, progress=None,
+                                         since=since if isinstance(since, dict) else None)
+    return batches, {**state, "identity": identity, "since": marks}
+
+
+# ----------------------------------------------------------------------------- ActivityWatch
+
+
+def _get_json(url: str) -> Any:
+    req = urllib.request.Request(url, headers={"Accept": "application/json"})
+    with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT_S) as resp:  # noqa: S310 (the user's own server)
+        return json.loads(resp.read().decode("utf-8"))
+
+
+def _activitywatch_batches(home: Home, source: Source, state: dict[str, Any], now_us: int
+                           ) -> tuple[Iterable[CaptureBatch], dict[str, Any]]:
+    from capture.importers.activitywatch import read_activitywatch
+
+    tz = home.settings().tz
+    if not source.location.startswith(("http://", "https://")):
+        # The server's database: read whole (dedupe by ref lands only what is new).
+        return [read_activitywatch(Path(source.location), tz=tz, progress=None)], dict(state)
+    base = source.location
+    buckets = _get_json(f"{base}/api/0/buckets/")
+    if not isinstance(buckets, dict):
+        raise UserError(f"{base}/api/0/buckets/ did not answer with a dictionary of buckets")
+    marks = dict(state.get("buckets", {})) if isinstance(state.get("buckets"), dict) else {}
+    export: dict[str, Any] = {"buckets": {}}
+    for bid in sorted(buckets):
+        meta = buckets[bid] if isinstance(buckets[bid], dict) else {}
+        query = {}
+        if bid in marks:
+            query["start"] = iso_utc(max(0, int(marks[bid]) - AW_OVERLAP_US))
+        url = f"{base}/api/0/buckets/{urllib.parse.quote(bid, safe='')}/events"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        events = _get_json(url)
+        if not isinstance(events, list):
+            raise UserError(f"{url} did not answer with a list of events")
+        export["buckets"][bid] = {**meta, "id": bid, "events": events}
+        newest = _newest_event_end(events)
+        if newest is not None:
+            marks[bid] = max(int(marks.get(bid, 0)), newest)
+    new_state = dict(state)
+    new_state["buckets"] = marks
+    if not any(b["events"] for b in export["buckets"].values()):
+        return [], new_state
+    # The importer reads files: hand it this pass's events as an export, in a private folder.
+    folder = Path(tempfile.mkdtemp(prefix="af-sync-"))
+    try:
+        os.chmod(folder, 0o700)
+        path = folder / "aw-sync-export.json"
+        path.write_text(json.dumps(export), encoding="utf-8")
+        batch = read_activitywatch(path, tz=tz, progress=None)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return [batch], new_state
+
+
+def _newest_event_end(events: list[Any]) -> int | None:
+    from capture.timeutil import parse_ts
+
+    best: int | None = None
+    for ev in events:
+        try:
+            start = parse_ts(str(ev["timestamp"]))
+            end = start + int(round(float(ev.get("duration", 0)) * US))
+        except (KeyError, TypeError, ValueError, OverflowError):
+            continue
+        best = end if best is None else max(best, end)
+    return best
+
+
+# ----------------------------------------------------------------------------- watching and status
+
+
+def watch(
+    home: Home,
+    chosen: list[Source],
+    *,
+    interval_s: float = DEFAULT_INTERVAL_S,
+    stop: threading.Event | None = None,
+    on_pass: Callable[[PassResult], None] | None = None,
+    max_passes: int | None = None,
+) -> None:
+    """Pass over the sources until ``stop`` is set; a failing source backs off exponentially."""
+    stop = stop or threading.Event()
+    due = dict.fromkeys((s.name for s in chosen), 0.0)
+    failures = dict.fromkeys((s.name for s in chosen), 0)
+    passes = 0
+    while not stop.is_set():
+        now = time.monotonic()
+        for s in chosen:
+            if stop.is_set() or now < due[s.name]:
+                continue
+            result = sync_once(home, s)
+            passes += 1
+            failures[s.name] = 0 if result.ok else failures[s.name] + 1
+            delay = interval_s if result.ok else min(MAX_BACKOFF_S, interval_s * 2 ** failures[s.name])
+            due[s.name] = time.monotonic() + delay
+            if on_pass:
+                on_pass(result)
+        if max_passes is not None and passes >= max_passes:
+            return
+        wait = max(0.05, min(due.values()) - time.monotonic()) if due else interval_s
+        stop.wait(wait)
+
+
+def status(home: Home, now_us: int | None = None) -> list[dict[str, Any]]:
+    """Per registered source: where it is, when it last passed, how far behind the log is."""
+    now = time.time_ns() // 1000 if now_us is None else now_us
+    data = _load(home)
+    out = []
+    for name, entry in sorted(data["sources"].items()):
+        st = entry.get("state", {})
+        newest = st.get("newest_us")
+        last_ok = st.get("last_ok_us")
+        out.append({
+            "source": name,
+            "kind": entry.get("kind"),
+            "location": entry.get("location"),
+            "last_pass": st.get("last_pass"),
+            "last_ok": st.get("last_ok"),
+            "last_error": st.get("last_error"),
+            "failures": int(st.get("failures", 0)),
+            "rows_landed": int(st.get("landed_total", 0)),
+            "newest_capture": iso_utc(newest) if newest else None,
+            # how old the newest capture in the log is: what an agent asking "now" may miss
+            "behind_s": round((now - newest) / US, 1) if newest else None,
+            "since_last_ok_s": round((now - last_ok) / US, 1) if last_ok else None,
+        })
+    return out
+
+
+__all__ = ["KINDS", "PassResult", "Source", "normalise", "register", "sources", "status", "sync_once", "watch"]
