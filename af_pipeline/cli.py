@@ -55,14 +55,14 @@ def emit_json(payload: Any) -> None:
     print(json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="af",
         description="activity-frames: compile screen activity into evidence-linked agent memory.",
         epilog="Run `af COMMAND --help` for each command. Exit codes: 0 ok, 1 check failed, 2 bad usage or input.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in only or COMMAND_MODULES:
         module = importlib.import_module(f"af_pipeline.commands.{name}")
         module.register(sub)
     return parser
@@ -70,7 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     private_files()  # the data folder holds titles, URLs, typed text: 0700 folders, 0600 files
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # An MCP client starts `af mcp` for every session and waits for it: import only that command
+    # (the others pull in numpy, DuckDB and the synthesizer, ~0.4 s before the server can start).
+    parser = build_parser(("agent",) if argv[:1] == ["mcp"] else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -4,7 +4,7 @@
 
 Each benchmark runs as its own child process (so one failing or running out of memory cannot take
 the others down, and each has its own peak memory), in this order: synth, import, qa, compile,
-routines51, routines365, mcp, pipeline. The table has one row per measure: the anchor (the
+routines51, routines365, mcp, agent, pipeline. The table has one row per measure: the anchor (the
 published reference or the paper), our target, what we measured, and whether the target is met.
 A benchmark that fails shows up in its rows as FAILED with the reason; the runner carries on.
 
@@ -175,6 +175,14 @@ def bench_mcp(s: Sizes, timeout: float, _done: dict[str, Any]) -> dict[str, Any]
     return r
 
 
+def bench_agent(s: Sizes, timeout: float, _done: dict[str, Any]) -> dict[str, Any]:
+    m = _run([*_script("bench_agent.py"), "--json", "--days", str(s.synth_days)], timeout, "agent tasks over MCP")
+    r = _json(m, "bench_agent")
+    if m.returncode != 0:
+        raise BenchError(f"bench_agent exited {m.returncode}: {_last_line(m.stderr)}")
+    return r
+
+
 def bench_pipeline(s: Sizes, timeout: float, _done: dict[str, Any]) -> dict[str, Any]:
     out = BENCH_DIR / "runner-pipeline"  # apart from bench_pipeline's own default folder
     result = out / "result.json"
@@ -190,8 +198,8 @@ def bench_pipeline(s: Sizes, timeout: float, _done: dict[str, Any]) -> dict[str,
 
 BENCHMARKS: dict[str, Callable[[Sizes, float, dict[str, Any]], dict[str, Any]]] = {
     "synth": bench_synth, "import": bench_import, "qa": bench_qa, "compile": bench_compile,
-    "routines51": bench_routines51, "routines365": bench_routines365, "mcp": bench_mcp, "pipeline": bench_pipeline,
-    "growth": bench_growth.runner,
+    "routines51": bench_routines51, "routines365": bench_routines365, "mcp": bench_mcp, "agent": bench_agent,
+    "pipeline": bench_pipeline, "growth": bench_growth.runner,
 }
 
 
@@ -305,6 +313,23 @@ def table_rows(s: Sizes, res: dict[str, Any], errors: dict[str, str]) -> list[di
                 f"(p90 {b['p90_ms']:.0f}); in-process {r['in_process']['median_ms']:.0f} ms", _met(r["target_met"]))
 
     add("mcp", "get_context last 2 h, busy open day, over stdio", "-", "< 100 ms", mcp_)
+
+    def agent_(r: dict[str, Any]) -> tuple[str, str]:
+        t = r["total"]
+        kinds = "; ".join(f"{k} {v['accuracy']:.0%} ({v['tool_calls_mean']:.1f} calls, {v['tokens_median']:.0f} tok)"
+                          for k, v in r["by_kind"].items())
+        return f"{t['accuracy']:.1%} of {t['questions']} ({kinds})", _met(t["accuracy"] >= 0.9)
+
+    def agent_latency(r: dict[str, Any]) -> tuple[str, str]:
+        worst = max(r["latency"].items(), key=lambda kv: kv[1]["warm_median_ms"])
+        return (f"slowest warm median {worst[1]['warm_median_ms']:.0f} ms ({worst[0].split(' ')[0]})",
+                _met(r["targets"]["every_tool_under_100ms"]))
+
+    add("agent", f"agent questions over MCP vs raw-row oracle, {s.synth_days} days", "issue 11: >= 40 questions",
+        ">= 90 %", agent_)
+    add("agent", "every tool warm on the busiest day, over stdio", "issue 11", "< 100 ms", agent_latency)
+    add("agent", f"search_activity over {s.synth_days} days, warm", "issue 11", "< 200 ms",
+        lambda r: (f"{r['search_all_days_warm_ms']:.0f} ms", _met(r["targets"]["search_under_200ms"])))
     add("synth", f"af synth {s.synth_days} days", "issue 2: 61 days in under a minute", "< 60 s",
         lambda r: (f"{r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU ({r['frames']:,} frames, "
                    f"{r['ui_events']:,} input events, {r['elements']:,} elements)", _met(r["wall_s"] < 60)))

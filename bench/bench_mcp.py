@@ -119,21 +119,21 @@ async def over_stdio(home: Home, calls: int, appender: Appender | None) -> dict[
 
 
 def in_process(home: Home, calls: int, appender: Appender | None) -> dict[str, Any]:
-    from af_pipeline.mcp_server import Memory
+    from af_pipeline.memory import Memory
 
     m = Memory(home)
     t0 = time.perf_counter()
     m.warm()  # what `af mcp` does before serving
     warm_ms = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
-    m.context(m.resolve(hours=2))
+    m.context(m.period(hours=2))
     cold_ms = (time.perf_counter() - t0) * 1000
     warm = []
     for _ in range(calls):
         if appender:
             appender()
         t0 = time.perf_counter()
-        m.context(m.resolve(hours=2))
+        m.context(m.period(hours=2))
         warm.append((time.perf_counter() - t0) * 1000)
     return {"startup_warm_ms": round(warm_ms, 1), "first_call_ms": round(cold_ms, 1), **stats(warm)}
 

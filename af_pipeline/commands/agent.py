@@ -16,11 +16,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "mcp",
         help="serve the activity memory to agents over MCP (stdio)",
-        description="Run the MCP server on stdin/stdout (official MCP SDK). Six read-only tools: "
-        "get_context, get_activity, get_steps, get_day_summary, get_patterns, get_communications; "
-        "resources for published days. Today and 'last N hours' are compiled live from the log; "
-        "nothing is written anywhere. Add it to an MCP client as the command `af mcp --home DIR` "
-        "(see docs/mcp.md).",
+        description="Run the MCP server on stdin/stdout (official MCP SDK 2.x). Read-only tools: "
+        "get_capabilities, get_context, get_activity_at, search_activity, get_activity, get_steps, "
+        "get_day_summary, get_communications, get_patterns, get_routines, get_plan; prompts and "
+        "resources for published days. It reads through the same model as `af day` (published days "
+        "verified against their manifest, everything else compiled live from the log); nothing is "
+        "written anywhere. Add it to an MCP client as the command `af mcp --home DIR` (see docs/mcp.md).",
     )
     cli.common(p, json_flag=False)
     p.add_argument("--include-typed-text", action="store_true",

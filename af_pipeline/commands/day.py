@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from af_pipeline import cli, emit, layouts
-from af_pipeline.compile import CompileOptions, compile_day
+from af_pipeline.memory import DEFAULT_MIN_MINUTES, MAX_HOURS, Memory
 from capture.errors import UserError
-from capture.home import Home, resolve_home
-from capture.model import DayCapture
-from capture.timeutil import US, local_day, parse_day, to_datetime
+from capture.home import resolve_home
 
 _DAY_HELP = """\
 Print one local day (in the data folder's time zone) as the schema v1 document (JSON, YAML,
 Markdown) or as the token-budgeted context block.
 
 When the day was published by `af build` (published/DAY/ holds document.json, document.yaml,
-document.md, context.txt and manifest.json) and the options match what was published, the
-published files are printed. Otherwise the day is compiled now from the event log; JSON output
-then carries generated_at, the only field that differs from one compilation to the next.
+document.md, context.txt and manifest.json), its log day is sealed and the options match what
+was published, the published file is printed after checking it against the sha256 in the
+manifest; a file that no longer matches is refused (exit 2; --live compiles from the log
+instead). Otherwise the day is compiled now from the event log; JSON output then carries
+generated_at, the only field that differs from one compilation to the next. `af day`,
+`af context` and `af mcp` read through the same model (af_pipeline.Memory).
 
 Typed text is never printed unless --include-typed-text is given (it needs the document to be
 built with typed text too, which this flag also asks for when compiling live).
@@ -34,16 +32,14 @@ _CONTEXT_HELP = """\
 Print the compact context block for system prompts: the whole per-app ledger, every visited
 domain, the day's start, then as many frames (longest first) as fit the token budget (cl100k
 tokens). See docs/context-block.md for the format. --day picks a local day (default: today in
-the data folder's zone); --hours N covers the last N hours and is always compiled live.
+the data folder's zone); --hours N covers the last N hours (at most 744) and --start/--end any
+period of at most 31 days; those are compiled live. Frame ids outside a single published day are day-qualified (DAY/f-0003).
 """
-
-FORMAT_FILES = {"json": "document.json", "yaml": "document.yaml", "md": "document.md", "context": "context.txt"}
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser("day", help="print one day's document (json, yaml, md) or context block",
                        description=_DAY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("day", metavar="DAY", help="local day, YYYY-MM-DD")
+    p.add_argument("day", metavar="DAY", help="local day: YYYY-MM-DD, today or yesterday")
     p.add_argument("-f", "--format", choices=emit.FORMATS, default="json",
                    help="json (canonical, one line), yaml, md (Markdown) or context (default: json)")
     _build_options(p)
@@ -58,6 +54,9 @@ def register(sub: Any) -> None:
     which = c.add_mutually_exclusive_group()
     which.add_argument("--day", metavar="DAY", help="local day, YYYY-MM-DD (default: today)")
     which.add_argument("--hours", type=float, metavar="N", help="the last N hours, across days")
+    which.add_argument("--start", metavar="TIME", help="period start, ISO time in the folder's zone "
+                       "(e.g. 2026-06-01T09:00, or a date); with --end, at most 31 days")
+    c.add_argument("--end", metavar="TIME", help="period end with --start (a date includes that day; default now)")
     c.add_argument("--budget", type=int, default=emit.DEFAULT_BUDGET, metavar="T",
                    help=f"token budget (default {emit.DEFAULT_BUDGET})")
     _build_options(c)
@@ -75,60 +74,17 @@ def _build_options(p: argparse.ArgumentParser) -> None:
                    f"({', '.join(layouts.available())}) or a .json file (default identity)")
 
 
-def _options(args: argparse.Namespace) -> CompileOptions:
+def _options(args: argparse.Namespace) -> None:
     if args.min_minutes < 0:
         raise UserError(f"--min-minutes must be 0 or more, not {args.min_minutes}")
     if getattr(args, "budget", 1) < 1:
         raise UserError(f"--budget must be a positive number of tokens, not {args.budget}")
     layouts.table(args.layout)  # a bad name is a usage error before any work
-    return CompileOptions(min_minutes=args.min_minutes, include_typed_text=args.include_typed_text,
-                          layout=args.layout)
 
 
-def _home(args: argparse.Namespace) -> Home:
+def _memory(args: argparse.Namespace) -> Memory:
     home = resolve_home(args.home)
-    if not home.exists():
-        raise UserError(f"{home.root} is not an activity-frames data folder (import a capture first, "
-                        "or pass --home)")
-    return home
-
-
-def _check_day(day: str) -> str:
-    try:
-        parse_day(day)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    return day
-
-
-def _published(home: Home, day: str, options: CompileOptions) -> dict[str, Any] | None:
-    """The published document of day when it exists and was built with these options."""
-    folder = home.published_dir / day
-    if not (folder / "manifest.json").is_file() or not (folder / "document.json").is_file():
-        return None
-    try:
-        doc = json.loads((folder / "document.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{folder / 'document.json'} is not readable JSON ({exc}); rebuild with `af build`") from None
-    built = doc.get("provenance", {}).get("options", {}) if isinstance(doc, dict) else {}
-    wanted = {"min_minutes": round(float(options.min_minutes), 2),
-              "include_typed_text": options.include_typed_text, "layout": options.layout}
-    if built != wanted:
-        return None
-    return doc  # type: ignore[no-any-return]
-
-
-def _live(home: Home, day: str, options: CompileOptions) -> dict[str, Any]:
-    from capture.log import EventLog
-
-    capture = EventLog(home).read_day(day, lazy_elements=True)
-    _require_rows(capture, f"day {day}")
-    return _stamp(compile_day(capture, options))
-
-
-def _require_rows(capture: DayCapture, what: str) -> None:
-    if not capture.snapshots and not capture.inputs:
-        raise UserError(f"{what} has no capture in the log (see `af log status` for the days it holds)")
+    return Memory(home, include_typed_text=args.include_typed_text, layout=args.layout)
 
 
 def _stamp(doc: dict[str, Any]) -> dict[str, Any]:
@@ -141,43 +97,30 @@ def _write(text: str) -> None:
 
 
 def _day(args: argparse.Namespace) -> int:
-    day = _check_day(args.day)
-    options = _options(args)
-    home = _home(args)
-    doc = None if args.live else _published(home, day, options)
-    if doc is not None:
-        folder = home.published_dir / day
-        path: Path = folder / FORMAT_FILES[args.format]
-        same_budget = args.format != "context" or args.budget == emit.DEFAULT_BUDGET
-        if path.is_file() and same_budget and not args.include_typed_text:
-            _write(path.read_text(encoding="utf-8"))
+    _options(args)
+    memory = _memory(args)
+    day = memory.parse_day(args.day)
+    defaults = args.min_minutes == DEFAULT_MIN_MINUTES and args.layout == layouts.DEFAULT_LAYOUT
+    if not args.live and defaults and (args.format != "context" or args.budget == emit.DEFAULT_BUDGET):
+        text = memory.published_text(day, args.format)  # verified against its manifest, or refused
+        if text is not None:
+            _write(text)
             return 0
-    else:
-        doc = _live(home, day, options)
-    _write(emit.render(doc, args.format, include_typed_text=args.include_typed_text,
-                       budget_tokens=args.budget))
+    doc, source = memory.day_document(day, args.min_minutes, live=args.live)
+    if not source.startswith("published/"):
+        doc = _stamp(doc)
+    _write(memory.render(doc, args.format, budget_tokens=args.budget))
     return 0
 
 
 def _context(args: argparse.Namespace) -> int:
-    options = _options(args)
-    home = _home(args)
-    tz = home.settings().tz
-    if args.hours is not None:
-        if not 0 < args.hours <= 24 * 31:
-            raise UserError(f"--hours must be more than 0 and at most 744, not {args.hours}")
-        from capture.log import EventLog
-
-        end = int(time.time() * US)
-        start = end - int(args.hours * 3600 * US)
-        capture = EventLog(home).read_range(start, end)
-        _require_rows(capture, f"the last {args.hours:g} hours")
-        doc = compile_day(capture, options)
-        # the document describes the hours asked for, not the whole day they start in
-        doc["window"] = {"start": to_datetime(start, tz).isoformat(timespec="seconds"),
-                         "end": to_datetime(end, tz).isoformat(timespec="seconds")}
-    else:
-        day = _check_day(args.day) if args.day else local_day(int(time.time() * US), tz)
-        doc = _published(home, day, options) or _live(home, day, options)
-    _write(emit.context_block(doc, args.budget, include_typed_text=args.include_typed_text))
+    _options(args)
+    if args.hours is not None and not 0 < args.hours <= MAX_HOURS:
+        raise UserError(f"--hours must be more than 0 and at most {MAX_HOURS:g}, not {args.hours:g}")
+    if args.end is not None and args.start is None:
+        raise UserError("--end needs --start")
+    memory = _memory(args)
+    period = memory.period(day=args.day, hours=args.hours, start=args.start, end=args.end)
+    text, _source = memory.context(period, args.budget, args.min_minutes)
+    _write(text)
     return 0
