@@ -202,3 +202,69 @@ def test_sync_follows_a_screenpipe_database_while_it_is_written(tmp_path, monkey
     assert r.ok and r.landed == 1 + 5, r
     assert r.skipped <= 2 * (1 + 5), r  # the two overlap frames and their elements, nothing older
     assert len(EventLog(home).read_day(day).snapshots) == 61
+
+
+def test_an_agent_sees_capture_under_a_minute_old_while_sync_runs(tmp_path, server):
+    """`af sync --watch` follows a live aw-server and a screenpipe database being written; an agent
+    asking the MCP server (official client, stdio) for the last hour sees both, under a minute old."""
+    import asyncio
+
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from screenpipe_eras import EraDB, sample_tree
+
+    home = _home(tmp_path)
+    db = EraDB(tmp_path / "db.sqlite", "current")
+    db.con.execute("PRAGMA journal_mode = WAL")
+    now = datetime.now(UTC).replace(microsecond=0)
+    db.snapshot(now - timedelta(minutes=5), "Figma", "Landing page", sample_tree("a"))
+    db.con.commit()
+    server.feed(HOST_BUCKET, "currentwindow",
+                [(_iso(now - timedelta(minutes=3) + timedelta(seconds=i)), 0, {"app": "Code", "title": "live.py"})
+                 for i in range(60)])
+    assert cli.main(["sync", "screenpipe", str(db.path), "--home", str(home.root)]) == 0
+    assert cli.main(["sync", "activitywatch", server.url, "--home", str(home.root)]) == 0
+    env = {**os.environ, "AF_HOME": str(home.root)}
+    proc = subprocess.Popen([sys.executable, "-m", "af_pipeline.cli", "sync", "--watch", "--interval", "0.5"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    fresh = datetime.now(UTC).replace(microsecond=0)
+    try:
+        # new capture in both tools while sync follows
+        db.snapshot(fresh - timedelta(seconds=20), "Linear", "PROJ-42 Fix login", sample_tree("b"))
+        db.con.commit()
+        server.feed(HOST_BUCKET, "currentwindow",
+                    [(_iso(fresh - timedelta(seconds=30) + timedelta(seconds=i)), 0, {"app": "Slack", "title": "#ops"})
+                     for i in range(25)])
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:  # wait for both to land, not for a fixed time
+            snaps = EventLog(home).read_day(local_day(int(fresh.timestamp()) * US, ZoneInfo(TZ))).snapshots
+            if {"Linear", "Slack"} <= {s.app for s in snaps}:
+                break
+            time.sleep(0.2)
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-m", "af_pipeline.cli", "mcp", "--home", str(home.root)],
+                                       cwd=str(ROOT), env={"PATH": os.environ.get("PATH", ""),
+                                                           "PYTHONPATH": str(ROOT)})
+
+        async def ask() -> str:
+            with open(os.devnull, "w") as devnull:
+                async with stdio_client(params, errlog=devnull) as (read, write):
+                    async with ClientSession(read, write) as s:
+                        await s.initialize()
+                        res = await s.call_tool("get_context", {"hours": 1})
+                        assert not res.is_error, res.content[0].text
+                        return str(res.content[0].text)
+
+        block = asyncio.run(ask())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+        db.close()
+    for app in ("Figma", "Code", "Linear", "Slack"):
+        assert app in block, (app, block)
+    # the newest capture the agent sees ended less than a minute before it asked
+    end = next(line for line in block.splitlines() if line.startswith("summary:")).split("| end ")[1][:8]
+    local_now = datetime.now(ZoneInfo(TZ))
+    seen = local_now.replace(hour=int(end[:2]), minute=int(end[3:5]), second=int(end[6:8]), microsecond=0)
+    if seen > local_now:  # the capture was just before local midnight
+        seen -= timedelta(days=1)
+    assert local_now - seen < timedelta(minutes=1), (end, local_now)
