@@ -241,7 +241,7 @@ def build_server(memory: Memory) -> Any:
         return answer(lambda: memory.patterns(memory.pattern_period(days, day, hours, start, end), top))
 
     @server.tool(annotations=ro("Routines"), structured_output=False,
-                 description="Mined routines (action sequences of 3-60 steps repeated at least 3 times) over a "
+                 description="Mined routines (action sequences of 3 or more steps repeated at least 3 times) over a "
                  "period (default the last 7 days): id, steps as symbols, targets, days and examples. Pass an "
                  "id to get_plan. Example: get_routines(days=7, top=5)." + DATA)
     def get_routines(

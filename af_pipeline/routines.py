@@ -1,10 +1,12 @@
 """Routines: frequent contiguous action n-grams, recurrence h, the temporal holdout (paper 7.1, 7.4).
 
-A routine is a contiguous sequence of k actions (3 <= k <= 60) inside one session that occurs at
-least 3 times, counted as NON-OVERLAPPING occurrences (greedy from the left, which gives the
-largest such count), and that names at least 2 distinct targets. Routines are reported maximal:
-a routine is dropped only when every one of its occurrences, by position in the action stream,
-lies inside an occurrence of a longer routine that was kept.
+A routine is a contiguous sequence of k >= 3 actions inside one session (no fixed upper length:
+as long as the work that repeats) that occurs at least 3 times, counted as NON-OVERLAPPING
+occurrences (greedy from the left, which gives the largest such count), and that names at least
+2 distinct targets. Routines are reported maximal, longest first: a routine is dropped when more
+than half of every one of its occurrences, by position in the action stream, lies inside
+occurrences of routines already kept, and a routine whose own occurrences overlap (the same case
+done twice in a row) gives way to its unit (docs/routines.md).
 
 The miner is level-wise extension over an integer-encoded stream (see docs/routines.md):
 level k holds the start positions of every k-gram that occurs at least 3 times, grouped by

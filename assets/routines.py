@@ -182,7 +182,7 @@ def build_assets(raw_day: dg.AssetsDefinition) -> list[dg.AssetsDefinition]:
             ROUTINE_TABLE,
             deps=[raw_day],
             kinds={"duckdb"},
-            description="Maximal routines mined over every day in the warehouse (3-60 actions, >= 3 "
+            description="Maximal routines mined over every day in the warehouse (>= 3 actions, >= 3 "
             "non-overlapping occurrences, >= 2 named targets), with every occurrence as evidence.",
             **common,
         ),

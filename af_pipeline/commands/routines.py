@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="mine routines (repeated action sequences), recurrence h, holdout and the R ladder",
         description=(
             "Mine the action stream of the last active days for routines: contiguous sequences of "
-            "3-60 actions that occur at least 3 times (non-overlapping) and name at least 2 "
+            "3 or more actions that occur at least 3 times (non-overlapping) and name at least 2 "
             "targets, reported maximal. Prints the routine table, h_raw and h_specific, the "
             "temporal holdout (fit on the first days, measure on the rest), the R ladder of the "
             "top routines' compiled plans, and a MODELED three-arm cost comparison."
