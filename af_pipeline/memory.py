@@ -1074,11 +1074,14 @@ class Memory:
             s["minutes"] += float(fr.get("active_min", 0.0))
             s["frames"].append(f.qid)
             for t in fr.get("windows") or []:
+                if _LIST_VIEW.search(str(t.get("title") or "")):
+                    continue  # an inbox, a folder or search results: a list of threads, not one
                 th = s["threads"].setdefault(t["title"], {"subject": t["title"], "minutes": 0.0, "frames": []})
                 th["minutes"] += float(t.get("minutes", 0.0))
                 th["frames"].append(f.qid)
             for pg in fr.get("pages") or []:
-                if pg.get("entity") and pg.get("kind") in MAIL_PAGE_KINDS + CHAT_PAGE_KINDS:
+                if pg.get("entity") and pg.get("kind") in MAIL_PAGE_KINDS + CHAT_PAGE_KINDS \
+                        and pg.get("kind") not in LIST_PAGE_KINDS:
                     name = f"{pg['kind']}: {pg['entity']}"
                     th = s["threads"].setdefault(name, {"subject": name, "minutes": 0.0, "frames": []})
                     th["frames"].append(f.qid)
@@ -1303,6 +1306,17 @@ def _ref_key(ref: str) -> tuple[str, int, str]:
     """Row references in their numeric order (frames:93 before frames:102)."""
     head, _, tail = ref.rpartition(":")
     return (head, int(tail), "") if tail.isdigit() else (ref, -1, ref)
+
+
+LIST_PAGE_KINDS = ("inbox",)  # page kinds that list threads (an inbox), not one thread
+
+# Window titles of mail and chat views that list threads rather than show one (Gmail's
+# "Inbox (3) - jane@x - Gmail", "Search results - ...", a web search for "gmail"): not subjects.
+_LIST_VIEW = re.compile(
+    r"^(?:inbox|sent(?: mail| items)?|drafts|starred|snoozed|important|all mail|spam|junk(?: email)?|trash|"
+    r"deleted items|archive|outbox|search results|unread)\b(?:\s*\(\d+\))?(?:\s*[-–|]|$)"
+    r"|\bsearch results\b|\s[-–]\s(?:google|bing|duckduckgo) search$",
+    re.IGNORECASE)
 
 
 def _comm_kind(frame: dict[str, Any]) -> str | None:

@@ -73,3 +73,36 @@ def test_search_defaults_to_the_newest_year_of_the_log(mem: Memory) -> None:
     assert none["total"] == 0 and f"the log holds {DAY} to {DAY}" in none["note"]
     at = mem.activity_at(f"{DAY}T00:10:30")
     assert json.dumps(at).count(f"{DAY}/f-0001") == 1 and at["streams"][0]["at"]["app"] == "Excel"
+
+
+def test_inboxes_and_search_results_are_not_mail_threads(tmp_path):
+    """A Gmail inbox, Gmail's search results and a web search for "gmail" are views of many
+    threads (or none): communications lists the thread that was read, under Gmail's own surface."""
+    from af_pipeline import Memory
+    from capture.home import Home
+    from capture.log import EventLog
+    from capture.model import CaptureBatch, Snapshot
+    from capture.timeutil import parse_ts
+
+    home = Home(tmp_path / "h")
+    home.init(tz="UTC")
+    t = parse_ts("2026-03-10T09:00:00Z")
+    rows = [
+        ("Inbox (3) - jane@acme.test - Gmail", "https://mail.google.com/mail/u/0/#inbox"),
+        ("Re: Q3 budget - jane@acme.test - Gmail", "https://mail.google.com/mail/u/0/#inbox/FMfcgzQVxyz"),
+        ("Search results - jane@acme.test - Gmail", "https://mail.google.com/mail/u/0/#search/budget"),
+        ("gmail login - Google Search", "https://www.google.com/search?q=gmail+login"),
+    ]
+    b = CaptureBatch("test:gmail", "synth")
+    for i in range(40):
+        title, url = rows[(i // 10) % 4]
+        b.snapshots.append(Snapshot(f"test:gmail:{i}", t + i * 30_000_000, "monitor_1", "Google Chrome", title, url))
+    EventLog(home).append(b, now_us=t + 3600_000_000)
+    mem = Memory(home)
+    out = mem.communications(mem.period(day="2026-03-10"))
+    text = json.dumps(out)
+    assert "Re: Q3 budget" in text
+    assert "Inbox (3)" not in text and "Search results" not in text and "Google Search" not in text
+    subjects = [t["subject"] for s in out["surfaces"] for t in s["threads"]]
+    assert subjects and not [x for x in subjects if "inbox" in x.casefold()], subjects
+    assert {s["site"] for s in out["surfaces"]} == {"mail.google.com"}
