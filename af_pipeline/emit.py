@@ -287,6 +287,30 @@ def _q(text: str, limit: int = 40) -> str:
     return '"' + t.replace('"', "'") + '"'
 
 
+def _window_note(doc: dict[str, Any]) -> str:
+    """` | window ...` when the block covers less or more than its whole day (the last 2 hours,
+    a start/end range), so an agent never reads part of a day as all of it."""
+    w = doc.get("window") or {}
+    start, end = str(w.get("start", "")), str(w.get("end", ""))
+    day = str(doc.get("day", ""))
+    whole_day = (start[:10] == day and start[11:19] == "00:00:00" and end[11:19] == "00:00:00"
+                 and end[:10] == _next_day(day))
+    if not start or not end or whole_day:
+        return ""
+    if start[:10] == end[:10]:
+        return f" | window {start[11:16]}-{end[11:16]}"
+    return f" | window {start[:10]} {start[11:16]} - {end[:10]} {end[11:16]}"
+
+
+def _next_day(day: str) -> str:
+    from datetime import date, timedelta
+
+    try:
+        return (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+    except ValueError:
+        return ""
+
+
 def _summary_extra(cov: dict[str, Any]) -> str:
     """Summary fields said only when they apply (ActivityWatch-style sources)."""
     out = ""
@@ -325,7 +349,7 @@ def context_block(doc: dict[str, Any], budget_tokens: int = DEFAULT_BUDGET,
     no_input = cov.get("input_recorded") is False
     head = [
         CONTEXT_MAGIC,
-        f"day {doc['day']} | tz {doc['tz']} | budget {budget_tokens}",
+        f"day {doc['day']}{_window_note(doc)} | tz {doc['tz']} | budget {budget_tokens}",
         CAPTURED_NOTE,
         "summary: start {} | end {} | span {:.1f} min | active {:.1f} min | timeline {} min | apps {} | "
         "domains {} | frames {} | dual-monitor {:.1f} min | presence-only {:.1f} min".format(

@@ -176,3 +176,16 @@ def test_same_bytes_in_other_processes_zones_and_hash_seeds():
 def test_render_rejects_unknown_formats(doc):
     with pytest.raises(ValueError, match="unknown format"):
         emit.render(doc, "xml")
+
+
+def test_a_block_of_part_of_a_day_names_its_window():
+    """The last two hours are not the whole day: the block's day line says which window it covers;
+    a whole day's block has no window note (the goldens)."""
+    from af_pipeline.emit import context_block
+
+    doc = json.loads((Path(__file__).parent / "golden" / "golden-day.json").read_text())
+    assert "| window" not in context_block(doc).splitlines()[1]
+    doc["window"] = {"start": "2026-03-16T08:00:00+01:00", "end": "2026-03-16T10:00:00+01:00"}
+    assert context_block(doc).splitlines()[1].startswith("day 2026-03-16 | window 08:00-10:00 | tz ")
+    doc["window"] = {"start": "2026-03-10T00:00:00+01:00", "end": "2026-03-17T00:00:00+01:00"}
+    assert "| window 2026-03-10 00:00 - 2026-03-17 00:00 |" in context_block(doc).splitlines()[1]
