@@ -383,6 +383,9 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             app_away[slot_keys[o][0]] = app_away.get(slot_keys[o][0], 0) + us
     away_frames = 0
     kept: list[Segment] = []
+    # measured-span rows (ActivityWatch) on a day whose other sources did record input
+    mixed_input = ends_np is not None and bool(capture.inputs)
+    ends_list = ends_np.tolist() if ends_np is not None else []
     for fi, seg in enumerate(segments):
         app, site = cast(tuple[str, str | None], seg.key)
         if not seg.active_us and slot_away[fi] and not any(it.active_us for it in seg.interruptions):
@@ -407,6 +410,10 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
                        page_key if site is not None else None, page_cache, evidence)
         if slot_away[fi]:
             frame["away_min"] = _minutes(slot_away[fi])
+        if mixed_input and all(ends_list[p] != NO_END for p in seg.rows):
+            # a day with input from another source: this frame's source (ActivityWatch) records
+            # none, so its k0 c0 is "not recorded", not an idle user
+            frame["input_recorded"] = False
         frames_out.append(frame)
 
     # -- coverage ----------------------------------------------------------------------------

@@ -217,7 +217,8 @@ def to_markdown(doc: dict[str, Any], include_typed_text: bool = False) -> str:
             "|---|---|---|---|---:|---|---|"]
     for f in d["frames"]:
         out.append(f"| {f['id']} | {f['start']}-{f['end']} | {_md(f['app'])} | {_md(f.get('site', ''))} | "
-                   f"{f['active_min']:.2f} | {_vol(f['input'])} | {_md(_detail(f, 8))} |")
+                   f"{f['active_min']:.2f} | {NO_INPUT if f.get('input_recorded') is False else _vol(f['input'])} | "
+                   f"{_md(_detail(f, 8))} |")
         if include_typed_text and f.get("typed_text"):
             out.append(f"| | | | | | typed | {_md(f['typed_text'])} |")
     om = d["omitted"]
@@ -396,10 +397,10 @@ def context_block(doc: dict[str, Any], budget_tokens: int = DEFAULT_BUDGET,
     room -= count(frame_head + "\n")
     chosen: dict[int, str] = {}
     for i in order:
-        line = _frame_line(frames[i], True, typed, no_input)
+        line = _frame_line(frames[i], True, typed, no_input or frames[i].get("input_recorded") is False)
         t = count(line + "\n")
         if t > room:
-            line = _frame_line(frames[i], False, typed, no_input)
+            line = _frame_line(frames[i], False, typed, no_input or frames[i].get("input_recorded") is False)
             t = count(line + "\n")
             if t > room:
                 break

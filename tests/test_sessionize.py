@@ -247,3 +247,23 @@ def test_a_short_phone_event_does_not_cut_off_the_desktop_event_on_the_timeline(
     assert tl == {"Code": 59.0, "Signal": 1.0}
     per_monitor = {a["app"]: a["minutes"] for a in doc["apps"]}
     assert per_monitor == {"Code": 60.0, "Signal": 1.0}
+
+
+def test_on_a_mixed_day_only_the_frames_of_a_source_without_input_say_input_not_recorded():
+    """screenpipe (with input) on one monitor and an ActivityWatch host on the same day: the
+    ActivityWatch frame says its input was not recorded; the screenpipe frame keeps its counts."""
+    from af_pipeline.emit import context_block, to_markdown
+    from capture.model import InputEvent
+
+    t = parse_ts("2026-03-10T10:00:00Z")
+    sp = [Snapshot(f"sp:{i}", t + i * 30 * US, "monitor_1", "Code", "a.py") for i in range(11)]
+    aw = [Snapshot("aw:1", t + 600 * US, "aw:laptop", "Figma", "Design", end_us=t + 1200 * US)]
+    keys = [InputEvent(f"sp:k{i}", t + i * 20 * US + 1, "key", stream="monitor_1") for i in range(5)]
+    doc = compile_day(DayCapture(day="2026-03-10", tz="UTC", snapshots=sp + aw, inputs=keys,
+                                 recorders=["activitywatch", "screenpipe"]))
+    flags = {f["app"]: f.get("input_recorded") for f in doc["frames"]}
+    assert flags == {"Code": None, "Figma": False}
+    assert "input_recorded" not in doc["coverage"]
+    lines = {ln.split(" | ")[2]: ln for ln in context_block(doc).splitlines() if ln.startswith("f-")}
+    assert "input not recorded" in lines["Figma"] and "k5" in lines["Code"]
+    assert "input not recorded by this source" in to_markdown(doc)
