@@ -663,3 +663,41 @@ def test_a_deep_but_valid_tree_is_read_and_cut(tmp_path: Path) -> None:
     assert not any("not valid JSON" in q.reason for q in b.quarantined)
     assert len(b.elements) == 257 and max(e.depth or 0 for e in b.elements) == 256
     assert b.notes["accessibility trees: cut at 20000 nodes / depth 256"] == 1
+
+
+def test_the_independent_oracle_agrees_with_the_importer_on_an_upgraded_database(tmp_path: Path) -> None:
+    """The QA oracle reads the screenpipe file itself, in SQL written apart from the importer, and
+    decides each row's layout too: on a database upgraded through every era its per-app and
+    per-host dwell equals what the importer landed in the log, day by day."""
+    from af_pipeline.qa import oracle
+    from capture.home import Home
+    from capture.importers.screenpipe import read_screenpipe as _read
+    from capture.log import EventLog
+
+    db = EraDB(tmp_path / "db.sqlite", "2024-08")
+    for i, app in enumerate(FOCUS):
+        db.cycle_2024(BASE + timedelta(seconds=10 * i), _windows(app))
+    db.upgrade("2025-02")
+    for i, app in enumerate(FOCUS):
+        db.cycle_2025(BASE + timedelta(days=1, seconds=10 * i), _windows(app))
+    db.upgrade("current")
+    day3 = BASE + timedelta(days=2)
+    for i in range(4):
+        db.snapshot(day3 + timedelta(seconds=10 * i), "Arc", f"w{i}", sample_tree(f"a{i}"),
+                    url="https://github.com/acme/widgets")
+    path = db.close()
+    home = Home(tmp_path / "home")
+    home.init(tz="UTC")
+    log = EventLog(home)
+    log.append(_read(path, tz="UTC"))
+    sp = oracle.ScreenpipeOracle(path)
+    try:
+        assert sp.layouts() == {"event": 4, "ocr": 3 * len(FOCUS), "video": 3 * len(FOCUS)}
+        days = sp.days("UTC")
+        assert days == ["2024-08-20", "2024-08-21", "2024-08-22"]
+        for day in days:
+            ours, theirs = oracle.oracle_log_day(log, day), sp.day(day, "UTC")
+            assert oracle.agree(ours, theirs) == [], day
+            assert theirs.app_dwell_us
+    finally:
+        sp.close()

@@ -99,7 +99,7 @@ def test_sql_timestamp_adapter_matches_the_capture_parser(values: list[tuple[dat
     con.executescript(CURRENT_DDL)
     texts = [_ts_text(dt, shape) for dt, shape in values]
     con.executemany("INSERT INTO frames (timestamp, app_name, device_name, focused) VALUES (?, 'A', 'm', 1)", [(t,) for t in texts])
-    con.executescript(oracle.SCREENPIPE_ROWS_SQL.format(window_col="window_name", focused_col="focused"))
+    con.executescript(oracle.screenpipe_rows_sql(con))
     got = sorted(r[0] for r in con.execute("SELECT ts_us FROM screenpipe_rows"))
     assert got == sorted(parse_ts(t) for t in texts)
 
@@ -109,7 +109,7 @@ def test_offsets_in_timestamps() -> None:
     con.executescript(CURRENT_DDL)
     texts = ["2026-03-10T10:00:00.25+02:00", "2026-03-10T10:00:00-01:30", "garbage", "2026-03-10"]
     con.executemany("INSERT INTO frames (timestamp, app_name, device_name, focused) VALUES (?, 'A', 'm', 1)", [(t,) for t in texts])
-    con.executescript(oracle.SCREENPIPE_ROWS_SQL.format(window_col="window_name", focused_col="focused"))
+    con.executescript(oracle.screenpipe_rows_sql(con))
     got = sorted(r[0] for r in con.execute("SELECT ts_us FROM screenpipe_rows"))
     assert got == sorted(parse_ts(t) for t in texts[:2])  # unreadable rows are excluded
 
@@ -155,7 +155,7 @@ def test_legacy_cycles_have_one_foreground(tmp_path: Path) -> None:
         ("2026-03-10 10:01:00", "Music", None, "monitor_1", None),
     ]
     sp = oracle.ScreenpipeOracle(_screenpipe(tmp_path / "db.sqlite", rows, LEGACY_DDL))
-    assert sp.era == "legacy"
+    assert sp.layouts() == {"video": 6}
     assert sp.day(DAY, TZ).app_dwell_us == {"Mail": 30_000_000, "Code": 0}
     assert sp.counts() == {"frames_rows": 6, "unreadable": 0, "foreground_rows": 2}
 
@@ -169,7 +169,7 @@ def test_current_rows_are_each_an_observation(tmp_path: Path) -> None:
         ("2026-03-10 10:00:30", "Code", None, "monitor_1", None),
     ]
     sp = oracle.ScreenpipeOracle(_screenpipe(tmp_path / "db.sqlite", rows))
-    assert sp.era == "current"
+    assert sp.layouts() == {"event": 5}
     assert sp.day(DAY, TZ).app_dwell_us == {"Mail": 0, "Slack": 30_000_000, "Code": 0}
     assert sp.counts()["foreground_rows"] == 3
 

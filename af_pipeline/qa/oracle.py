@@ -98,47 +98,61 @@ ORDER BY kind, name
 # own rows.
 SCREENPIPE_ROWS_SQL = """
 CREATE TEMP TABLE screenpipe_rows AS
-WITH raw AS (
-    SELECT id, CAST(timestamp AS TEXT) AS t, device_name, app_name,
-           {window_col} AS window_name, browser_url, {focused_col} AS focused
-    FROM main.frames
+WITH named AS (
+    -- 2024 layout: app, window and focus of a frame live in its first ocr_text row that names an app
+    {ocr_sql}
+),
+raw AS (
+    SELECT f.id, CAST(f.timestamp AS TEXT) AS t,
+           COALESCE(NULLIF(TRIM({device_col}), ''), NULLIF(TRIM({chunk_device}), '')) AS device_name,
+           COALESCE(n.app_name, {app_col}) AS app_name,
+           COALESCE(n.window_name, {window_col}) AS window_name, {url_col} AS browser_url,
+           CASE WHEN n.frame_id IS NOT NULL THEN n.focused ELSE {focused_col} END AS focused,
+           CASE WHEN n.frame_id IS NOT NULL THEN 'ocr'
+                WHEN {has_trigger} AND ({trigger_col} IS NOT NULL OR {chunk_col} IS NULL) THEN 'event'
+                ELSE 'video' END AS layout
+    FROM main.frames f
+    LEFT JOIN named n ON n.frame_id = f.id
+    {chunk_join}
 ),
 split AS (
-    SELECT id, t, device_name, app_name, window_name, browser_url, focused,
+    SELECT id, t, device_name, app_name, window_name, browser_url, focused, layout,
            CASE WHEN SUBSTR(t, 20, 1) = '.' THEN SUBSTR(t, 21) ELSE '' END AS frac_tail,
            CASE WHEN SUBSTR(t, 20, 1) = '.' THEN LTRIM(SUBSTR(t, 21), '0123456789')
                 ELSE SUBSTR(t, 20) END AS zone_part
     FROM raw
 ),
 parsed AS (
-    SELECT id, device_name, app_name, window_name, browser_url, focused,
+    SELECT id, device_name, app_name, window_name, browser_url, focused, layout,
            CAST(strftime('%s', SUBSTR(t, 1, 19) || TRIM(zone_part)) AS INTEGER) AS secs,
            SUBSTR(SUBSTR(frac_tail, 1, LENGTH(frac_tail) - LENGTH(zone_part)) || '000000', 1, 6) AS micros
     FROM split
     WHERE LENGTH(t) >= 19
 )
 SELECT id, secs * 1000000 + CAST(micros AS INTEGER) AS ts_us,
-       COALESCE(NULLIF(TRIM(device_name), ''), 'monitor_1') AS stream,
-       app_name AS app, window_name AS window, browser_url AS url, focused
+       COALESCE(device_name, 'monitor_1') AS stream,
+       app_name AS app, window_name AS window, browser_url AS url, focused, layout
 FROM parsed
-WHERE secs IS NOT NULL;
+WHERE secs IS NOT NULL AND app_name IS NOT NULL AND app_name <> '';
 """
 
-# Which rows are foreground observations depends on the capture era (the importer reads them the
-# same way, see docs/importers.md). Current capture writes one row per capture event: every row
-# not marked unfocused counts, a row recorded twice identically counts once. Legacy capture wrote
-# one row per visible window per cycle (rows of one time and monitor): the cycle's foreground is
-# its focused row (the lowest id if it marks several), or its only row when focus was not recorded.
-FOREGROUND_SQL = {
-    "current": """
+# Which rows are foreground observations is decided per row, since a database upgraded across
+# screenpipe's eras holds every layout in one table (the importer reads them the same way, see
+# docs/importers.md):
+# - 'event' (event-driven capture): every row not marked unfocused counts; a row recorded twice
+#   identically counts once;
+# - 'ocr' (2024: names in ocr_text, one row per window, each with its own insert time): a row
+#   counts when its window was focused;
+# - 'video' (2025: one row per visible window per cycle, sharing the cycle's time): per cycle and
+#   monitor the first focused row counts; a lone row whose focus was not recorded counts too.
+FOREGROUND_SQL = """
 CREATE TEMP TABLE capture_rows AS
-SELECT DISTINCT ts_us, stream, app, window, url
-FROM screenpipe_rows
-WHERE COALESCE(focused, 1) = 1;
-CREATE INDEX temp.capture_rows_ts ON capture_rows (ts_us);
-""",
-    "legacy": """
-CREATE TEMP TABLE capture_rows AS
+SELECT DISTINCT ts_us, stream, app, window, url FROM screenpipe_rows
+WHERE layout = 'event' AND COALESCE(focused, 1) = 1
+UNION ALL
+SELECT ts_us, stream, app, window, url FROM screenpipe_rows
+WHERE layout = 'ocr' AND focused = 1
+UNION ALL
 SELECT ts_us, stream, app, window, url
 FROM (
     SELECT ts_us, stream, app, window, url,
@@ -146,14 +160,13 @@ FROM (
     FROM (
         SELECT id, ts_us, stream, app, window, url, focused,
                COUNT(*) OVER (PARTITION BY ts_us, stream) AS cycle_rows
-        FROM screenpipe_rows
+        FROM screenpipe_rows WHERE layout = 'video'
     )
     WHERE focused = 1 OR (focused IS NULL AND cycle_rows = 1)
 )
 WHERE nth = 1;
 CREATE INDEX temp.capture_rows_ts ON capture_rows (ts_us);
-""",
-}
+"""
 
 
 @dataclass
@@ -329,6 +342,44 @@ def oracle_log_day(log: Any, day: str, runner: DuckDBOracle | None = None) -> Or
 # ---------------------------------------------------------------- runner (b): SQLite on screenpipe
 
 
+def screenpipe_rows_sql(con: sqlite3.Connection) -> str:
+    """SCREENPIPE_ROWS_SQL for this database's columns (any era, or several in one file)."""
+    cols = {r[1] for r in con.execute("PRAGMA main.table_info(frames)")}
+    tables = {r[0] for r in con.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
+    ocr_cols = {r[1] for r in con.execute("PRAGMA main.table_info(ocr_text)")} if "ocr_text" in tables else set()
+    chunk_cols = ({r[1] for r in con.execute("PRAGMA main.table_info(video_chunks)")}
+                  if "video_chunks" in tables else set())
+
+    def col(name: str, where: set[str], alias: str = "f") -> str:
+        return f"{alias}.{name}" if name in where else "NULL"
+
+    if {"frame_id", "app_name"} <= ocr_cols:
+        ocr_sql = (
+            f"SELECT o.frame_id, o.app_name, {col('window_name', ocr_cols, 'o')} AS window_name, "
+            f"{col('focused', ocr_cols, 'o')} AS focused FROM main.ocr_text o "
+            "WHERE o.app_name IS NOT NULL AND o.app_name <> '' AND o.rowid = (SELECT MIN(o2.rowid) "
+            "FROM main.ocr_text o2 WHERE o2.frame_id = o.frame_id AND o2.app_name IS NOT NULL "
+            "AND o2.app_name <> '')"
+        )
+    else:
+        ocr_sql = "SELECT NULL AS frame_id, NULL AS app_name, NULL AS window_name, NULL AS focused WHERE 0"
+    chunked = "video_chunk_id" in cols and "device_name" in chunk_cols
+    sql = SCREENPIPE_ROWS_SQL.format(
+        ocr_sql=ocr_sql,
+        device_col=col("device_name", cols),
+        chunk_device="vc.device_name" if chunked else "NULL",
+        chunk_join="LEFT JOIN main.video_chunks vc ON vc.id = f.video_chunk_id" if chunked else "",
+        app_col=col("app_name", cols),
+        window_col=col("window_name", cols),
+        url_col=col("browser_url", cols),
+        focused_col=col("focused", cols),
+        has_trigger="1" if "capture_trigger" in cols else "0",
+        trigger_col=col("capture_trigger", cols),
+        chunk_col=col("video_chunk_id", cols),
+    )
+    return sql
+
+
 class ScreenpipeOracle:
     """Runs the transpiled oracle directly on a screenpipe SQLite file, opened read-only."""
 
@@ -343,28 +394,21 @@ class ScreenpipeOracle:
             cols = {r[1] for r in self.con.execute("PRAGMA main.table_info(frames)")}
         except sqlite3.DatabaseError as exc:
             raise UserError(f"{self.path}: not a readable SQLite database ({exc})") from None
-        missing = {"timestamp", "app_name", "browser_url", "device_name"} - cols
-        if missing:
+        if not {"id", "timestamp"} <= cols:
             raise UserError(
-                f"{self.path}: table frames lacks column(s) {', '.join(sorted(missing))}; "
-                "not a screenpipe database"
+                f"{self.path}: table frames lacks column(s) "
+                f"{', '.join(sorted({'id', 'timestamp'} - cols))}; not a screenpipe database"
             )
-        tables = {r[0] for r in self.con.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
-        # the importer's era rule: legacy databases lack both newer frame columns and elements
-        self.era = (
-            "legacy"
-            if "capture_trigger" not in cols and "accessibility_tree_json" not in cols and "elements" not in tables
-            else "current"
-        )
-        sql = SCREENPIPE_ROWS_SQL.format(
-            window_col="window_name" if "window_name" in cols else "NULL",
-            focused_col="focused" if "focused" in cols else "NULL",
-        )
+        sql = screenpipe_rows_sql(self.con)
         # TEMP tables live in the connection's own temporary storage: the database file is not written.
-        self.con.executescript(sql + FOREGROUND_SQL[self.era])
+        self.con.executescript(sql + FOREGROUND_SQL)
 
     def close(self) -> None:
         self.con.close()
+
+    def layouts(self) -> dict[str, int]:
+        """Readable rows per layout the rows were decided by (event, ocr, video)."""
+        return dict(self.con.execute("SELECT layout, COUNT(*) FROM screenpipe_rows GROUP BY layout ORDER BY layout"))
 
     def counts(self) -> dict[str, int]:
         """Rows in frames, how many had an unreadable time (excluded), and the foreground rows kept."""
