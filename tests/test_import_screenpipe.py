@@ -573,21 +573,29 @@ def test_current_era_imports_each_node_once_from_elements(tmp_path: Path) -> Non
     assert _dwell_s(b.snapshots, "2026-02-11") == {"Xcode": 20.0, "Arc": 10.0}
 
 
-def test_database_upgraded_through_all_migrations(tmp_path: Path) -> None:
-    """One file, every era: 2024 rows (names in ocr_text), 2025 rows, 2026-02 trees, current."""
+def _two_video_eras(path: Path, then: str, copy_2024_to: Path | None = None) -> EraDB:
+    """A database started in 2024 layout (day 1), upgraded to 2025 (day 2), then to ``then``;
+    ``copy_2024_to`` keeps a copy of it as it was in 2024."""
     import shutil
 
-    db = EraDB(tmp_path / "db.sqlite", "2024-08")
+    db = EraDB(path, "2024-08")
     for i, app in enumerate(FOCUS):
         db.cycle_2024(BASE + timedelta(seconds=10 * i), _windows(app))
     db.con.commit()
-    young = tmp_path / "young" / "db.sqlite"
-    young.parent.mkdir()
-    shutil.copy(db.path, young)
+    if copy_2024_to is not None:
+        shutil.copy(db.path, copy_2024_to)
     db.upgrade("2025-02")
     for i, app in enumerate(FOCUS):
         db.cycle_2025(BASE + timedelta(days=1, seconds=10 * i), _windows(app))
-    db.upgrade("2026-02")
+    db.upgrade(then)
+    return db
+
+
+def test_database_upgraded_through_all_migrations(tmp_path: Path) -> None:
+    """One file, every era: 2024 rows (names in ocr_text), 2025 rows, 2026-02 trees, current."""
+    young = tmp_path / "young" / "db.sqlite"
+    young.parent.mkdir()
+    db = _two_video_eras(tmp_path / "db.sqlite", "2026-02", young)
     day3 = BASE + timedelta(days=2)
     for i in range(3):
         db.snapshot(day3 + timedelta(seconds=10 * i), "Arc", f"w{i}", sample_tree(f"a{i}"))
@@ -674,13 +682,7 @@ def test_the_independent_oracle_agrees_with_the_importer_on_an_upgraded_database
     from capture.importers.screenpipe import read_screenpipe as _read
     from capture.log import EventLog
 
-    db = EraDB(tmp_path / "db.sqlite", "2024-08")
-    for i, app in enumerate(FOCUS):
-        db.cycle_2024(BASE + timedelta(seconds=10 * i), _windows(app))
-    db.upgrade("2025-02")
-    for i, app in enumerate(FOCUS):
-        db.cycle_2025(BASE + timedelta(days=1, seconds=10 * i), _windows(app))
-    db.upgrade("current")
+    db = _two_video_eras(tmp_path / "db.sqlite", "current")
     day3 = BASE + timedelta(days=2)
     for i in range(4):
         db.snapshot(day3 + timedelta(seconds=10 * i), "Arc", f"w{i}", sample_tree(f"a{i}"),
