@@ -18,6 +18,7 @@ from typing import Any
 
 from af_pipeline import tokens
 from af_pipeline.document import strip_typed_text
+from capture.timeutil import next_day
 
 FORMATS = ("json", "yaml", "md", "context")
 CONTEXT_MAGIC = "AF-CONTEXT v1"
@@ -304,11 +305,9 @@ def _window_note(doc: dict[str, Any]) -> str:
 
 
 def _next_day(day: str) -> str:
-    from datetime import date, timedelta
-
     try:
-        return (date.fromisoformat(day) + timedelta(days=1)).isoformat()
-    except ValueError:
+        return next_day(day)
+    except ValueError:  # a period's "FIRST..LAST" is no single day
         return ""
 
 

@@ -37,7 +37,6 @@ import typing
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
-from datetime import timedelta
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,7 @@ from capture.errors import CheckFailed, UserError
 from capture.home import Home
 from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS, CaptureBatch, DayCapture
 from capture.redact import excerpt_text, redact_row
-from capture.timeutil import day_bounds, iso_utc, local_day, parse_day, zone
+from capture.timeutil import day_bounds, iso_utc, local_day, next_day, parse_day, zone
 
 MANIFEST = "manifest.jsonl"
 QUARANTINE = "quarantine.jsonl"
@@ -266,10 +265,6 @@ def _is_day(name: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _next_day(day: str) -> str:
-    return (parse_day(day) + timedelta(days=1)).isoformat()
 
 
 def segment_name(day: str, amendment: int = 0) -> str:
@@ -850,6 +845,10 @@ class EventLog:
             return set()
         with self._db() as con:
             return {r[0] for r in con.execute(f"SELECT ref FROM read_parquet({_sql_list(paths)})").fetchall()}
+
+    def refs_present(self, refs: list[str]) -> set[str]:
+        """Which of these refs the log already holds (sealed or open), with the append's own lookup."""
+        return self._refs_in_log(refs)
 
     def _refs_in_log(self, refs: list[str]) -> set[str]:
         """Which of these refs are anywhere in the log (sealed Parquet or open segments)."""
@@ -1668,7 +1667,7 @@ class EventLog:
                 recorders.update(cap.recorders)
                 out.segment_hashes.update(cap.segment_hashes)
                 out.sealed = out.sealed and cap.sealed
-            day = _next_day(day)
+            day = next_day(day)
         out.sealed = out.sealed and any_day
         out.recorders = sorted(recorders)
         return out

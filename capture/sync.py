@@ -45,7 +45,7 @@ from capture.errors import UserError
 from capture.home import Home
 from capture.log import EventLog
 from capture.model import CaptureBatch
-from capture.timeutil import US, iso_utc, local_day, zone
+from capture.timeutil import US, iso_utc
 
 SYNC_FILE = "sync.json"
 KINDS = ("screenpipe", "activitywatch")
@@ -236,10 +236,7 @@ def _drop_known_streams(log: EventLog, batch: CaptureBatch) -> None:
     later pass sees it later (and may estimate its size from fewer clicks), which is not news."""
     if not batch.streams:
         return
-    tz = zone(log.tz)
-    known: set[str] = set()
-    for day in sorted({local_day(r.ts_us, tz) for r in batch.streams}):
-        known.update(r.ref for r in log.read_day(day, lazy_elements=True).streams)
+    known = log.refs_present([r.ref for r in batch.streams])
     batch.streams = [r for r in batch.streams if r.ref not in known]
 
 

@@ -133,6 +133,11 @@ def hhmmss(ts_us: int, tz: str | ZoneInfo) -> str:
     return to_datetime(ts_us, tz).strftime("%H:%M:%S")
 
 
+def next_day(day: str) -> str:
+    """The calendar day after ``day`` (YYYY-MM-DD); ValueError for anything else."""
+    return (parse_day(day) + timedelta(days=1)).isoformat()
+
+
 def days_between(first: str, last: str) -> list[str]:
     a, b = parse_day(first), parse_day(last)
     return [(a + timedelta(days=i)).isoformat() for i in range((b - a).days + 1)]
