@@ -17,6 +17,7 @@ demo: $(STAMP_PY)
 test: $(STAMP_PY) $(STAMP_SYS) $(STAMP_AW)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest -p no:cacheprovider
 
 setup: $(STAMP_PY) $(STAMP_SYS) $(STAMP_AW)
@@ -45,6 +46,7 @@ $(STAMP_SYS):
 
 lint: $(STAMP_PY)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP_PY)
 	$(BIN)/mypy

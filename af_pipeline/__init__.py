@@ -1,17 +1,16 @@
 """activity-frames: a deterministic compiler from screen capture to agent memory.
 
-``from af_pipeline import Memory`` is the read model (af_pipeline/memory.py, docs/api.md).
+``from af_pipeline import Memory`` is the read model (af_pipeline/interfaces/memory.py, docs/api.md).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-GENERATOR = f"activity-frames {__version__}"
+from af_pipeline.about import GENERATOR, __version__
 
 if TYPE_CHECKING:
-    from af_pipeline.memory import Memory as Memory
+    from af_pipeline.interfaces.memory import Memory as Memory
 
 __all__ = ["GENERATOR", "Memory", "__version__"]
 
@@ -19,7 +18,7 @@ __all__ = ["GENERATOR", "Memory", "__version__"]
 def __getattr__(name: str) -> Any:
     # Lazy: `import af_pipeline` stays cheap for the CLI and the compiler's workers.
     if name == "Memory":
-        from af_pipeline.memory import Memory
+        from af_pipeline.interfaces.memory import Memory
 
         return Memory
     raise AttributeError(f"module 'af_pipeline' has no attribute {name!r}")

@@ -2,15 +2,17 @@
 
 Thin by design: it wires partitions, assets, checks, jobs, the schedule and the sensor for one
 data folder ($AF_HOME, else ~/.activity-frames). Everything that computes lives in af_pipeline;
-everything that stores lives in assets/store.py and assets/publish.py.
+everything that stores lives in af_pipeline/warehouse/store.py and af_pipeline/warehouse/publish.py.
 """
 
 from __future__ import annotations
 
 import dagster as dg
 
-from assets import derive, routines
-from assets.partitions import daily_partitions, home_zone
+from af_pipeline.warehouse.days import home_zone
+from assets import day_assets as derive
+from assets import routines
+from assets.partitions import daily_partitions
 from assets.resources import resources_for
 from assets.schedules import build_nightly
 from assets.sensors import build_sealed_sensor

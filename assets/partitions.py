@@ -9,32 +9,13 @@ corpus dated in the future), so every captured day can be materialized.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import datetime
 
 import dagster as dg
 
+from af_pipeline.warehouse.days import home_zone, log_days, today
 from capture.home import Home
-from capture.timeutil import parse_day, zone
-
-FALLBACK_TZ = "UTC"
-
-
-def home_zone(home: Home) -> str:
-    """The recorded zone, or UTC for a folder that does not exist yet."""
-    return home.settings().tz if home.exists() else FALLBACK_TZ
-
-
-def log_days(home: Home) -> list[str]:
-    """Days present in the log (sealed or open), oldest first; empty without a log."""
-    if not home.exists():
-        return []
-    from capture.log import EventLog
-
-    return [s.day for s in EventLog(home).days()]
-
-
-def today(tz: str, now: datetime | None = None) -> date:
-    return (now or datetime.now(UTC)).astimezone(zone(tz)).date()
+from capture.timeutil import parse_day
 
 
 def daily_partitions(home: Home, now: datetime | None = None) -> dg.DailyPartitionsDefinition:

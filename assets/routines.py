@@ -22,11 +22,11 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from af_pipeline import plans
-from af_pipeline import routines as R
-from af_pipeline.actions import Action
-from assets import publish, store
-from assets.derive import ENRICH_KINDS
+from af_pipeline.compiler.actions import Action
+from af_pipeline.routines import miner as R
+from af_pipeline.routines import plans
+from af_pipeline.warehouse import publish, store
+from assets.day_assets import ENRICH_KINDS
 from assets.instance import WAREHOUSE_POOL
 from assets.resources import DataFolder
 
@@ -102,8 +102,8 @@ def replace_table(con: Any, table: str, columns: dict[str, str], rows: Sequence[
 
 def action_days(con: Any, log: dg.DagsterLogManager | None = None) -> list[list[Action]]:
     """Every warehouse day's action stream (oldest first), days without actions left out."""
-    from af_pipeline.actions import actions_for_day
-    from af_pipeline.enrich import enrich
+    from af_pipeline.compiler.actions import actions_for_day
+    from af_pipeline.compiler.enrich import enrich
 
     if store.RAW_DAYS not in store.tables(con):
         return []

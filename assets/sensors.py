@@ -11,7 +11,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets import publish
+from af_pipeline.warehouse import publish
 from capture.home import Home
 
 MAX_RUNS_PER_TICK = 31

@@ -183,10 +183,10 @@ def _frame_covers(frame: dict[str, Any], day: str, ts: int) -> bool:
 async def run(home: Home, qs: list[dict[str, Any]], now: str, busiest: str) -> dict[str, Any]:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    from af_pipeline import tokens
+    from af_pipeline.compiler import tokens
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "af_pipeline.cli", "mcp", "--home", str(home.root), "--now", now],
+        command=sys.executable, args=["-m", "af_pipeline.interfaces.cli", "mcp", "--home", str(home.root), "--now", now],
         cwd=str(REPO), env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")},
     )
     calls: list[dict[str, Any]] = []

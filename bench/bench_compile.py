@@ -41,8 +41,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from af_pipeline import emit, tokens  # noqa: E402
-from af_pipeline.compile import CompileOptions, compile_day  # noqa: E402
+from af_pipeline.compiler import emit, tokens  # noqa: E402
+from af_pipeline.compiler.compile import CompileOptions, compile_day  # noqa: E402
 from capture.home import Home  # noqa: E402
 from capture.log import EventLog  # noqa: E402
 from capture.model import ROW_KINDS, DayCapture  # noqa: E402

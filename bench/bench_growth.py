@@ -7,7 +7,7 @@ at 365 days". What a user pays every night is not the pure compile alone, so thi
 things, each in log order over the days that have capture:
 
 (a) read:    EventLog.read_day(day) on the sealed log (best of 2), every day;
-(b) compile: af_pipeline.compile.compile_day on that day's rows (best of 3), every day;
+(b) compile: af_pipeline.compiler.compile.compile_day on that day's rows (best of 3), every day;
 (c) nightly: one run of the Dagster `build` job for the day alone (raw_day -> frames ->
              enriched_input -> page_refs -> day_document -> context_block -> published_day), on a
              warehouse and Dagster instance that already hold every earlier day, i.e. what the
@@ -140,7 +140,7 @@ def landed_home(out: Path, sample: Path) -> Path:
 # ------------------------------------------------------------------ (a) and (b)
 
 def read_and_compile(home: Any, days: list[str]) -> dict[str, list[float]]:
-    from af_pipeline.compile import compile_day
+    from af_pipeline.compiler.compile import compile_day
     from capture.log import EventLog
 
     log = EventLog(home)
@@ -175,7 +175,7 @@ def _step_ms(home: Any, run_id: str) -> dict[str, float]:
 
 def build_one(home: Any, day: str, prof: cProfile.Profile | None = None) -> dict[str, Any]:
     """One nightly run for one day, timed as the user pays it (definitions + run)."""
-    from certification import harness
+    from assets import certify as harness
 
     t = time.perf_counter()
     if prof is not None:
@@ -335,10 +335,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--days must be at least 4 and --sample at least 1")
     warnings.filterwarnings("ignore")
 
+    from assets import certify as harness
     from assets.instance import use_home
     from capture.home import Home
     from capture.log import EventLog
-    from certification import harness
 
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

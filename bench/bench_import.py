@@ -64,7 +64,7 @@ def _figures(m: Measured, rows: int) -> dict[str, Any]:
 
 def growth(home: Path, rounds: int = 2) -> dict[str, Any]:
     """Per-day cost of reading a sealed day and compiling it, in log order (best of rounds)."""
-    from af_pipeline.compile import compile_day
+    from af_pipeline.compiler.compile import compile_day
     from capture.home import Home
     from capture.log import EventLog
 

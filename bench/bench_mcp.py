@@ -8,11 +8,11 @@ in the log, which is the live case the server must handle (compile on request fr
 JSON-lines segments). Then it measures, for get_context(hours=2):
 
 - over stdio through the SDK's real client (mcp.client.stdio + ClientSession, spawning
-  `python -m af_pipeline.cli mcp --home DIR`): the first call (cold: reads the open day) and N
+  `python -m af_pipeline.interfaces.cli mcp --home DIR`): the first call (cold: reads the open day) and N
   warm calls;
 - the same while a recorder appends: before each call a few rows land in the log (the server
   must pick them up: it reads only what was appended);
-- in-process (af_pipeline.mcp_server.Memory, no transport), for comparison.
+- in-process (af_pipeline.interfaces.mcp_server.Memory, no transport), for comparison.
 
 `af mcp` pays its one-time costs (tokenizer, imports, reading today's open rows) before it
 answers initialize; that start-up time is reported apart from the answer times.
@@ -90,7 +90,7 @@ async def over_stdio(home: Home, calls: int, appender: Appender | None) -> dict[
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "af_pipeline.cli", "mcp", "--home", str(home.root)],
+        command=sys.executable, args=["-m", "af_pipeline.interfaces.cli", "mcp", "--home", str(home.root)],
         cwd=str(REPO), env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")},
     )
     with open(os.devnull, "w") as devnull:
@@ -119,7 +119,7 @@ async def over_stdio(home: Home, calls: int, appender: Appender | None) -> dict[
 
 
 def in_process(home: Home, calls: int, appender: Appender | None) -> dict[str, Any]:
-    from af_pipeline.memory import Memory
+    from af_pipeline.interfaces.memory import Memory
 
     m = Memory(home)
     t0 = time.perf_counter()

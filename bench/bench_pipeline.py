@@ -11,7 +11,7 @@ measures, wall time:
    in-process executor), i.e. what `af build` does on a fresh warehouse; the rest of the corpus
    is then built in a second run, not timed;
 2. nightly: one more run of the build job for the last day alone (the nightly schedule's run);
-3. growth: compile time per day (af_pipeline.compile.compile_day on the day's rows, best of 3)
+3. growth: compile time per day (af_pipeline.compiler.compile.compile_day on the day's rows, best of 3)
    in log order; the ratio of the mean over the second half of the days to the mean over the
    first half. Near 1 means a day's cost does not grow with the history before it;
 4. certify: `af certify` over the first --certify-days days with capture (one Dagster run over
@@ -50,12 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")
 
+    from assets import certify as harness
     from assets.instance import use_home
     from capture.home import Home
     from capture.importers.screenpipe import read_screenpipe
     from capture.log import EventLog
     from capture.synth import generate
-    from certification import harness
 
     out = Path(args.out)
     # weekends are mostly off: 7/5 calendar days per captured day, and a week to spare
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     nightly = harness.run_build(home, days[-1:], _say)
 
     _say("growth: per-day compile time in log order")
-    from af_pipeline.compile import compile_day
+    from af_pipeline.compiler.compile import compile_day
 
     log = EventLog(home)
     per_day = []

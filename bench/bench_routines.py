@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from af_pipeline import plans  # noqa: E402
-from af_pipeline import routines as R  # noqa: E402
-from af_pipeline.actions import Action  # noqa: E402
+from af_pipeline.compiler.actions import Action  # noqa: E402
+from af_pipeline.routines import miner as R  # noqa: E402
+from af_pipeline.routines import plans  # noqa: E402
 
 T0 = 1_772_438_400_000_000
 SEC = 1_000_000

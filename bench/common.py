@@ -27,7 +27,7 @@ def af_command() -> list[str]:
     script = Path(sys.executable).parent / "af"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "af_pipeline.cli"]
+    return [sys.executable, "-m", "af_pipeline.interfaces.cli"]
 
 
 def corpus(days: int, seed: int = 1) -> Path:

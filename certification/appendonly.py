@@ -14,7 +14,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from assets import publish
+from af_pipeline.warehouse import publish
 from capture.log import EventLog, amendment_of, segment_name
 from certification import history
 

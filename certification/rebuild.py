@@ -2,7 +2,7 @@
 
 A fresh build of the whole event log runs in separate Python processes with a different ``TZ``
 and ``PYTHONHASHSEED`` (``python -m certification.rebuild --home DIR --out DIR``). They run the
-same per-day steps as the Dagster assets (assets/steps.py) over every day of the log, into a
+same per-day steps as the Dagster assets (af_pipeline/warehouse/day_work.py) over every day of the log, into a
 new warehouse and published folder, and write the per-day digest of every warehouse table. Then:
 
 - byte-identical recompile: the published bytes of a day (canonical document, YAML, Markdown,
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assets import store
+from af_pipeline.warehouse import store
 from capture.errors import CheckFailed
 from capture.home import Home
 
@@ -87,7 +87,7 @@ def log_state(home: Home) -> tuple:
 
 
 def _key(home: Home, include_typed_text: bool) -> tuple:
-    from assets.version import code_version
+    from af_pipeline.warehouse.version import code_version
 
     # Not keyed by the folder's path: the same chain head, open days and code give the same
     # build wherever the folder lives (certifying a copy reuses it).
@@ -249,16 +249,16 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
                 first: str | None = None, last: str | None = None, progress: bool = False) -> dict[str, Any]:
     """Build the log's days in [first, last] (default all) into ``out`` (runs in the child).
 
-    The same per-day steps the Dagster assets run (assets/steps.py), day by day on a fresh
+    The same per-day steps the Dagster assets run (af_pipeline/warehouse/day_work.py), day by day on a fresh
     warehouse, without Dagster: its start-up and per-event bookkeeping would cost more than the
     days themselves, and nothing here is for the UI."""
     import time
 
     import duckdb
 
-    from assets import steps
-    from assets.partitions import log_days
-    from assets.version import code_version
+    from af_pipeline.warehouse import day_work as steps
+    from af_pipeline.warehouse.days import log_days
+    from af_pipeline.warehouse.version import code_version
     from capture.log import EventLog
     from capture.timeutil import days_between
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from assets import publish
+from af_pipeline.warehouse import publish
 
 
 def sha256(data: bytes) -> str:
@@ -21,7 +21,7 @@ def sha256(data: bytes) -> str:
 
 
 def canonical_sha_of_file(path: Path) -> str:
-    from af_pipeline.emit import canonical_bytes
+    from af_pipeline.compiler.emit import canonical_bytes
 
     try:
         return sha256(canonical_bytes(json.loads(path.read_text(encoding="utf-8"))))

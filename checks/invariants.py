@@ -151,7 +151,7 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
     def rebuild_equals_incremental(
         context: dg.AssetCheckExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
     ) -> CheckEvents:
-        from assets import store
+        from af_pipeline.warehouse import store
         from certification import rebuild
 
         days = _days(context)

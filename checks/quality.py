@@ -24,7 +24,7 @@ from checks.invariants import RUN_FIRST, CheckEvents, verdict
 
 RAW_QUALITY = "raw_rows_quality"
 FRAMES_QUALITY = "frames_quality"
-DWELL_CAP_US = 90 * 1_000_000  # af_pipeline.sessionize.PAPER_RULES.dwell_s, in microseconds
+DWELL_CAP_US = 90 * 1_000_000  # af_pipeline.compiler.sessionize.PAPER_RULES.dwell_s, in microseconds
 
 
 def _in_days(days: Sequence[str]) -> str:

@@ -14,15 +14,16 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from test_dagster_support import check_results, corpus, days_of, new_home, only_days
+from dagster_support import check_results, corpus, days_of, new_home, only_days
 
-from af_pipeline import cli
+from af_pipeline.interfaces import cli
+from assets import certify as harness
 from assets.definitions import build_definitions
 from assets.instance import use_home
 from capture.home import Home
 from capture.log import EventLog
 from capture.timeutil import day_bounds
-from certification import harness, rebuild
+from certification import rebuild
 
 warnings.filterwarnings("ignore", message=".*AssetCheckSpec.*")
 ROOT = Path(__file__).resolve().parent.parent

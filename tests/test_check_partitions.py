@@ -14,13 +14,14 @@ from dagster._core.storage.asset_check_execution_record import (
     AssetCheckExecutionRecordStatus,
     AssetCheckExecutionResolvedStatus,
 )
-from test_dagster_support import corpus, days_of, new_home, only_days
+from dagster_support import corpus, days_of, new_home, only_days
 
+from assets import certify as harness
 from assets.definitions import build_definitions
 from assets.instance import instance, use_home
 from capture.home import Home
 from capture.log import EventLog
-from certification import harness, rebuild
+from certification import rebuild
 from checks import invariants, quality
 
 warnings.filterwarnings("ignore", message=".*AssetCheckSpec.*")

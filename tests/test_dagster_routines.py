@@ -1,6 +1,6 @@
 """The routine assets on a real Dagster instance and a real DuckDB file: the day assets are built
 first (the `build` job), then routine_table, recurrence, replay_plans and overhead_ratio over
-every built day. The corpus is the trimmed synthetic capture of test_dagster_support with one
+every built day. The corpus is the trimmed synthetic capture of dagster_support with one
 hand-planted routine (four named clicks, four times a day, each in its own session)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import replace
 import dagster as dg
 import duckdb
 import pytest
-from test_dagster_support import TZ, corpus, days_of, new_home
+from dagster_support import TZ, corpus, days_of, new_home
 
 from assets import routines as RA
 from assets.definitions import ROUTINES_JOB, build_definitions
@@ -73,7 +73,7 @@ def _plan_bytes(folder) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def mined(tmp_path_factory):
     """A home built by the `build` job, then the routine assets materialized twice."""
-    from certification import harness
+    from assets import certify as harness
 
     home = new_home(tmp_path_factory.mktemp("routines"))
     EventLog(home).append(with_planted_routine(corpus()))

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_pipeline import emit
-from af_pipeline.compile import CompileOptions, compile_day
-from af_pipeline.document import (
+from af_pipeline.compiler import emit
+from af_pipeline.compiler.compile import CompileOptions, compile_day
+from af_pipeline.compiler.document import (
     InvalidDocument,
     add_inferred,
     decode_refs,
@@ -233,7 +233,7 @@ def test_timeline_ledger_is_the_ledger_of_all_monitors_seen_as_one(spec):
 @given(st.lists(st.one_of(st.integers(0, 300).map(str), st.just("007"), st.just("")), min_size=1, max_size=30),
        st.sampled_from(["src:frames:", "", "x1:", "a-"]))
 def test_shared_prefix_fast_path_matches_encode_refs(tails, prefix):
-    from af_pipeline.document import common_ref_ids, id_runs
+    from af_pipeline.compiler.document import common_ref_ids, id_runs
 
     refs = [prefix + t for t in tails]
     shared = common_ref_ids(refs)
@@ -255,8 +255,8 @@ def test_dst_day_uses_local_wall_clock():
 @settings(max_examples=25, deadline=None)
 @given(st.randoms(use_true_random=False))
 def test_row_order_never_changes_the_bytes(rnd):
-    from af_pipeline import emit
-    from af_pipeline.enrich import enrich
+    from af_pipeline.compiler import emit
+    from af_pipeline.compiler.enrich import enrich
 
     base = golden_day()
     shuffled = golden_day()

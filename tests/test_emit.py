@@ -14,8 +14,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_pipeline import emit, tokens
-from af_pipeline.compile import CompileOptions, compile_day
+from af_pipeline.compiler import emit, tokens
+from af_pipeline.compiler.compile import CompileOptions, compile_day
 from capture.model import DayCapture, InputEvent, Snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,8 +146,8 @@ SCRIPT = r"""
 import hashlib, json, sys
 sys.path.insert(0, {root!r}); sys.path.insert(0, {golden!r})
 from day_fixture import golden_day
-from af_pipeline.compile import CompileOptions, compile_day
-from af_pipeline import emit
+from af_pipeline.compiler.compile import CompileOptions, compile_day
+from af_pipeline.compiler import emit
 out = {{}}
 for floor in (0.0, 1.0):
     d = compile_day(golden_day(), CompileOptions(min_minutes=floor))
@@ -181,7 +181,7 @@ def test_render_rejects_unknown_formats(doc):
 def test_a_block_of_part_of_a_day_names_its_window():
     """The last two hours are not the whole day: the block's day line says which window it covers;
     a whole day's block has no window note (the goldens)."""
-    from af_pipeline.emit import context_block
+    from af_pipeline.compiler.emit import context_block
 
     doc = json.loads((Path(__file__).parent / "golden" / "golden-day.json").read_text())
     assert "| window" not in context_block(doc).splitlines()[1]

@@ -6,8 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from af_pipeline import cli, emit
-from af_pipeline.compile import compile_day
+from af_pipeline.compiler import emit
+from af_pipeline.compiler.compile import compile_day
+from af_pipeline.interfaces import cli
 from capture.log import EventLog
 from capture.model import CaptureBatch
 
@@ -62,7 +63,7 @@ def test_typed_text_only_with_the_flag(home, capsys):
 def _publish(home) -> dict:
     import hashlib
 
-    from assets.publish import publish_day
+    from af_pipeline.warehouse.publish import publish_day
 
     cap = golden_day()
     EventLog(home).append(CaptureBatch(source_id="synth:golden", recorder="synth", snapshots=cap.snapshots,
@@ -89,7 +90,7 @@ def test_published_artifacts_are_printed_as_published(home, capsys):
 
 
 def test_a_hand_edited_published_file_is_refused_by_every_reader(home, capsys):
-    from af_pipeline.memory import Memory, Tampered
+    from af_pipeline.interfaces.memory import Memory, Tampered
 
     _publish(home)
     path = home.published_dir / DAY / "document.md"

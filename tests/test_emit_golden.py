@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from af_pipeline import emit
-from af_pipeline.compile import CompileOptions, compile_day
+from af_pipeline.compiler import emit
+from af_pipeline.compiler.compile import CompileOptions, compile_day
 
 GOLDEN = Path(__file__).parent / "golden"
 sys.path.insert(0, str(GOLDEN))

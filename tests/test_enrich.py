@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_pipeline import layouts
-from af_pipeline.compile import CompileOptions, compile_day
-from af_pipeline.enrich import enrich
+from af_pipeline.compiler import layouts
+from af_pipeline.compiler.compile import CompileOptions, compile_day
+from af_pipeline.compiler.enrich import enrich
 from capture.errors import UserError
 from capture.model import DayCapture, Element, InputEvent, Snapshot, StreamInfo
 from capture.timeutil import parse_ts
@@ -179,7 +179,7 @@ def test_enrichment_never_raises(inputs, els, streams):
 @given(st.lists(st.tuples(st.integers(0, 100), st.sampled_from(["m1", "m2", "m3"])), max_size=20),
        st.lists(st.tuples(st.integers(-10, 110), st.none() | st.sampled_from(["m1", "m2", "m9"])), max_size=20))
 def test_vectorised_attribution_equals_binary_search(snaps, events):
-    from af_pipeline.enrich import SnapIndex
+    from af_pipeline.compiler.enrich import SnapIndex
 
     index = SnapIndex([snap(i, t, "A", stream) for i, (t, stream) in enumerate(snaps)])
     pos, dist = index.attribute([T0 + t * US for t, _ in events], [s for _, s in events])

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from af_pipeline.entities import MAX_ENTITY, PageRef, coverage, site_of, type_url
+from af_pipeline.compiler.entities import MAX_ENTITY, PageRef, coverage, site_of, type_url
 
 # One row per page type a user meets: (url, kind, entity, domain). Every host family is here.
 TABLE: list[tuple[str, str, str | None, str]] = [
@@ -379,7 +379,7 @@ def _vocabulary() -> list[str]:
     import re
     from pathlib import Path
 
-    import af_pipeline.entities.hosts as hosts_module
+    import af_pipeline.compiler.entities.hosts as hosts_module
 
     source = Path(hosts_module.__file__).read_text(encoding="utf-8")
     words = sorted(set(re.findall(r'"([A-Za-z0-9_.:@\-]{1,24})"', source)))
@@ -387,7 +387,7 @@ def _vocabulary() -> list[str]:
 
 
 def _parser_hosts() -> list[str]:
-    from af_pipeline.entities import hosts as h
+    from af_pipeline.compiler.entities import hosts as h
 
     out = list(h.BY_HOST) + list(h.BY_SITE) + [f"acme.{s}" for s in h.BY_SITE]
     out += [f"www.{lab}.co.uk" for lab in h.BY_LABEL] + [f"{sub}.{lab}.com" for lab in h.BY_LABEL
@@ -432,7 +432,7 @@ def test_every_host_parser_is_total(url: str) -> None:
 def test_products_of_one_domain_are_their_own_surfaces(url, surface):
     """Gmail, Docs, Calendar and Meet are where a person was, not one "google.com"; typed page
     references keep the registrable domain."""
-    from af_pipeline.entities import surface_of, type_url
+    from af_pipeline.compiler.entities import surface_of, type_url
 
     assert surface_of(url) == surface
     if url and "google" in url:

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from af_pipeline import cli
+from af_pipeline.interfaces import cli
 from capture.log import EventLog
 from capture.model import CaptureBatch, Snapshot
 from capture.timeutil import day_bounds, parse_ts
@@ -114,7 +114,7 @@ def test_public_suffix_list_is_offline_and_deterministic():
         socket.socket = refuse
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
-        from af_pipeline.entities import site_of
+        from af_pipeline.compiler.entities import site_of
         urls = ["https://www.bbc.co.uk/", "https://foo.github.io/", "https://shop.example.com.au/",
                 "https://xn--bcher-kva.de/", "https://a.b.c.sharepoint.com/"]
         print("|".join(site_of(u) for u in urls))
@@ -131,7 +131,7 @@ def test_typing_is_identical_across_hash_seeds_and_zones():
     """Pure function of the URL: another process, hash seed or time zone gives the same references."""
     code = textwrap.dedent(
         """
-        from af_pipeline.entities import coverage, type_url
+        from af_pipeline.compiler.entities import coverage, type_url
         from tests.test_entities import TABLE
         urls = [row[0] for row in TABLE]
         for url in urls:

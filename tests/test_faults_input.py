@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from af_pipeline import cli, emit
+from af_pipeline.compiler import emit
+from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.home import Home
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_pipeline import cli
+from af_pipeline.interfaces import cli
 from capture.home import Home
 from capture.importers.common import excerpt_of
 from capture.log import EventLog

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from af_pipeline import tokens
+from af_pipeline.compiler import tokens
 from capture.home import Home
 from capture.timeutil import BadTimestamp, day_bounds, iso_utc, local_day, parse_ts
 

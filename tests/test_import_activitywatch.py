@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_pipeline.compile import compile_day
-from af_pipeline.document import validate
-from af_pipeline.emit import context_block
+from af_pipeline.compiler.compile import compile_day
+from af_pipeline.compiler.document import validate
+from af_pipeline.compiler.emit import context_block
 from capture.errors import UserError
 from capture.importers.activitywatch import read_activitywatch
 from capture.log import EventLog
@@ -489,7 +489,7 @@ def test_extreme_durations_are_quarantined(tmp_path: Path, dur: str) -> None:
 
 
 def test_routines_on_activitywatch_data_explain_that_input_is_needed(tmp_path: Path, capsys) -> None:
-    from af_pipeline import cli
+    from af_pipeline.interfaces import cli
 
     t = parse_ts("2026-03-16T09:00:00Z")
     p = tmp_path / "aw.json"
@@ -507,7 +507,7 @@ def test_a_later_export_with_grown_events_lands_only_what_grew(tmp_path):
     the second import lands its new part as a continuation, and each app is credited once."""
     import json as _json
 
-    from af_pipeline import cli as _cli
+    from af_pipeline.interfaces import cli as _cli
     from capture.home import Home as _Home
     from capture.log import EventLog as _Log
 

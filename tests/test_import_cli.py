@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from af_pipeline.cli import main
+from af_pipeline.interfaces.cli import main
 from capture.screenpipe_schema import CURRENT_DDL
 
 STUDENT = Path(__file__).resolve().parent / "data" / "rpm" / "StudentRecord.csv"  # vendored real RPM log (Apache-2.0, see its README)

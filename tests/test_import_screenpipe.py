@@ -504,7 +504,7 @@ def _windows(app: str) -> list[Window]:
 
 
 def _dwell_s(snapshots, day: str) -> dict[str, float]:
-    from af_pipeline.qa.oracle import DuckDBOracle
+    from af_pipeline.interfaces.qa.oracle import DuckDBOracle
 
     oracle = DuckDBOracle()
     try:
@@ -625,7 +625,7 @@ def test_source_identity_covers_the_first_frames_content(tmp_path: Path) -> None
 
 
 def test_nothing_usable_exits_2_and_reimport_exits_0(tmp_path: Path, capsys) -> None:
-    from af_pipeline.cli import main
+    from af_pipeline.interfaces.cli import main
 
     db = EraDB(tmp_path / "db.sqlite", "2024-08")
     for i in range(3):
@@ -677,7 +677,7 @@ def test_the_independent_oracle_agrees_with_the_importer_on_an_upgraded_database
     """The QA oracle reads the screenpipe file itself, in SQL written apart from the importer, and
     decides each row's layout too: on a database upgraded through every era its per-app and
     per-host dwell equals what the importer landed in the log, day by day."""
-    from af_pipeline.qa import oracle
+    from af_pipeline.interfaces.qa import oracle
     from capture.home import Home
     from capture.importers.screenpipe import read_screenpipe as _read
     from capture.log import EventLog

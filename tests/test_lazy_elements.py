@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-from test_dagster_support import corpus, days_of, new_home
+from dagster_support import corpus, days_of, new_home
 
-from af_pipeline.compile import CompileOptions, compile_day
-from af_pipeline.emit import canonical_bytes
-from af_pipeline.enrich import enrich
-from assets import store
+from af_pipeline.compiler.compile import CompileOptions, compile_day
+from af_pipeline.compiler.emit import canonical_bytes
+from af_pipeline.compiler.enrich import enrich
+from af_pipeline.warehouse import store
 from capture.log import EventLog
 
 

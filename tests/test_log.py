@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from af_pipeline import cli
+from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.log import EventLog
 from capture.model import CaptureBatch, Element, InputEvent, Presence, Quarantined, Snapshot, StreamInfo

@@ -182,7 +182,7 @@ def test_any_interleaving_of_sources_and_seals_reads_as_one_import(tmp_path_fact
 def test_amended_day_compiles_to_the_same_document_as_one_import(home, tmp_path):
     """The day document of an amended day equals that of importing everything before sealing,
     apart from provenance (which segments were read), computed in another process and zone."""
-    from af_pipeline.compile import compile_day
+    from af_pipeline.compiler.compile import compile_day
 
     a, b = batch(source="screenpipe:a", n=12), batch(source="aw:b", n=7)
     log = EventLog(home)
@@ -199,7 +199,7 @@ def test_amended_day_compiles_to_the_same_document_as_one_import(home, tmp_path)
     def doc(root):
         code = (
             "import json, sys; from capture.home import Home; from capture.log import EventLog; "
-            "from af_pipeline.compile import compile_day; "
+            "from af_pipeline.compiler.compile import compile_day; "
             f"d = compile_day(EventLog(Home({str(root)!r})).read_day({DAY!r})); "
             "d['provenance'].pop('segments', None); print(json.dumps(d, sort_keys=True))"
         )

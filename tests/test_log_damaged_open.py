@@ -6,7 +6,7 @@ import json
 
 from test_log import after, batch
 
-from af_pipeline import cli
+from af_pipeline.interfaces import cli
 from capture.log import EventLog
 from capture.timeutil import day_bounds
 
@@ -89,7 +89,7 @@ def test_segments_written_before_a_column_existed_still_read(home):
     assert len(cap.snapshots) == 4 and all(s.end_us is None for s in cap.snapshots)
     assert all(p.stream is None for p in cap.presence)
     assert len(fresh.read_day(nxt).snapshots) == 3
-    from assets import store
+    from af_pipeline.warehouse import store
 
     wh = duckdb.connect()
     assert store.load_raw_day(wh, fresh, DAY)["counts"]["snapshots"] == 4

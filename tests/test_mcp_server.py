@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from af_pipeline import tokens
-from af_pipeline.mcp_server import MAX_HOURS, BadArgument, Memory
+from af_pipeline.compiler import tokens
+from af_pipeline.interfaces.mcp_server import MAX_HOURS, BadArgument, Memory
 from capture.home import Home
 from capture.log import EventLog
 from capture.model import CaptureBatch, InputEvent, Snapshot
@@ -35,9 +35,9 @@ PROMPTS = {"summarize_day", "what_was_i_working_on", "standup"}
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
     """Two sealed synthetic days, the first published, plus 40 minutes of live capture right now."""
-    from af_pipeline.compile import compile_day
-    from af_pipeline.emit import canonical_bytes, context_block, to_json, to_markdown
-    from assets.publish import publish_day
+    from af_pipeline.compiler.compile import compile_day
+    from af_pipeline.compiler.emit import canonical_bytes, context_block, to_json, to_markdown
+    from af_pipeline.warehouse.publish import publish_day
     from capture.importers.screenpipe import read_screenpipe
     from capture.synth import generate
 
@@ -89,7 +89,7 @@ async def _session(home: Home, *extra: str, calls: list[Call], follow: Any = Non
     """One stdio session through the official client. ``follow(session, out)`` may make calls
     that depend on earlier answers."""
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "af_pipeline.cli", "mcp", "--home", str(home.root), *extra],
+        command=sys.executable, args=["-m", "af_pipeline.interfaces.cli", "mcp", "--home", str(home.root), *extra],
         cwd=str(REPO), env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")},
     )
     out: dict[str, Any] = {"results": []}
@@ -569,7 +569,7 @@ def test_live_reads_follow_appends_and_equal_the_log(home: Home) -> None:
 
 
 def test_af_mcp_refuses_a_folder_that_is_not_a_data_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from af_pipeline import cli
+    from af_pipeline.interfaces import cli
 
     assert cli.main(["mcp", "--home", str(tmp_path / "nothing")]) == 2
     assert "not an activity-frames data folder" in capsys.readouterr().err

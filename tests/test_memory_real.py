@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from af_pipeline import Memory, tokens
-from af_pipeline.memory import DEFAULT_MAX_TOKENS, compact_json
+from af_pipeline import Memory
+from af_pipeline.compiler import tokens
+from af_pipeline.interfaces.memory import DEFAULT_MAX_TOKENS, compact_json
 from capture.home import Home
 from capture.log import EventLog
 from capture.timeutil import parse_ts

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from af_pipeline import cli
-from af_pipeline.qa import oracle, report
+from af_pipeline.interfaces import cli
+from af_pipeline.interfaces.qa import oracle, report
 from capture.home import Home
 from capture.log import EventLog
 

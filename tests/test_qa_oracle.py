@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from af_pipeline.qa import oracle
+from af_pipeline.interfaces.qa import oracle
 from capture.errors import UserError
 from capture.model import Snapshot
 from capture.screenpipe_schema import CURRENT_DDL, LEGACY_DDL

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from af_pipeline.qa import grader, questions, readers
-from af_pipeline.qa.oracle import OracleDay
-from af_pipeline.qa.questions import Question
+from af_pipeline.interfaces.qa import grader, questions, readers
+from af_pipeline.interfaces.qa.oracle import OracleDay
+from af_pipeline.interfaces.qa.questions import Question
 from capture.errors import UserError
 from capture.timeutil import parse_ts
 

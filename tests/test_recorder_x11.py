@@ -178,7 +178,7 @@ class Recording:
 
     def __init__(self, desktop: Desktop, home: Path, *args: str):
         self.home = home
-        cmd = [sys.executable, "-m", "af_pipeline.cli", "record", "--home", str(home), "--tz", "UTC",
+        cmd = [sys.executable, "-m", "af_pipeline.interfaces.cli", "record", "--home", str(home), "--tz", "UTC",
                "--display", desktop.display, "--json", *args]
         env = dict(os.environ)
         for var in ("DISPLAY", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE"):  # --display alone must be enough
@@ -349,7 +349,7 @@ def test_no_typed_text_and_screenshots(desktop, tmp_path, capsys):
         # recorder has written what it must (a loaded machine may take many seconds for that).
         rec = Recording(desktop, tmp_path / "home", "--no-typed-text", "--screenshots", "--duration", "600")
         # A second recorder on the same data folder would write everything twice: refused.
-        from af_pipeline import cli
+        from af_pipeline.interfaces import cli
 
         assert cli.main(["record", "--home", str(tmp_path / "home"), "--display", desktop.display]) == 2
         assert "is already recording into" in capsys.readouterr().err
@@ -390,7 +390,7 @@ def test_no_typed_text_and_screenshots(desktop, tmp_path, capsys):
 
 
 def test_no_display_is_a_clear_usage_error(tmp_path, desktop, monkeypatch, capsys):
-    from af_pipeline import cli
+    from af_pipeline.interfaces import cli
 
     monkeypatch.delenv("DISPLAY", raising=False)
     base = ["record", "--home", str(tmp_path / "h"), "--duration", "1"]

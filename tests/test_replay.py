@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from af_pipeline import plans, replay
-from af_pipeline import routines as R
-from af_pipeline.actions import actions_for_day
+from af_pipeline.compiler.actions import actions_for_day
+from af_pipeline.routines import miner as R
+from af_pipeline.routines import plans, replay
 from capture.model import InputEvent
 
 PAGES = Path(__file__).parent / "pages"
@@ -257,7 +257,7 @@ def test_cli_replay_executes_submits_and_writes_a_transcript(tmp_path: Path, sit
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     out = tmp_path / "transcript.json"
-    cmd = [sys.executable, "-m", "af_pipeline.cli", "replay", str(plan_path), "--url", base(site) + "/form",
+    cmd = [sys.executable, "-m", "af_pipeline.interfaces.cli", "replay", str(plan_path), "--url", base(site) + "/form",
            "--slot", "name=Fay", "--slot", "email=fay@u.org", "--transcript", str(out),
            "--execute", "--allow-destructive"]  # fmt: skip
     run = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=180)

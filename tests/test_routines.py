@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_pipeline import plans
-from af_pipeline import routines as R
-from af_pipeline.actions import Action, actions_for_day, clean_name
+from af_pipeline.compiler.actions import Action, actions_for_day, clean_name
+from af_pipeline.routines import miner as R
+from af_pipeline.routines import plans
 from capture.model import InputEvent
 
 DAY = "2026-03-02"
@@ -22,7 +22,7 @@ SEC = 1_000_000
 
 @dataclass(frozen=True)
 class Enr:
-    """The fields of af_pipeline.enrich.EnrichedInput the action stream reads."""
+    """The fields of af_pipeline.compiler.enrich.EnrichedInput the action stream reads."""
 
     event: InputEvent
     stream: str | None = "monitor_1"
@@ -436,7 +436,7 @@ _DETERMINISM_SCRIPT = """
 import hashlib, json, sys
 sys.path.insert(0, "tests")
 from test_routines import mk
-from af_pipeline import plans, routines as R
+from af_pipeline.routines import plans, miner as R
 days = [mk([f"click:{'abcdefg'[(d * 7 + i * i) % 7]}" for i in range(300)], day=f"2026-03-{d + 1:02d}") for d in range(4)]
 res = R.mine_days(days)
 out = {"table": res.to_dict(), "h": R.recurrence(res).to_dict(), "holdout": R.holdout(days).to_dict(),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from af_pipeline import cli
-from af_pipeline.replay import load_plan
+from af_pipeline.interfaces import cli
+from af_pipeline.routines.replay import load_plan
 
 RPM = Path(__file__).resolve().parent / "data" / "rpm" / "StudentRecord.csv"  # vendored real RPM log (Apache-2.0, see its README)
 

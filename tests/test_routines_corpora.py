@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from af_pipeline import plans, replay
-from af_pipeline import routines as R
-from af_pipeline.actions import Action, actions_for_day
-from af_pipeline.enrich import enrich
+from af_pipeline.compiler.actions import Action, actions_for_day
+from af_pipeline.compiler.enrich import enrich
+from af_pipeline.routines import miner as R
+from af_pipeline.routines import plans, replay
 from capture.model import DayCapture
 from capture.timeutil import day_bounds, days_between, local_day
 

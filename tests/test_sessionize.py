@@ -7,8 +7,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_pipeline.compile import compile_day
-from af_pipeline.sessionize import PAPER_RULES, build_segments, credits, segment
+from af_pipeline.compiler.compile import compile_day
+from af_pipeline.compiler.sessionize import PAPER_RULES, build_segments, credits, segment
 from capture.model import DayCapture, Snapshot
 from capture.timeutil import parse_ts
 
@@ -187,7 +187,7 @@ def test_measured_spans_earn_exactly_their_span_clipped_at_the_next_row(rows) ->
     """A row with a source-measured end earns its span up to the next row, never the 90 s dwell
     extension; instant rows keep the paper's rule; a break follows a measured row only when the
     gap from its end to the next row is over 300 s."""
-    from af_pipeline.sessionize import NO_END
+    from af_pipeline.compiler.sessionize import NO_END
 
     ts, ends, t = [], [], 0
     for gap_s, dur_s, measured in rows:
@@ -212,7 +212,7 @@ def test_measured_spans_earn_exactly_their_span_clipped_at_the_next_row(rows) ->
 def test_timeline_pieces_credit_each_instant_once_to_the_span_started_last(spans):
     """Against a brute force over every instant: the winner of instant t is the last row (in
     timeline order) whose span covers t."""
-    from af_pipeline.sessionize import timeline_pieces
+    from af_pipeline.compiler.sessionize import timeline_pieces
 
     rows = sorted((a, a + d) for a, d in spans)
     ts, ends = [a for a, _ in rows], [b for _, b in rows]
@@ -235,7 +235,7 @@ def test_timeline_pieces_credit_each_instant_once_to_the_span_started_last(spans
 def test_a_short_phone_event_does_not_cut_off_the_desktop_event_on_the_timeline():
     """Desktop Code 10:00-11:00 (one ActivityWatch event) and a phone app 10:15-10:16 on another
     stream: on the one timeline Code gets 59 minutes and the phone 1, not Code 15 and phone 1."""
-    from af_pipeline.compile import compile_day
+    from af_pipeline.compiler.compile import compile_day
     from capture.model import DayCapture
     from capture.timeutil import parse_ts
 
@@ -252,7 +252,7 @@ def test_a_short_phone_event_does_not_cut_off_the_desktop_event_on_the_timeline(
 def test_on_a_mixed_day_only_the_frames_of_a_source_without_input_say_input_not_recorded():
     """screenpipe (with input) on one monitor and an ActivityWatch host on the same day: the
     ActivityWatch frame says its input was not recorded; the screenpipe frame keeps its counts."""
-    from af_pipeline.emit import context_block, to_markdown
+    from af_pipeline.compiler.emit import context_block, to_markdown
     from capture.model import InputEvent
 
     t = parse_ts("2026-03-10T10:00:00Z")

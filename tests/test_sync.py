@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from aw_live import AwServer
 
-from af_pipeline import cli
+from af_pipeline.interfaces import cli
 from capture import sync
 from capture.home import Home
 from capture.log import EventLog
@@ -138,7 +138,7 @@ def test_watch_backs_off_and_stops_on_sigterm(tmp_path):
         "kind": "activitywatch", "location": "http://127.0.0.1:9"}}}
     (home.root / "sync.json").write_text(json.dumps(data))
     env = {**os.environ, "AF_HOME": str(home.root)}
-    proc = subprocess.Popen([sys.executable, "-m", "af_pipeline.cli", "sync", "--watch", "--interval", "0.2"],
+    proc = subprocess.Popen([sys.executable, "-m", "af_pipeline.interfaces.cli", "sync", "--watch", "--interval", "0.2"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -174,7 +174,7 @@ def test_sync_follows_a_screenpipe_database_while_it_is_written(tmp_path, monkey
     day = local_day(int(t0.timestamp()) * US, ZoneInfo(TZ))
     assert len(EventLog(home).read_day(day).snapshots) == 30
     env = {**os.environ, "AF_HOME": str(home.root)}
-    proc = subprocess.Popen([sys.executable, "-m", "af_pipeline.cli", "sync", "--watch", "--interval", "0.3"],
+    proc = subprocess.Popen([sys.executable, "-m", "af_pipeline.interfaces.cli", "sync", "--watch", "--interval", "0.3"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for i in range(30, 60):  # screenpipe keeps capturing while sync follows
@@ -224,7 +224,7 @@ def test_an_agent_sees_capture_under_a_minute_old_while_sync_runs(tmp_path, serv
     assert cli.main(["sync", "screenpipe", str(db.path), "--home", str(home.root)]) == 0
     assert cli.main(["sync", "activitywatch", server.url, "--home", str(home.root)]) == 0
     env = {**os.environ, "AF_HOME": str(home.root)}
-    proc = subprocess.Popen([sys.executable, "-m", "af_pipeline.cli", "sync", "--watch", "--interval", "0.5"],
+    proc = subprocess.Popen([sys.executable, "-m", "af_pipeline.interfaces.cli", "sync", "--watch", "--interval", "0.5"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     fresh = datetime.now(UTC).replace(microsecond=0)
     try:
@@ -241,7 +241,7 @@ def test_an_agent_sees_capture_under_a_minute_old_while_sync_runs(tmp_path, serv
                 break
             time.sleep(0.2)
         params = StdioServerParameters(command=sys.executable,
-                                       args=["-m", "af_pipeline.cli", "mcp", "--home", str(home.root)],
+                                       args=["-m", "af_pipeline.interfaces.cli", "mcp", "--home", str(home.root)],
                                        cwd=str(ROOT), env={"PATH": os.environ.get("PATH", ""),
                                                            "PYTHONPATH": str(ROOT)})
 

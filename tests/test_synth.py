@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from af_pipeline import cli
+from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.synth import (
     DB_NAME,

@@ -1,0 +1,788 @@
+"""compile_day: one local day of capture -> the schema v1 document (paper sections 3 and 4).
+
+Pure and deterministic: no wall clock (``generated_at`` is added by emit callers), no hash-order
+dependence (every output list is sorted with a total key), integer microseconds throughout and
+floats only at the edge, rounded explicitly. The hot loops work on plain lists indexed by
+snapshot position (see enrich.SnapIndex) instead of building an object per row.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any, cast
+
+import numpy as np
+
+from af_pipeline.about import GENERATOR
+from af_pipeline.compiler import layouts
+from af_pipeline.compiler.document import SCHEMA_VERSION, common_ref_ids, encode_refs, id_runs
+from af_pipeline.compiler.enrich import RING_PX, ElementIndex, SnapIndex, click_target, screen_sizes
+from af_pipeline.compiler.sessionize import (
+    NO_END,
+    PAPER_RULES,
+    Rules,
+    Segment,
+    build_segments,
+    credits,
+    flicker_merge,
+    timeline_pieces,
+)
+from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture
+from capture.timeutil import US, day_bounds, to_datetime, zone
+
+MIN_US = 60 * US
+# recorders that capture no input events at all: a day of theirs has no input, not an idle user
+NO_INPUT_RECORDERS = frozenset({"activitywatch"})
+TOP_WINDOWS = 3
+TOP_CLICKS = 5
+# input volume fields, in the order documents list them
+VOLUME = ("keys", "text", "chars", "clicks", "scrolls", "copies", "pastes")
+_K_KEYS, _K_TEXT, _K_CHARS, _K_CLICKS, _K_SCROLLS, _K_COPIES, _K_PASTES, _K_OTHER = range(8)
+_COLS = 8
+_K_CLIPBOARD = 100  # resolved to copies / pastes / other by the clipboard operation
+
+
+class _Codes(dict[str, int]):
+    def __missing__(self, key: str) -> int:
+        return -1  # pointer motion and kinds we do not know: neither volume nor interaction
+
+
+_KIND_CODE = _Codes(key=_K_KEYS, text=_K_TEXT, click=_K_CLICKS, scroll=_K_SCROLLS, clipboard=_K_CLIPBOARD,
+                    app_switch=_K_OTHER, window_focus=_K_OTHER, move=-1)
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    min_minutes: float = 0.0  # frames shorter are omitted; the omission is reported
+    include_typed_text: bool = False  # operator opt-in at build time (emit needs its own)
+    layout: str = "identity"  # keyboard map name (af_pipeline/compiler/layouts)
+
+
+def _minutes(us: int) -> float:
+    return round(us / MIN_US, 2)
+
+
+def _seconds(us: int) -> int:
+    return (us + US // 2) // US
+
+
+class _Clock:
+    """Local wall-clock text in the user's zone, DST-aware."""
+
+    def __init__(self, tz: str, day: str):
+        self.zone = zone(tz)
+        # within one day the UTC offset is usually constant: then HH:MM:SS is arithmetic
+        start, end = day_bounds(day, self.zone)
+        off_a = to_datetime(start, self.zone).utcoffset()
+        off_b = to_datetime(end, self.zone).utcoffset()
+        self.offset_s: int | None = None
+        self.lo = self.hi = 0
+        if off_a is not None and off_a == off_b:
+            self.offset_s = int(off_a.total_seconds())
+            self.lo, self.hi = start, end
+
+    def hms(self, ts_us: int) -> str:
+        if self.offset_s is not None and self.lo <= ts_us < self.hi:
+            s = (ts_us // US + self.offset_s) % 86_400
+            return f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
+        return to_datetime(ts_us, self.zone).strftime("%H:%M:%S")
+
+    def iso(self, ts_us: int) -> str:
+        return to_datetime(ts_us, self.zone).isoformat(timespec="seconds")
+
+
+def _entities() -> tuple[Callable[[str | None], str | None], Callable[[str], Any]]:
+    from af_pipeline.compiler.entities import surface_of, type_url  # only browser rows need it
+
+    return surface_of, type_url
+
+
+def _key_char(text: str) -> str:
+    return text if len(text) == 1 else f"[{text}]"
+
+
+def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
+                rules: Rules = PAPER_RULES) -> dict[str, Any]:
+    """The schema v1 document of one day (or of any window a DayCapture holds), without
+    ``generated_at``: segmentation per stream, enrichment-backed input accounting, click
+    resolution, page typing, ledger, coverage, blind spots and provenance (docs/document-schema.md).
+
+    Any row order gives the same document; rows in the log's order (capture/log.py) are the
+    fast path. Raises ValueError for a negative floor and UserError for an unknown layout."""
+    if options.min_minutes < 0:
+        raise ValueError(f"min_minutes must be >= 0, not {options.min_minutes}")
+    # The compile allocates thousands of containers that all stay alive until it returns (the
+    # document) and makes no reference cycles, so the cyclic collector's passes during it find
+    # nothing to free; on a busy day they cost several ms. Pause it, and restore it as found.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _compile(capture, options, rules)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict[str, Any]:
+    clock = _Clock(capture.tz, capture.day)
+    tbl = layouts.table(options.layout)
+    index = SnapIndex(capture.snapshots)
+    snaps = index.snaps
+    n = len(snaps)
+    # column extraction by comprehension: on CPython 3.11+ its specialised attribute loads are
+    # about twice as fast as map(attrgetter(...)) over slotted rows
+    apps = [s.app for s in snaps]
+    shared = common_ref_ids([s.ref for s in snaps])
+
+    def evidence(rows: list[int]) -> dict[str, Any]:
+        if shared is not None:
+            return {"snapshots": [{"prefix": shared[0], "ids": id_runs(list(map(shared[1].__getitem__, rows)))}]}
+        return {"snapshots": encode_refs([snaps[p].ref for p in rows])}
+
+    # -- keys: (app, site); site and page type are pure functions of the URL, cached per URL --
+    page_cache: dict[str, tuple[str, str | None]] = {}
+    sites: list[str | None] = [None] * n
+    urls = [s.url for s in snaps]
+    if any(urls):
+        site_of, type_url = _entities()
+        # once per distinct URL (a pure function, so the set's order cannot matter)
+        site_map = {url: site_of(url) for url in set(urls) if url}
+        sites = [site_map[u] if u else None for u in urls]
+    else:
+        type_url = None
+
+    # -- segmentation, per stream (positions within a stream are in (time, ref) order) --------
+    segments: list[Segment] = []
+    streams = sorted(index.by_stream)
+    arrays = index.arrays()
+    # source-measured ends (ActivityWatch): such rows earn their span, not the capped dwell
+    ends_np: np.ndarray | None = None
+    if any(s.end_us is not None for s in snaps):
+        ends_np = np.fromiter((NO_END if s.end_us is None else s.end_us for s in snaps), dtype=np.int64, count=n)
+    # presence (ActivityWatch afk): on a stream it governs, only not-afk time is active time
+    presence_src, not_afk = _presence(capture, streams)
+    away_a = np.zeros(n, dtype=np.int64)
+    if len(streams) == 1:  # one stream: positions are the stream's own order
+        ts, pos_list = index.by_stream[streams[0]]
+        credit, brk = credits(ts, rules, ends_np)
+        credit_a = np.asarray(credit, dtype=np.int64)
+        if streams[0] in not_afk:
+            away_a = _outside(arrays[None][0], credit_a, not_afk[streams[0]])
+            credit_a = credit_a - away_a
+            credit = credit_a.tolist()
+        srank = list(range(n))  # rank of the row within its stream: adjacency = "next row of stream"
+        prev_row = list(range(-1, n - 1))  # the previous row of the same stream, -1 for none
+        segments = flicker_merge(build_segments(streams[0], pos_list, ts, list(zip(apps, sites, strict=True)),
+                                                credit, brk), rules)
+        brk_a = np.asarray(brk, dtype=bool)
+    else:
+        credit_a = np.zeros(n, dtype=np.int64)
+        brk_a = np.ones(n, dtype=bool)
+        srank_a = np.zeros(n, dtype=np.int64)
+        prev_a = np.full(n, -1, dtype=np.int64)
+        for stream in streams:
+            ts, pos_list = index.by_stream[stream]
+            ts_a, pa = cast(tuple[np.ndarray, np.ndarray], arrays[stream])
+            c, b = credits(ts_a, rules, ends_np[pa] if ends_np is not None else None)
+            if stream in not_afk:
+                c_a = np.asarray(c, dtype=np.int64)
+                away = _outside(ts_a, c_a, not_afk[stream])
+                away_a[pa] = away
+                c = (c_a - away).tolist()
+            credit_a[pa] = c
+            brk_a[pa] = b
+            srank_a[pa] = np.arange(pa.size)
+            prev_a[pa[1:]] = pa[:-1]
+            keys = list(zip(map(apps.__getitem__, pos_list), map(sites.__getitem__, pos_list), strict=True))
+            segments.extend(flicker_merge(build_segments(stream, pos_list, ts, keys, c, b), rules))
+        credit, brk, srank, prev_row = credit_a.tolist(), brk_a.tolist(), srank_a.tolist(), prev_a.tolist()
+    segments.sort(key=lambda f: (f.start_us, f.stream, snaps[f.rows[0]].ref))
+
+    # owner slot per row: frames take slots 0..F-1, interruptions the ones after
+    slot_keys: list[tuple[str, str | None]] = [seg.key for seg in segments]  # type: ignore[misc]
+    n_frames = len(segments)
+    inter_slots: list[list[int]] = []
+    slot_rows: list[list[int]] = [seg.rows for seg in segments]
+    nxt = n_frames
+    for seg in segments:
+        mine = []
+        for it in seg.interruptions:
+            slot_rows.append(it.rows)
+            slot_keys.append(it.key)  # type: ignore[arg-type]
+            mine.append(nxt)
+            nxt += 1
+        inter_slots.append(mine)
+    n_slots = nxt
+    owner_a = np.zeros(n, dtype=np.int64)
+    if n:  # every row is in exactly one frame or interruption (sessionize)
+        owner_a[np.fromiter(chain.from_iterable(slot_rows), dtype=np.int64, count=n)] = np.repeat(
+            np.arange(n_slots, dtype=np.int64), [len(r) for r in slot_rows])
+    owner = owner_a.tolist()
+
+    # -- enrichment-backed input accounting -------------------------------------------------
+    # Vectorised: one binary search per event (enrich.SnapIndex.attribute), then counts per
+    # (owner slot, volume column) with one bincount. Pointer motion is neither volume nor
+    # interaction; app switches and focus changes are interaction (column 7) but not volume.
+    inputs = capture.inputs
+    n_in = len(inputs)
+    kinds = [e.kind for e in inputs]
+    code_a = np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n_in)
+    for i in np.flatnonzero(code_a == _K_CLIPBOARD).tolist():
+        op = inputs[i].clipboard_op
+        code_a[i] = _K_PASTES if op == "paste" else (_K_COPIES if op in ("copy", "cut") else _K_OTHER)
+    pos_a, dist_a = index.attribute(
+        [e.ts_us for e in inputs],
+        [e.stream for e in inputs] if len(index.by_stream) > 1 else None)
+    unattributed = int(np.count_nonzero(pos_a < 0))
+    counted = (pos_a >= 0) & (code_a >= 0)
+    pos_c = pos_a[counted]
+    slot_c = owner_a[pos_c]
+    vol_np = np.bincount(slot_c * _COLS + code_a[counted], minlength=n_slots * _COLS).reshape(n_slots, _COLS)
+    has_np = np.zeros(n, dtype=bool)
+    has_np[pos_c] = True
+    dist_sorted = np.sort(dist_a[counted])
+    n_dist = int(dist_sorted.size)
+
+    def dist_ms(i: int) -> int:
+        return (int(dist_sorted[i]) + 500) // 1000 if n_dist else 0
+    pos_list_a = pos_a.tolist()
+    texts = np.flatnonzero(counted & (code_a == _K_TEXT))
+    if texts.size:  # characters typed, a count (never the content), summed per owner slot
+        chars = np.fromiter((len(inputs[i].text or "") for i in texts.tolist()), dtype=np.int64, count=texts.size)
+        np.add.at(vol_np[:, _K_CHARS], owner_a[pos_a[texts]], chars)
+    vol = vol_np[:, :7].tolist()
+
+    clicked: list[dict[tuple[str, str | None, str], int]] = [{} for _ in range(n_slots)]
+    unresolved = [0] * n_slots
+    resolution_counts = dict.fromkeys(("recorded", "exact", "tolerance", "zone", "unresolved"), 0)
+    anon_clicks: list[tuple[Any, int]] = []
+    for i in np.flatnonzero(counted & (code_a == _K_CLICKS)).tolist():
+        p = pos_list_a[i]
+        e = inputs[i]
+        if e.element_name and e.element_name.strip():
+            k = (" ".join(e.element_name.split()), e.element_role, "recorded")
+            d = clicked[owner[p]]
+            d[k] = d.get(k, 0) + 1
+            resolution_counts["recorded"] += 1
+        else:
+            anon_clicks.append((e, p))
+
+    typed: list[list[str]] | None = None
+    if options.include_typed_text:
+        typed = [[] for _ in range(n_slots)]
+        keyed = [i for i in np.flatnonzero(counted & ((code_a == _K_KEYS) | (code_a == _K_TEXT))).tolist()
+                 if inputs[i].text]
+        keyed.sort(key=lambda i: (inputs[i].ts_us, inputs[i].stream or "", inputs[i].ref))
+        for i in keyed:
+            e = inputs[i]
+            mapped = layouts.translate(e.text, e.kind, tbl) or ""
+            typed[owner[pos_list_a[i]]].append(_key_char(mapped) if e.kind == "key" else mapped)
+    if anon_clicks:
+        sizes = screen_sizes(capture.streams)
+        boxes = ElementIndex.for_snapshots(capture, (snaps[p].source_frame_id for _ev, p in anon_clicks))
+        for ev, p in anon_clicks:
+            res, target, trole = click_target(ev, snaps[p], sizes, boxes)
+            resolution_counts[res] += 1
+            slot = owner[p]
+            if target is None:
+                unresolved[slot] += 1
+            else:
+                k = (target, trole, res)
+                clicked[slot][k] = clicked[slot].get(k, 0) + 1
+
+    # -- per-row aggregates: presence-only rows, windows, domains ---------------------------
+    # presence-only: heartbeat rows that received no input (integer sums, numpy)
+    pmask = np.fromiter([s.heartbeat for s in snaps], dtype=bool, count=n) & ~has_np
+    presence_a = np.zeros(n_slots, dtype=np.int64)
+    np.add.at(presence_a, owner_a[pmask], credit_a[pmask])
+    presence_us = presence_a.tolist()
+    presence_runs: list[int] = []
+    for stream in streams:
+        sp = cast(np.ndarray, arrays[stream][1])
+        m, cr, b_ = pmask[sp], credit_a[sp], brk_a[sp]
+        if not m.any():
+            continue
+        carried = np.concatenate(([False], m[:-1] & ~b_[:-1]))  # the previous row's run goes on
+        run_id = np.cumsum(m & ~carried) - 1
+        presence_runs.extend(np.bincount(run_id[m], weights=cr[m]).astype(np.int64).tolist())
+
+    # window time per owner slot, then per frame and per app
+    windows = [s.window for s in snaps]
+    frame_windows: dict[int, dict[str, int]] = {}
+    app_windows: dict[str, dict[str, int]] = {}
+    for o, rows in enumerate(slot_rows):
+        fw: dict[str, int] = {}
+        for p in rows:
+            w = windows[p]
+            if w:
+                fw[w] = fw.get(w, 0) + credit[p]
+        if fw:
+            frame_windows[o] = fw
+            aw = app_windows.setdefault(slot_keys[o][0], {})
+            for w, cp in fw.items():
+                aw[w] = aw.get(w, 0) + cp
+
+    # The timeline ledger: every monitor's rows interleaved into ONE timeline (SnapIndex order:
+    # time, stream, ref) and credited with the same dwell and gap rules, so each instant counts
+    # once whatever the number of monitors. The per-monitor ledger above stays the paper's
+    # tenure (frames add up to it); on one stream the two are the same numbers.
+    tl_credit = credit
+    if len(streams) > 1:
+        tl_a = np.asarray(credits(index.all_ts, rules, ends_np)[0], dtype=np.int64)
+        for stream in not_afk:
+            ts_s, pa_s = cast(tuple[np.ndarray, np.ndarray], arrays[stream])
+            tl_a[pa_s] -= _outside(ts_s, tl_a[pa_s], not_afk[stream])
+        if ends_np is not None:
+            # measured spans (ActivityWatch): each instant to the span that started last, not the
+            # capped gap to the next row of any stream (a short phone event must not cut off the
+            # rest of a desktop event), then afk time of the row's own stream taken out
+            _timeline_spans(tl_a, index.all_ts, ends_np, [s.stream for s in snaps], not_afk)
+        tl_credit = tl_a.tolist()
+    app_tl: dict[str, int] = {}
+    for (a, _site), rows in zip(slot_keys, slot_rows, strict=True):  # every row is in one slot
+        app_tl[a] = app_tl.get(a, 0) + sum(map(tl_credit.__getitem__, rows))
+
+    # domains: minutes, and visits = runs of adjacent rows of a stream on that domain
+    domain_us: dict[str, int] = {}
+    domain_tl: dict[str, int] = {}
+    domain_visits: dict[str, int] = {}
+    for p, site in enumerate(sites):
+        if site is None:
+            continue
+        domain_us[site] = domain_us.get(site, 0) + credit[p]
+        domain_tl[site] = domain_tl.get(site, 0) + tl_credit[p]
+        prev = prev_row[p]
+        if prev < 0 or sites[prev] != site or brk[prev]:
+            domain_visits[site] = domain_visits.get(site, 0) + 1
+
+    def page_key(url: str) -> tuple[str, str | None]:
+        pk = page_cache.get(url)
+        if pk is None:
+            ref = type_url(url)  # type: ignore[misc]
+            pk = page_cache[url] = (ref.kind, ref.entity)
+        return pk
+
+    # -- frames ------------------------------------------------------------------------------
+    floor_us = options.min_minutes * MIN_US
+    frames_out: list[dict[str, Any]] = []
+    omitted_n = 0
+    omitted_us = 0
+    app_minutes: dict[str, int] = {}
+    app_frames: dict[str, int] = {}
+    app_longest: dict[str, int] = {}
+    app_interrupts: dict[str, int] = {}
+    # away: credited window time outside the presence source's not-afk intervals, per slot
+    slot_away = [0] * n_slots
+    if away_a.any():
+        slot_away = np.bincount(owner_a, weights=away_a, minlength=n_slots).astype(np.int64).tolist()
+    app_away: dict[str, int] = {}
+    for o, us in enumerate(slot_away):
+        if us:
+            app_away[slot_keys[o][0]] = app_away.get(slot_keys[o][0], 0) + us
+    away_frames = 0
+    kept: list[Segment] = []
+    # measured-span rows (ActivityWatch) on a day whose other sources did record input
+    mixed_input = ends_np is not None and bool(capture.inputs)
+    ends_list = ends_np.tolist() if ends_np is not None else []
+    for fi, seg in enumerate(segments):
+        app, site = cast(tuple[str, str | None], seg.key)
+        if not seg.active_us and slot_away[fi] and not any(it.active_us for it in seg.interruptions):
+            away_frames += 1  # nothing but away time (a lock screen, an idle window): not a frame
+            continue
+        kept.append(seg)
+        # the ledger: every row's credit is in exactly one frame or interruption (sessionize)
+        app_minutes[app] = app_minutes.get(app, 0) + seg.active_us
+        app_frames[app] = app_frames.get(app, 0) + 1
+        if seg.active_us > app_longest.get(app, -1):
+            app_longest[app] = seg.active_us
+        for it in seg.interruptions:
+            iapp = cast(tuple[str, str | None], it.key)[0]
+            app_minutes[iapp] = app_minutes.get(iapp, 0) + it.active_us
+            app_interrupts[iapp] = app_interrupts.get(iapp, 0) + 1
+        if seg.active_us < floor_us:
+            omitted_n += 1
+            omitted_us += seg.active_us
+            continue
+        frame = _frame(fi, seg, urls, frame_windows.get(fi, {}), srank, vol, clicked, unresolved,
+                       presence_us, inter_slots[fi], typed, clock,
+                       page_key if site is not None else None, page_cache, evidence)
+        if slot_away[fi]:
+            frame["away_min"] = _minutes(slot_away[fi])
+        if mixed_input and all(ends_list[p] != NO_END for p in seg.rows):
+            # a day with input from another source: this frame's source (ActivityWatch) records
+            # none, so its k0 c0 is "not recorded", not an idle user
+            frame["input_recorded"] = False
+        frames_out.append(frame)
+
+    # -- coverage ----------------------------------------------------------------------------
+    all_ts = index.all_ts
+    gaps: list[dict[str, Any]] = []
+    all_np = arrays[None][0]
+    # a row covers until its measured end (ActivityWatch), an instant row its own time
+    cover = all_np if ends_np is None else np.maximum.accumulate(np.maximum(all_np, ends_np))
+    for i in np.flatnonzero(all_np[1:] - cover[:-1] > rules.gap_s * US).tolist():
+        g0 = int(cover[i])
+        gaps.append({"start": clock.hms(g0), "end": clock.hms(all_ts[i + 1]),
+                     "minutes": _minutes(all_ts[i + 1] - g0)})
+    covered_us, dual_us = _union_and_overlap(arrays, credit_a)
+    total_active = sum(credit)
+    first_us = all_ts[0] if n else None
+    last_us = max((seg.end_us for seg in kept), default=None)
+    totals = [sum(v[k] for v in vol) for k in range(7)]
+    sizes_all = screen_sizes(capture.streams)
+    stream_rows = []
+    for stream in streams:
+        ts, pos_list = index.by_stream[stream]
+        entry: dict[str, Any] = {"stream": stream, "rows": len(pos_list),
+                                 "active_min": _minutes(sum(map(credit.__getitem__, pos_list)))}
+        if stream in sizes_all:
+            entry["width_px"], entry["height_px"] = sizes_all[stream]
+        stream_rows.append(entry)
+    presence_total = sum(presence_us)
+    coverage: dict[str, Any] = {
+        "first_activity": clock.hms(first_us) if first_us is not None else None,
+        "last_activity": clock.hms(last_us) if last_us is not None else None,
+        "active_min": _minutes(total_active),
+        "timeline_min": _minutes(sum(tl_credit)),
+        "covered_min": _minutes(covered_us),
+        "span_min": _minutes(last_us - first_us) if first_us is not None and last_us is not None else 0.0,
+        "dual_monitor_min": _minutes(dual_us),
+        "distinct_apps": len(app_minutes),
+        "frames": len(kept),
+        "gaps": gaps,
+        "gap_min": round(sum(g["minutes"] for g in gaps), 2),
+        "presence_only": {
+            "minutes": _minutes(presence_total),
+            "longest_run_min": _minutes(max(presence_runs) if presence_runs else 0),
+        },
+        "input": dict(zip(VOLUME, totals, strict=True)),
+        "clicks": resolution_counts,
+        "attribution": {
+            "events": n_dist,
+            "unattributed": unattributed,
+            "median_ms": dist_ms(n_dist // 2),
+            "p90_ms": dist_ms((n_dist * 9) // 10),
+            "max_ms": dist_ms(n_dist - 1),
+        },
+        "streams": stream_rows,
+    }
+    if presence_src:  # said only where a source reported presence or measured its own spans
+        coverage["presence"] = {"sources": sorted(set(presence_src.values())),
+                                "away_min": _minutes(int(away_a.sum())), "away_frames": away_frames}
+        for entry in stream_rows:
+            entry["presence"] = presence_src.get(entry["stream"], "none")
+    if n and not capture.inputs and set(capture.recorders) and set(capture.recorders) <= NO_INPUT_RECORDERS:
+        coverage["input_recorded"] = False  # k0 c0 here means "not recorded", never idleness
+
+    apps_out = []
+    # most time on the one timeline first (what "which app dominated" asks), then per monitor
+    for app in sorted(app_minutes, key=lambda a: (-app_tl[a], -app_minutes[a], a)):
+        wins = app_windows.get(app, {})
+        item: dict[str, Any] = {
+            "app": app,
+            "minutes": _minutes(app_minutes[app]),
+            "timeline_minutes": _minutes(app_tl[app]),
+            "frames": app_frames.get(app, 0),
+            "interruptions": app_interrupts.get(app, 0),
+            "longest_frame_min": _minutes(app_longest.get(app, 0)),
+            "top_windows": [{"title": w, "minutes": _minutes(wins[w])}
+                            for w in sorted(wins, key=lambda t: (-wins[t], t))[:TOP_WINDOWS]],
+        }
+        if app_away.get(app):
+            item["away_minutes"] = _minutes(app_away[app])
+        apps_out.append(item)
+    domains_out = [{"domain": d, "minutes": _minutes(domain_us[d]), "timeline_minutes": _minutes(domain_tl[d]),
+                    "visits": domain_visits[d]}
+                   for d in sorted(domain_us, key=lambda d: (-domain_tl[d], -domain_us[d], d))]
+
+    start_us, end_us = day_bounds(capture.day, clock.zone)
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "day": capture.day,
+        "tz": capture.tz,
+        "window": {"start": clock.iso(start_us), "end": clock.iso(end_us)},
+        "coverage": coverage,
+        "apps": apps_out,
+        "domains": domains_out,
+        "frames": frames_out,
+        "omitted": {"min_minutes": round(float(options.min_minutes), 2), "frames": omitted_n,
+                    "minutes": _minutes(omitted_us)},
+        "blind_spots": _blind_spots(capture, coverage, sizes_all, streams, resolution_counts,
+                                    options),
+        "privacy": {"typed_text": "included" if options.include_typed_text else "excluded"},
+        "provenance": {
+            "schema_version": SCHEMA_VERSION,
+            "capture_schema_version": CAPTURE_SCHEMA_VERSION,
+            "generator": GENERATOR,
+            "recorders": sorted(set(capture.recorders)),
+            "sealed": bool(capture.sealed),
+            "segments": [{"file": k, "sha256": capture.segment_hashes[k]}
+                         for k in sorted(capture.segment_hashes)],
+            "options": {"min_minutes": round(float(options.min_minutes), 2),
+                        "include_typed_text": options.include_typed_text,
+                        "layout": options.layout},
+            "rules": {"dwell_s": rules.dwell_s, "gap_s": rules.gap_s,
+                      "flicker_s": rules.flicker_s, "ring_px": RING_PX},
+            "rows": {"snapshots": n, "inputs": len(capture.inputs),
+                     "elements": capture.element_count(), "presence": len(capture.presence),
+                     "streams": len(capture.streams)},
+        },
+    }
+    return doc
+
+
+def _frame(fi: int, seg: Segment, urls: list[str | None], windows: dict[str, int], srank: list[int],
+           vol: list[list[int]],
+           clicked: list[dict[tuple[str, str | None, str], int]], unresolved: list[int],
+           presence_us: list[int], islots: list[int], typed: list[list[str]] | None,
+           clock: _Clock, page_key: Callable[[str], tuple[str, str | None]] | None,
+           page_cache: dict[str, tuple[str, str | None]],
+           evidence: Callable[[list[int]], dict[str, Any]]) -> dict[str, Any]:
+    app, site = cast(tuple[str, str | None], seg.key)
+    rows = seg.rows
+    pages: dict[tuple[str, str | None], int] = {}
+    page_order: dict[tuple[str, str | None], int] = {}
+    if page_key is not None:
+        prev_page: tuple[str, str | None] | None = None
+        prev_rank = -2
+        for p in rows:
+            url = urls[p]
+            if url:
+                pk = page_cache.get(url) or page_key(url)
+                r = srank[p]
+                # a visit is a run of adjacent rows of the stream showing one page
+                if pk != prev_page or r != prev_rank + 1:
+                    pages[pk] = pages.get(pk, 0) + 1
+                    page_order.setdefault(pk, len(page_order))
+                prev_page, prev_rank = pk, r
+            else:
+                prev_page = None
+    v = vol[fi]
+    frame: dict[str, Any] = {
+        "id": f"f-{fi + 1:04d}",
+        "stream": seg.stream,
+        "app": app,
+        "start": clock.hms(seg.start_us),
+        "end": clock.hms(seg.end_us),
+        "active_min": _minutes(seg.active_us),
+        "wall_min": _minutes(seg.end_us - seg.start_us),
+        "rows": len(rows),
+        "input": dict(zip(VOLUME, v, strict=True)),
+        "presence_only_s": _seconds(presence_us[fi]),
+        "evidence": evidence(rows),
+    }
+    if site is not None:
+        frame["site"] = site
+    if windows:
+        frame["windows"] = [{"title": w, "minutes": _minutes(windows[w])}
+                            for w in sorted(windows, key=lambda t: (-windows[t], t))[:TOP_WINDOWS]]
+    if pages:
+        out_pages = []
+        for pk in sorted(pages, key=lambda k: (-pages[k], page_order[k])):
+            item: dict[str, Any] = {"kind": pk[0], "count": pages[pk]}
+            if pk[1] is not None:
+                item["entity"] = pk[1]
+            out_pages.append(item)
+        frame["pages"] = out_pages
+    c = clicked[fi]  # clicks during a folded detour belong to the detour, listed on it
+    if c:
+        frame["clicked"] = [
+            _click_item(k, c[k])
+            for k in sorted(c, key=lambda k: (-c[k], k[0], k[1] or "", k[2]))[:TOP_CLICKS]
+        ]
+    if unresolved[fi]:
+        frame["unresolved_clicks"] = unresolved[fi]
+    if seg.interruptions:
+        inter = []
+        for it, slot in zip(seg.interruptions, islots, strict=True):
+            iapp, isite = cast(tuple[str, str | None], it.key)
+            entry: dict[str, Any] = {
+                "app": iapp,
+                "at": clock.hms(it.start_us),
+                "seconds": _seconds(it.active_us),
+                "input": dict(zip(VOLUME, vol[slot], strict=True)),
+                "evidence": evidence(it.rows),
+            }
+            if isite is not None:
+                entry["site"] = isite
+            ic = clicked[slot]
+            if ic:
+                entry["clicked"] = [_click_item(k, ic[k]) for k in
+                                    sorted(ic, key=lambda k: (-ic[k], k[0], k[1] or "", k[2]))[:TOP_CLICKS]]
+            if typed is not None and typed[slot]:
+                entry["typed_text"] = "".join(typed[slot])
+            inter.append(entry)
+        frame["interruptions"] = inter
+        frame["interruption_s"] = sum(e["seconds"] for e in inter)
+    if typed is not None and typed[fi]:
+        frame["typed_text"] = "".join(typed[fi])
+    return frame
+
+
+def _click_item(k: tuple[str, str | None, str], count: int) -> dict[str, Any]:
+    item: dict[str, Any] = {"target": k[0], "resolution": k[2], "count": count}
+    if k[1]:
+        item["role"] = k[1]
+    return item
+
+
+def _union_and_overlap(arrays: dict[str | None, tuple[np.ndarray, np.ndarray | None]],
+                       credit: np.ndarray) -> tuple[int, int]:
+    """Wall time covered by at least one stream, and by at least two (dual monitor)."""
+    per_stream = sorted((k, v) for k, v in arrays.items() if k is not None)
+    if len(per_stream) < 2:
+        return int(credit.sum()), 0
+    edges: list[tuple[int, int]] = []
+    for _stream, (ts, positions) in per_stream:
+        # a stream's credited intervals never overlap (a row earns at most the gap to the next
+        # row): merge the ones that touch, end to start, into runs
+        c = credit[positions]
+        m = c > 0
+        if not m.any():
+            continue
+        s = ts[m]
+        e = s + c[m]
+        first = np.flatnonzero(np.concatenate(([True], s[1:] > e[:-1])))
+        last = np.concatenate((first[1:] - 1, [s.size - 1]))
+        for a, b in zip(s[first].tolist(), e[last].tolist(), strict=True):
+            edges.append((a, 1))
+            edges.append((b, -1))
+    edges.sort()
+    union = overlap = 0
+    depth = 0
+    last_t = 0
+    for t, d in edges:
+        if depth >= 1:
+            union += t - last_t
+        if depth >= 2:
+            overlap += t - last_t
+        depth += d
+        last_t = t
+    return union, overlap
+
+
+def _presence(capture: DayCapture, streams: list[str]) -> tuple[dict[str, str], dict[str, np.ndarray]]:
+    """Per stream: its presence source, and the merged not-afk intervals of the streams an afk
+    bucket governs (an (k, 2) array of [start, end)).
+
+    "afk": the source's afk watcher; only not-afk time is active (ActivityWatch's own active
+    time: window events intersected with not-afk). "unlocks": aw-android's unlock instants,
+    which start presence but do not bound it. "none": a stream whose source measured its own
+    spans but reported no presence. Streams of instant capture are not listed (heartbeats)."""
+    known = set(streams)
+    src: dict[str, str] = {}
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for p in capture.presence:
+        for stream in ([p.stream] if p.stream is not None else streams):
+            if stream not in known:
+                continue
+            if p.status in ("afk", "not-afk"):
+                src[stream] = "afk"
+                iv = spans.setdefault(stream, [])
+                if p.status == "not-afk" and p.end_us > p.ts_us:
+                    iv.append((p.ts_us, p.end_us))
+            elif p.status == "unlock" and stream not in src:
+                src[stream] = "unlocks"
+    for s in capture.snapshots:
+        if s.end_us is not None and s.stream not in src:
+            src[s.stream] = "none"
+    merged: dict[str, np.ndarray] = {}
+    for stream, iv in spans.items():
+        out: list[list[int]] = []
+        for a, b in sorted(iv):
+            if out and a <= out[-1][1]:
+                out[-1][1] = max(out[-1][1], b)
+            else:
+                out.append([a, b])
+        merged[stream] = np.asarray(out, dtype=np.int64).reshape(-1, 2)
+    return src, merged
+
+
+def _timeline_spans(tl_a: np.ndarray, all_ts: Any, ends_np: np.ndarray, stream_of: list[str],
+                    not_afk: dict[str, np.ndarray]) -> None:
+    """Overwrite the timeline credit of rows with a measured end (see sessionize.timeline_pieces)."""
+    measured = np.flatnonzero(ends_np != NO_END)
+    ts_all = np.asarray(all_ts, dtype=np.int64)
+    pieces = timeline_pieces(ts_all[measured].tolist(), ends_np[measured].tolist())
+    for row, parts in zip(measured.tolist(), pieces, strict=True):
+        total = sum(b - a for a, b in parts)
+        iv = not_afk.get(stream_of[row])
+        if iv is not None and parts:
+            starts = np.asarray([a for a, _ in parts], dtype=np.int64)
+            lengths = np.asarray([b - a for a, b in parts], dtype=np.int64)
+            total -= int(_outside(starts, lengths, iv).sum())
+        tl_a[row] = total
+
+
+def _outside(ts: np.ndarray, credit: np.ndarray, iv: np.ndarray) -> np.ndarray:
+    """Per row: the part of its credited interval [ts, ts + credit) outside the intervals."""
+    if iv.shape[0] == 0:
+        return credit.copy()
+    starts, ends = iv[:, 0], iv[:, 1]
+    lengths = ends - starts
+    before = np.concatenate(([0], np.cumsum(lengths)))  # covered time before interval k
+
+    def covered(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(starts, t, side="right") - 1
+        kk = np.maximum(k, 0)
+        inside = np.clip(t - starts[kk], 0, lengths[kk])
+        return np.where(k >= 0, before[kk] + inside, 0)
+
+    return credit - (covered(ts + credit) - covered(ts))
+
+
+def _blind_spots(capture: DayCapture, coverage: dict[str, Any], sizes: dict[str, tuple[int, int]],
+                 streams: list[str], clicks: dict[str, int],
+                 options: CompileOptions) -> list[dict[str, Any]]:
+    spots: list[dict[str, Any]] = [
+        {"kind": "uncovered_time_is_unknown",
+         "note": "Capture gaps and time before the first or after the last activity are unknown, not inactivity."},
+        {"kind": "off_screen_work",
+         "note": "Work away from the screen (paper, phone, conversation) appears only as gaps."},
+        {"kind": "presence_not_attention",
+         "note": "Active minutes are screen tenure: heartbeat rows keep input-free stretches credited, "
+                 "including time away from an awake display; compare each frame's input volume.",
+         "minutes": coverage["presence_only"]["minutes"]},
+        {"kind": "intent_not_observed",
+         "note": "The measured tier records apps, pages and input volume, never intent or tasks."},
+    ]
+    if coverage.get("input_recorded") is False:
+        spots.append({"kind": "input_not_recorded",
+                      "note": "Input not recorded by this source (ActivityWatch records windows, not keys or "
+                              "clicks): input counts of 0 are missing data, never idleness."})
+    if "presence" in coverage:
+        spots.append({"kind": "away_not_active",
+                      "note": "Window time inside the afk watcher's afk intervals (or outside its not-afk ones) "
+                              "is away, not active: it is in no app's minutes and no frame's active time.",
+                      "minutes": coverage["presence"]["away_min"]})
+    if len(streams) > 1:
+        spots.append({"kind": "multi_monitor_double_credit",
+                      "note": "Each monitor stream earns its own dwell: minutes shown on two monitors "
+                              "at once count in both, in frames and in the ledger's per-monitor minutes "
+                              "(timeline minutes count each instant once).",
+                      "minutes": coverage["dual_monitor_min"]})
+    if capture.snapshots and not capture.element_count():
+        spots.append({"kind": "no_element_trees",
+                      "note": "This capture has no element trees (legacy capture): anonymous clicks "
+                              "can be placed only in a screen zone, if at all.",
+                      "count": len(capture.snapshots)})
+    unsized = [s for s in streams if s not in sizes]
+    if unsized:
+        spots.append({"kind": "screen_size_unknown",
+                      "note": "No real screen size for these streams: their anonymous clicks stay "
+                              "unresolved rather than guessed.",
+                      "streams": unsized})
+    if clicks["unresolved"]:
+        spots.append({"kind": "unresolved_clicks",
+                      "note": "Clicks that matched no element, ring or screen zone.",
+                      "count": clicks["unresolved"]})
+    if not options.include_typed_text:
+        spots.append({"kind": "typed_text_excluded",
+                      "note": "Typed content is excluded (privacy rule); only input volume is reported."})
+    if not capture.sealed:
+        spots.append({"kind": "day_not_sealed",
+                      "note": "The day is still open in the log: later capture can change this document."})
+    return spots

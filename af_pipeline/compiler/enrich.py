@@ -1,0 +1,330 @@
+"""Input enrichment (paper 4.3): re-attribution, click resolution and the keyboard layout map.
+
+1. Stale attribution: recorders tag events with the app they *believed* was focused. Each event
+   is re-attributed to the temporally nearest snapshot of its own stream (all streams when the
+   event names none or an unknown one), found by binary search; that snapshot's app, window and
+   URL are authoritative, and the distance is kept in milliseconds.
+2. Anonymous clicks (coordinates, no element name) are resolved against the nearest snapshot's
+   element tree (labelled elements only; accessibility nodes before OCR words): the smallest
+   element containing the point ("exact"), else the nearest element
+   within a 40 px ring measured per axis in the stream's real pixels ("tolerance"), else the
+   coarse screen zone ("zone", e.g. "top-left"). Element bounds are normalised 0..1, clicks are
+   pixels: without the stream's real screen size nothing can be matched, and the click stays
+   "unresolved" rather than being guessed.
+3. Key text goes through the operator's keyboard layout map (identity by default).
+
+``enrich`` builds one EnrichedInput per event for consumers (the routine miner); the compiler
+uses the same functions on plain arrays to avoid creating objects it does not need.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import compress, islice
+from operator import attrgetter, eq
+
+import numpy as np
+
+from af_pipeline.compiler import layouts
+from capture.model import DayCapture, Element, InputEvent, Snapshot, StreamInfo
+
+RING_PX = 40
+RESOLUTIONS: tuple[str, ...] = ("recorded", "exact", "tolerance", "zone", "unresolved", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class EnrichedInput:
+    event: InputEvent
+    snapshot_ref: str | None
+    distance_ms: int | None
+    stream: str | None
+    app: str | None
+    window: str | None
+    url: str | None
+    target_name: str | None
+    target_role: str | None
+    resolution: str
+    key_text: str | None  # typed content after the layout map: sensitive
+
+
+_TS = attrgetter("ts_us")
+_STREAM_REF = attrgetter("stream", "ref")
+
+
+class _Codes(dict[str | None, int]):
+    def __missing__(self, key: str | None) -> int:
+        return -1  # no stream, or one without snapshots: search all streams
+
+
+class SnapIndex:
+    """Snapshots ordered by (time, stream, ref), with per-stream time arrays for bisection."""
+
+    __slots__ = ("snaps", "all_ts", "by_stream", "_np")
+
+    def __init__(self, snapshots: Iterable[Snapshot]):
+        # sort by time (cheap integer keys), then order rows sharing a timestamp by (stream, ref);
+        # rows from the log arrive in time order already, which one comparison pass confirms
+        snaps = list(snapshots)
+        all_ts = [s.ts_us for s in snaps]
+        if all_ts != sorted(all_ts):
+            snaps.sort(key=_TS)  # stable, like the check's order
+            all_ts = [s.ts_us for s in snaps]
+        # rows sharing a timestamp (several monitors captured at once): found in one C-speed
+        # pass, then each run of them ordered by (stream, ref)
+        same = list(compress(range(1, len(all_ts)), map(eq, islice(all_ts, 1, None), all_ts)))
+        k = 0
+        while k < len(same):
+            start = end = same[k]  # rows start - 1 .. end share one timestamp
+            k += 1
+            while k < len(same) and same[k] == end + 1:
+                end = same[k]
+                k += 1
+            snaps[start - 1:end + 1] = sorted(snaps[start - 1:end + 1], key=_STREAM_REF)
+        self.snaps: list[Snapshot] = snaps
+        self.all_ts: list[int] = all_ts
+        streams = [s.stream for s in snaps]
+        groups: dict[str, tuple[list[int], list[int]]] = {}
+        names = set(streams)
+        if len(names) == 1:
+            groups[streams[0]] = (list(all_ts), list(range(len(snaps))))
+        else:
+            for name in sorted(names):  # a few monitors: one C-speed pass each
+                positions = list(compress(range(len(snaps)), map(name.__eq__, streams)))
+                groups[name] = (list(map(all_ts.__getitem__, positions)), positions)
+        self.by_stream = groups
+        self._np: dict[str | None, tuple[np.ndarray, np.ndarray | None]] | None = None
+
+    def nearest(self, stream: str | None, ts: int) -> tuple[int, int]:
+        """(position, |distance| us) of the nearest snapshot, -1 when there is none.
+
+        Ties go to the earlier snapshot: it was on screen when the event happened."""
+        g = self.by_stream.get(stream) if stream is not None else None
+        if g is None:
+            times, positions = self.all_ts, None
+        else:
+            times, positions = g
+        n = len(times)
+        if n == 0:
+            return -1, 0
+        i = bisect_left(times, ts)
+        if i == n:
+            j = n - 1
+        elif i == 0 or times[i] == ts:
+            j = i
+        else:
+            j = i - 1 if ts - times[i - 1] <= times[i] - ts else i
+        pos = positions[j] if positions is not None else j
+        return pos, abs(ts - times[j])
+
+    def arrays(self) -> dict[str | None, tuple[np.ndarray, np.ndarray | None]]:
+        """The time arrays as numpy arrays, made once: per stream (times, positions), and under
+        None all snapshots' times (positions are then the indexes themselves)."""
+        if self._np is None:
+            arrays: dict[str | None, tuple[np.ndarray, np.ndarray | None]] = {
+                None: (np.asarray(self.all_ts, dtype=np.int64), None)}
+            for name, (times, positions) in self.by_stream.items():
+                arrays[name] = (np.asarray(times, dtype=np.int64), np.asarray(positions, dtype=np.int64))
+            self._np = arrays
+        return self._np
+
+    def attribute(self, ts: Sequence[int], streams: Sequence[str | None] | None) -> tuple[np.ndarray, np.ndarray]:
+        """nearest() for many events at once (same answers, vectorised binary search):
+        positions (-1: no snapshot at all) and distances in us. ``streams`` may be None when
+        the day has a single stream (every event then searches it)."""
+        n = len(ts)
+        pos = np.full(n, -1, dtype=np.int64)
+        dist = np.zeros(n, dtype=np.int64)
+        if not self.snaps or n == 0:
+            return pos, dist
+        arrays = self.arrays()
+        ets = np.asarray(ts, dtype=np.int64)
+        if len(self.by_stream) == 1 or streams is None:
+            # one stream: "its stream" and "all streams" are the same array
+            groups: list[tuple[str | None, np.ndarray]] = [(None, np.arange(n))]
+        else:
+            names = sorted(self.by_stream)
+            code = _Codes({name: i for i, name in enumerate(names)})
+            codes = np.fromiter(map(code.__getitem__, streams), dtype=np.int64, count=n)
+            groups = [(None, np.flatnonzero(codes == -1))]
+            groups += [(name, np.flatnonzero(codes == i)) for i, name in enumerate(names)]
+        for group, members in groups:
+            if members.size == 0:
+                continue
+            t_arr, p_arr = arrays[group]
+            m = t_arr.size
+            t = ets[members]
+            i = np.searchsorted(t_arr, t, side="left")
+            left = np.clip(i - 1, 0, m - 1)
+            right = np.clip(i, 0, m - 1)
+            use_left = (i == m) | ((i > 0) & ((t - t_arr[left]) <= (t_arr[right] - t)))
+            j = np.where(use_left, left, right)
+            pos[members] = p_arr[j] if p_arr is not None else j
+            dist[members] = np.abs(t - t_arr[j])
+        return pos, dist
+
+
+def screen_sizes(streams: Sequence[StreamInfo]) -> dict[str, tuple[int, int]]:
+    """Real pixel size per stream: the earliest row that states a usable size."""
+    out: dict[str, tuple[int, int]] = {}
+    for info in sorted(streams, key=lambda s: (s.ts_us, s.stream, s.ref)):
+        if info.stream in out:
+            continue
+        w, h = info.width_px, info.height_px
+        if w is not None and h is not None and w > 0 and h > 0:
+            out[info.stream] = (w, h)
+    return out
+
+
+def _label(text: str) -> str:
+    return " ".join(text.split())
+
+
+class ElementIndex:
+    """The element tree of one snapshot, looked up on demand.
+
+    Elements carry their snapshot's time (capture schema v1), and the log returns them sorted by
+    it: a binary search finds a snapshot's elements without touching the rest of the day. Rows
+    that are not in time order are grouped by snapshot id once instead, so the answer never
+    depends on the order."""
+
+    __slots__ = ("elements", "ts", "ordered", "grouped")
+
+    def __init__(self, elements: Sequence[Element]):
+        self.elements = elements
+        self.ts: list[int] = [e.ts_us for e in elements]  # a comprehension: faster than attrgetter
+        self.ordered = self.ts == sorted(self.ts)  # linear on sorted input, all in C
+        self.grouped: dict[str, list[Element]] | None = None
+
+    @classmethod
+    def for_snapshots(cls, capture: DayCapture, frame_ids: Iterable[str | None]) -> ElementIndex:
+        """The index over the elements of these snapshots: every element of the day when the
+        capture holds them, else just those fetched from its element source."""
+        if capture.element_source is None:
+            return cls(capture.elements)
+        return cls(capture.element_source.of_snapshots(sorted({f for f in frame_ids if f is not None})))
+
+    def of(self, frame_id: str | None, ts_us: int) -> Sequence[Element]:
+        """Candidate elements of the snapshot (callers still check snapshot_frame_id)."""
+        if frame_id is None:
+            return ()
+        if self.ordered:
+            lo = bisect_left(self.ts, ts_us)
+            return self.elements[lo:bisect_right(self.ts, ts_us, lo)]
+        if self.grouped is None:
+            self.grouped = {}
+            for e in self.elements:
+                self.grouped.setdefault(e.snapshot_frame_id, []).append(e)
+        return self.grouped.get(frame_id, ())
+
+
+_ZONES = (("top-left", "top-center", "top-right"),
+          ("middle-left", "center", "middle-right"),
+          ("bottom-left", "bottom-center", "bottom-right"))
+
+
+def resolve_click(
+    x: int | None,
+    y: int | None,
+    size: tuple[int, int] | None,
+    elements: Sequence[Element],
+    frame_id: str | None = None,
+) -> tuple[str, str | None, str | None]:
+    """(resolution, label, role) for an anonymous click at pixel (x, y) on a screen of ``size``
+    pixels, against the labelled elements of snapshot ``frame_id`` (all given when None)."""
+    if x is None or y is None or size is None:
+        return "unresolved", None, None
+    w, h = size
+    nx, ny = x / w, y / h
+    if not (0.0 <= nx <= 1.0 and 0.0 <= ny <= 1.0):
+        return "unresolved", None, None  # off this screen: the stream is wrong or the size is
+    rx, ry = RING_PX / w, RING_PX / h  # the ring, per axis, in this screen's units
+    best: Element | None = None
+    best_key: tuple[bool, float, int, str] | None = None
+    near: list[tuple[bool, float, float, str, Element]] = []
+    for e in elements:
+        # cheapest rejections first: most of a tree is nowhere near the click
+        left, width = e.left, e.width
+        if left is None or width is None or not (left - rx <= nx <= left + width + rx):
+            continue  # not even in the ring (NaN bounds never are)
+        top, height = e.top, e.height
+        if top is None or height is None or not (top - ry <= ny <= top + height + ry):
+            continue
+        if width < 0 or height < 0:
+            continue
+        right, bottom = left + width, top + height
+        if (frame_id is not None and e.snapshot_frame_id != frame_id) or not e.text or e.text.isspace():
+            continue  # a nameless box is no answer to "what was clicked"
+        # a control (accessibility node) names a click better than an OCR word inside it
+        ocr = e.source == "ocr"
+        if left <= nx <= right and top <= ny <= bottom:
+            key = (ocr, width * height, -(e.depth or 0), e.ref)
+            if best_key is None or key < best_key:
+                best, best_key = e, key
+        elif best is None:
+            dx = (left - nx if nx < left else (nx - right if nx > right else 0.0)) * w
+            dy = (top - ny if ny < top else (ny - bottom if ny > bottom else 0.0)) * h
+            near.append((ocr, dx * dx + dy * dy, width * height, e.ref, e))
+    if best is not None:
+        return "exact", _label(best.text or ""), best.role
+    if near:
+        e = min(near, key=lambda t: t[:4])[4]
+        return "tolerance", _label(e.text or ""), e.role
+    row = 0 if ny < 1 / 3 else (1 if ny < 2 / 3 else 2)
+    col = 0 if nx < 1 / 3 else (1 if nx < 2 / 3 else 2)
+    return "zone", _ZONES[row][col], None
+
+
+def enrich(capture: DayCapture, layout: str = "identity") -> list[EnrichedInput]:
+    """Every input event of the day, re-attributed, click-resolved and layout-mapped, in
+    (time, stream, ref) order. Never raises on odd rows: what cannot be resolved says so."""
+    index = SnapIndex(capture.snapshots)
+    tbl = layouts.table(layout)
+    sizes = screen_sizes(capture.streams)
+    events = sorted(capture.inputs, key=lambda e: (e.ts_us, e.stream or "", e.ref))
+    pos_a, dist_a = index.attribute([e.ts_us for e in events], [e.stream for e in events])
+    attributed = list(zip(pos_a.tolist(), dist_a.tolist(), strict=True))
+    boxes = ElementIndex.for_snapshots(
+        capture,
+        (index.snaps[pos].source_frame_id for e, (pos, _d) in zip(events, attributed, strict=True)
+         if pos >= 0 and e.kind == "click" and not (e.element_name and e.element_name.strip())),
+    )
+    out: list[EnrichedInput] = []
+    for e, (pos, dist) in zip(events, attributed, strict=True):
+        snap = index.snaps[pos] if pos >= 0 else None
+        resolution, name, role = click_target(e, snap, sizes, boxes)
+        key_text = layouts.translate(e.text, e.kind, tbl) if e.kind in ("key", "text") else None
+        out.append(
+            EnrichedInput(
+                event=e,
+                snapshot_ref=snap.ref if snap else None,
+                distance_ms=(dist + 500) // 1000 if snap else None,
+                stream=snap.stream if snap else None,
+                app=snap.app if snap else None,
+                window=snap.window if snap else None,
+                url=snap.url if snap else None,
+                target_name=name,
+                target_role=role,
+                resolution=resolution,
+                key_text=key_text,
+            )
+        )
+    return out
+
+
+def click_target(
+    e: InputEvent,
+    snap: Snapshot | None,
+    sizes: dict[str, tuple[int, int]],
+    boxes: ElementIndex,
+) -> tuple[str, str | None, str | None]:
+    """(resolution, label, role) of one event; "none" for anything that is not a click."""
+    if e.kind != "click":
+        return "none", None, None
+    if e.element_name and e.element_name.strip():
+        return "recorded", " ".join(e.element_name.split()), e.element_role
+    if snap is None:
+        return "unresolved", None, None
+    fid = snap.source_frame_id
+    return resolve_click(e.x, e.y, sizes.get(snap.stream), boxes.of(fid, snap.ts_us), fid)

@@ -1,0 +1,230 @@
+"""``af import screenpipe|activitywatch|rpm PATH``: land a user's own capture source in the log."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from af_pipeline.interfaces import cli
+from capture.errors import UserError
+from capture.home import resolve_home
+from capture.model import ROW_KINDS
+
+_DESCRIPTION = """\
+Read a capture source you already have (it is opened read-only and never changed), map it onto
+the capture schema and append it to the event log in the data folder (--home). Re-importing the
+same source lands nothing twice; importing it again after it grew lands only the new rows.
+Rows that cannot be used are quarantined with their reason; the table printed at the end says
+how many landed, were already in the log, or were quarantined, and why. See docs/importers.md.
+"""
+
+_KINDS = {
+    "screenpipe": (
+        "a screenpipe SQLite database (usually ~/.screenpipe/db.sqlite)",
+        "Import a screenpipe database, either schema era. It is opened read-only and never changed; "
+        "reading works while screenpipe is running (recent rows still in db.sqlite-wal are included). "
+        "Rows land one local day at a time, so memory holds one day of element rows.",
+    ),
+    "activitywatch": (
+        "an ActivityWatch export JSON, or its sqlite.db",
+        "Import ActivityWatch: an export (Web UI > Settings > Export, or GET /api/0/export) or the "
+        "aw-server-rust database (e.g. ~/.local/share/activitywatch/aw-server-rust/sqlite.db). Window "
+        "events become snapshots carrying their measured span, web tab events give URLs, afk events presence.",
+    ),
+    "rpm": (
+        "an RPM UI-log CSV (action-logger format)",
+        "Import a robotic-process-mining UI log: a CSV with one user action per row "
+        "(timeStamp, userID, targetApp, eventType, url, content, target.* columns).",
+    ),
+}
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "import",
+        help="land a screenpipe, ActivityWatch or RPM UI-log capture in the event log",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    kinds = p.add_subparsers(dest="source_kind", metavar="SOURCE", parser_class=type(p))
+    for kind, (what, description) in _KINDS.items():
+        k = kinds.add_parser(kind, help=f"import {what}", description=description)
+        k.add_argument("path", metavar="PATH", help=what)
+        cli.common(k)
+        k.add_argument("--tz", metavar="ZONE",
+                       help="IANA time zone recorded when the data folder is created (default: the "
+                       "machine's zone); an existing folder keeps its zone")
+        k.add_argument("--source-id", metavar="ID",
+                       help="override the source identity that makes re-imports idempotent "
+                       "(default: derived from the source, see docs/importers.md)")
+        if kind == "screenpipe":
+            k.add_argument("--screen", metavar="STREAM=WxH", action="append", default=[],
+                           help="real screen size of a monitor in pixels, e.g. monitor_1=1512x982 "
+                           "(repeatable; overrides the size derived from click element bounds)")
+        k.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+        k.set_defaults(func=run)
+    p.set_defaults(func=_need_kind)
+
+
+def _need_kind(args: argparse.Namespace) -> int:
+    raise UserError("say what to import: af import screenpipe|activitywatch|rpm PATH (see af import --help)")
+
+
+def _progress(message: str) -> None:
+    print(f"  {message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from capture.importers.common import parse_screen_sizes
+    from capture.log import EventLog
+
+    home = resolve_home(args.home)
+    try:
+        # A new data folder is created only once the source has been read: a missing or
+        # unreadable source leaves nothing behind.
+        settings = home.init(tz=args.tz, create=False)
+    except (ValueError, OSError) as exc:
+        raise UserError(str(exc)) from None
+    progress = None if args.quiet else _progress
+    path = Path(args.path)
+    opts: dict[str, Any] = {"tz": settings.tz, "source_id": args.source_id, "progress": progress}
+    batches: Iterable[Any]
+    if args.source_kind == "screenpipe":
+        from capture.importers.screenpipe import iter_screenpipe
+
+        # One local day at a time: memory holds one day of element rows, not the whole database.
+        batches = iter_screenpipe(path, screens=parse_screen_sizes(args.screen), **opts)
+    elif args.source_kind == "activitywatch":
+        from capture.importers.activitywatch import read_activitywatch
+
+        batches = [read_activitywatch(path, **opts)]
+    else:
+        from capture.importers.rpm import read_rpm
+
+        batches = [read_rpm(path, **opts)]
+    log: EventLog | None = None
+    total = _Totals()
+    with contextlib.ExitStack() as held:
+        for batch in batches:
+            if log is None:  # the data folder is made only once the source yields something
+                try:
+                    home.init(tz=settings.tz)
+                except OSError as exc:
+                    raise UserError(f"cannot create the data folder {home.root}: {exc.strerror or exc}") from None
+                log = EventLog(home)
+                # One writer lock for the whole source: a long import landed day by day is not
+                # broken off by another writer (the recorder, a sync) taking the log between batches.
+                for note in held.enter_context(log.writing()):
+                    if progress:
+                        progress(f"recovered: {note}")
+            # An export taken later than an earlier import holds the events that grew since in
+            # place: their new part lands as a continuation of the logged event, never twice.
+            _continued, covered = log.continue_grown_spans(batch)
+            total.add(batch, log.append(batch, progress=progress))
+            total.skipped += sum(covered.values())
+            for kind, n in covered.items():
+                total.read[kind] += n  # they were in the source: read, and already in the log
+    if progress:
+        progress(f"read {sum(total.read.values()):,} rows ({total.unusable:,} unusable) into {home.log_dir}")
+    notes = dict(sorted(total.notes.items()))
+    if args.json:
+        cli.emit_json({
+            "source": args.source_kind,
+            "path": str(path),
+            "source_id": total.source_id,
+            "home": str(home.root),
+            "read": total.read,
+            "landed": total.landed,
+            "skipped": total.skipped,
+            "quarantined": total.quarantined,
+            "quarantine_reasons": dict(sorted(total.quarantine_reasons.items())),
+            "importer_notes": notes,
+            "days_touched": total.days_touched,
+            "days_sealed": total.days_sealed,
+            "days_amended": total.days_amended,
+        })
+    else:
+        _print_table(args.source_kind, path, total.source_id, home.root, total.read, total, notes)
+    _nothing_landed(path, total, notes)
+    return 0
+
+
+def _nothing_landed(path: Path, total: _Totals, notes: dict[str, int]) -> None:
+    """A source of which nothing usable landed is an error (exit 2) with the reason.
+
+    Re-importing a source whose rows are all already in the log is a success: they landed before.
+    """
+    if sum(total.landed.values()) or total.skipped:
+        return
+    why = [f"{n:,} quarantined: {reason}" for reason, n in
+           sorted(total.quarantine_reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+    why += [f"{n:,} {what}" for what, n in sorted(notes.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+    reason = "; ".join(why) if why else "the source holds no rows"
+    raise UserError(f"{path}: nothing usable landed ({reason})")
+
+
+class _Totals:
+    """The sum of the append reports of one import (a screenpipe import lands day by day)."""
+
+    def __init__(self) -> None:
+        self.source_id = ""
+        self.read = dict.fromkeys(ROW_KINDS, 0)
+        self.landed = dict.fromkeys(ROW_KINDS, 0)
+        self.skipped = 0
+        self.quarantined = 0
+        self.unusable = 0
+        self.quarantine_reasons: dict[str, int] = {}
+        self.notes: dict[str, int] = {}
+        self.days_touched: list[str] = []
+        self.days_sealed: list[str] = []
+        self.days_amended: list[str] = []
+
+    def add(self, batch: Any, report: Any) -> None:
+        self.source_id = batch.source_id
+        for k in ROW_KINDS:
+            self.read[k] += len(batch.rows(k))
+            self.landed[k] += report.landed.get(k, 0)
+        self.unusable += len(batch.quarantined)
+        self.skipped += report.skipped
+        self.quarantined += report.quarantined
+        for reason, n in report.quarantine_reasons.items():
+            self.quarantine_reasons[reason] = self.quarantine_reasons.get(reason, 0) + n
+        for what, n in getattr(batch, "notes", {}).items():
+            self.notes[what] = self.notes.get(what, 0) + n
+        self.days_touched = sorted(set(self.days_touched) | set(report.days_touched))
+        self.days_sealed = sorted(set(self.days_sealed) | set(report.days_sealed))
+        self.days_amended = sorted(set(self.days_amended) | set(report.days_amended))
+
+
+def _print_table(kind: str, path: Path, source_id: str, root: Path, read: dict[str, int], report: Any,
+                 notes: dict[str, int]) -> None:
+    print(f"Imported {kind} {path}")
+    print(f"  source {source_id} -> data folder {root}\n")
+    print(f"  {'rows':<12}{'read':>12}{'landed':>12}")
+    for k in ROW_KINDS:
+        print(f"  {k:<12}{read[k]:>12,}{report.landed.get(k, 0):>12,}")
+    print(f"  {'total':<12}{sum(read.values()):>12,}{sum(report.landed.values()):>12,}\n")
+    print(f"  already in the log (skipped): {report.skipped:,}")
+    print(f"  quarantined:                  {report.quarantined:,}")
+    if report.quarantine_reasons:
+        top = sorted(report.quarantine_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        print("\n  top quarantine reasons:")
+        for reason, n in top[:8]:
+            print(f"  {n:>10,}  {reason}")
+        if len(top) > 8:
+            print(f"  {'':>10}  ... and {len(top) - 8} more reasons (see --json)")
+    if notes:
+        print("\n  importer notes (mapped on purpose, repaired, or not imported):")
+        for what, n in notes.items():
+            print(f"  {n:>10,}  {what}")
+    days = report.days_touched
+    if days:
+        span = days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
+        print(f"\n  days touched: {len(days)} ({span}); sealed now: {len(report.days_sealed)}")
+    if report.days_amended:
+        print(f"  sealed days amended (a new sealed segment each; rebuilt by the next build): "
+              f"{', '.join(report.days_amended)}")

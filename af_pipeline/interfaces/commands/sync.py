@@ -1,0 +1,140 @@
+"""``af sync``: keep the event log current from screenpipe and ActivityWatch as they record."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from af_pipeline.interfaces import cli
+from capture import sync
+from capture.errors import UserError
+from capture.home import resolve_home
+
+_DESCRIPTION = """\
+Follow the capture tools you already run, so the memory is current without re-importing by hand.
+
+  af sync screenpipe ~/.screenpipe/db.sqlite    register screenpipe and make one pass
+  af sync activitywatch http://127.0.0.1:5600   register a running ActivityWatch server (or give
+                                                its sqlite.db) and make one pass
+  af sync                                       one pass over every registered source
+  af sync --watch                               keep following every registered source
+  af sync --status                              where each source stands and how far behind it is
+
+Each pass reads only what is new (sources are opened read-only), lands it in the event log
+through the same importers as `af import` (so nothing lands twice), and seals the days whose
+grace period has passed. A source that is down, restarting or locked is retried with back-off.
+See docs/sync.md for a systemd user unit and a launchd agent that run `af sync --watch`.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("sync", help="keep the log current from screenpipe and ActivityWatch (one pass or --watch)",
+                       description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("kind", nargs="?", choices=sync.KINDS, help="register a source of this kind first")
+    p.add_argument("location", nargs="?", metavar="PATH|URL",
+                   help=f"the screenpipe database, or the ActivityWatch server URL (e.g. {sync.DEFAULT_AW_URL}) "
+                   "or its sqlite.db")
+    p.add_argument("--watch", action="store_true", help="keep following until interrupted (Ctrl-C or SIGTERM)")
+    p.add_argument("--interval", type=float, default=sync.DEFAULT_INTERVAL_S, metavar="SECONDS",
+                   help=f"seconds between passes with --watch (default {sync.DEFAULT_INTERVAL_S:g})")
+    p.add_argument("--status", action="store_true", help="print each registered source's state and exit")
+    p.add_argument("--tz", metavar="ZONE", help="IANA zone recorded when the data folder is created")
+    cli.common(p)
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    home = resolve_home(args.home)
+    if args.status:
+        if not home.exists():
+            raise UserError(f"{home.root} is not an activity-frames data folder yet; register a source first")
+        return _print_status(home, args.json)
+    if not args.interval > 0:
+        raise UserError(f"--interval must be a positive number of seconds, not {args.interval}")
+    chosen: list[sync.Source]
+    if args.kind:
+        if not args.location:
+            if args.kind != "activitywatch":
+                raise UserError(f"give the {args.kind} database to follow, e.g. `af sync screenpipe ~/.screenpipe`")
+            args.location = sync.DEFAULT_AW_URL
+        location = sync.normalise(args.kind, args.location)  # checked before the data folder is made
+        try:
+            home.init(tz=args.tz)
+        except (ValueError, OSError) as exc:
+            raise UserError(str(exc)) from None
+        chosen = [sync.register(home, args.kind, location)]
+    else:
+        if not home.exists():
+            raise UserError(f"{home.root} has no registered source; start with `af sync screenpipe PATH` "
+                            "or `af sync activitywatch URL`")
+        chosen = sync.sources(home)
+        if not chosen:
+            raise UserError("no source is registered; start with `af sync screenpipe PATH` or `af sync activitywatch URL`")
+    if not args.watch:
+        results = [sync.sync_once(home, s) for s in chosen]
+        for r in results:
+            _say(r, args.json)
+        return 0 if all(r.ok for r in results) else 2
+    stop = threading.Event()
+
+    def _stop(_sig: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    print(f"following {len(chosen)} source(s) every {args.interval:g} s into {home.root}; Ctrl-C stops",
+          file=sys.stderr, flush=True)
+    sync.watch(home, chosen, interval_s=args.interval, stop=stop, on_pass=lambda r: _say(r, args.json, quiet=True))
+    print("stopped", file=sys.stderr)
+    return 0
+
+
+def _say(r: sync.PassResult, as_json: bool, quiet: bool = False) -> None:
+    if as_json:
+        cli.emit_json({"source": r.source, "ok": r.ok, "landed": r.landed, "skipped": r.skipped,
+                       "quarantined": r.quarantined, "continued": r.continued, "error": r.error,
+                       "seconds": r.seconds, "days_sealed": r.days_sealed, "days_amended": r.days_amended})
+        sys.stdout.flush()
+        return
+    if not r.ok:
+        print(f"{time.strftime('%H:%M:%S')} {r.source}: FAILED: {r.error} (retrying with back-off)"
+              if quiet else f"{r.source}: FAILED: {r.error}", file=sys.stderr, flush=True)
+        return
+    if quiet and not r.landed and not r.quarantined and not r.days_sealed:
+        return  # --watch prints only passes that changed something
+    extra = []
+    if r.continued:
+        extra.append(f"{r.continued} continue events that grew")
+    if r.days_sealed:
+        extra.append(f"sealed {', '.join(r.days_sealed)}")
+    if r.days_amended:
+        extra.append(f"amended {', '.join(r.days_amended)}")
+    tail = f" ({'; '.join(extra)})" if extra else ""
+    stamp = f"{time.strftime('%H:%M:%S')} " if quiet else ""
+    print(f"{stamp}{r.source}: {r.landed:,} rows landed, {r.skipped:,} already in the log, "
+          f"{r.quarantined:,} quarantined in {r.seconds:.2f} s{tail}", flush=True)
+
+
+def _print_status(home: Any, as_json: bool) -> int:
+    rows = sync.status(home)
+    if as_json:
+        cli.emit_json({"home": str(home.root), "sources": rows})
+        return 0
+    if not rows:
+        print(f"no source registered in {home.root}")
+        return 0
+    for row in rows:
+        print(row["source"])
+        print(f"  last pass:      {row['last_pass'] or 'never'}"
+              + (f"  (last success {row['since_last_ok_s']:.0f} s ago)" if row["since_last_ok_s"] is not None else ""))
+        if row["last_error"]:
+            print(f"  last error:     {row['last_error']} ({row['failures']} failed passes in a row)")
+        newest = row["newest_capture"]
+        print(f"  newest capture: {newest or 'none yet'}"
+              + (f"  ({row['behind_s']:.0f} s old)" if row["behind_s"] is not None else ""))
+        print(f"  rows landed:    {row['rows_landed']:,}")
+    return 0

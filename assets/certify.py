@@ -1,0 +1,238 @@
+"""Running builds and certification through Dagster, and writing the certificate.
+
+``af build`` and ``af certify`` call these. Both use the data folder's own Dagster instance
+(``<home>/dagster``, telemetry off) and the in-process executor. A build over a day range is one
+run (a single-run backfill); certification runs the checks-only ``certify`` job once over the
+whole day range, each check recording its result on every day partition. For one day that is
+exactly what ``dagster job execute -m assets.definitions -a defs -j certify --tags
+'{"dagster/partition": "DAY"}'`` does from a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from capture.errors import UserError
+from capture.home import Home
+
+CERTIFICATE_VERSION = 1
+# The console shows warnings and errors only: a range run records hundreds of events (one per
+# check and day), and printing each as a debug line costs seconds. The run's full event log is
+# still stored in the instance for the UI.
+_QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+Progress = Callable[[str], None]
+
+
+def _quiet() -> None:
+    # Partitioned asset checks are a Dagster preview feature; the warning is not for our users.
+    warnings.filterwarnings("ignore", message=".*partitions_def on an AssetCheckSpec.*")
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+
+def select_days(home: Home, first: str | None, last: str | None) -> list[str]:
+    """The log's days within [first, last] (each defaults to the log's first / last day)."""
+    from af_pipeline.warehouse.days import log_days
+    from capture.timeutil import parse_day
+
+    for label, value in (("--from", first), ("--to", last)):
+        if value is not None:
+            try:
+                parse_day(value)
+            except ValueError as exc:
+                raise UserError(f"{label}: {exc}") from None
+    days = log_days(home)
+    if not days:
+        raise UserError(f"the event log in {home.root} has no days yet; import a capture first (`af import`)")
+    lo, hi = first or days[0], last or days[-1]
+    if lo > hi:
+        raise UserError(f"--from {lo} is after --to {hi}")
+    chosen = [d for d in days if lo <= d <= hi]
+    if not chosen:
+        raise UserError(f"the event log has no days between {lo} and {hi} (it has {days[0]} .. {days[-1]})")
+    return chosen
+
+
+@dataclass
+class BuildOutcome:
+    ok: bool
+    days: list[str]
+    seconds: float
+    run_id: str
+    failures: list[str] = field(default_factory=list)
+
+
+def _failures(result: Any) -> list[str]:
+    out = []
+    for ev in result.all_events:
+        if ev.event_type_value == "ASSET_CHECK_EVALUATION":
+            data = ev.asset_check_evaluation_data
+            if not data.passed:
+                out.append(f"check {data.check_name} failed: {data.description or ''}".strip())
+        elif ev.event_type_value == "STEP_FAILURE":
+            err = ev.step_failure_data.error
+            msg = err.message.strip().splitlines()[0] if err else "failed"
+            full = _no_space_in(err)
+            if full:
+                msg = full
+            if "blocking asset check" not in msg:
+                out.append(f"step {ev.step_key}: {msg}")
+    return out
+
+
+def _no_space_in(err: Any) -> str | None:
+    """A full disk anywhere in a step error's chain (Dagster wraps the OSError / DuckDB error)."""
+    from capture.errors import no_space
+
+    seen = 0
+    while err is not None and seen < 20:
+        found = no_space(getattr(err, "message", "") or "")
+        if found:
+            return found
+        err = getattr(err, "cause", None) or getattr(err, "context", None)
+        seen += 1
+    return None
+
+
+def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None) -> BuildOutcome:
+    """Materialize every asset for the days in one run (single-run backfill, in-process)."""
+    _quiet()
+    from assets.definitions import BUILD_JOB, build_definitions
+    from assets.instance import exclusive_run, instance
+
+    inst = instance(home)
+    defs = build_definitions(home)
+    job = defs.resolve_job_def(BUILD_JOB)
+    with exclusive_run(home, inst, "af build", progress):
+        progress(f"building {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
+        started = time.monotonic()
+        tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
+        result = job.execute_in_process(instance=inst, tags=tags, raise_on_error=False)
+    return BuildOutcome(result.success, days, time.monotonic() - started, result.run_id, _failures(result))
+
+
+def _artifacts(home: Home, day: str) -> dict[str, Any]:
+    from af_pipeline.warehouse import publish
+
+    manifest = publish.read_manifest(home.published_dir, day) or {}
+    return {
+        "sealed": bool(manifest.get("sealed", False)),
+        "canonical_sha256": manifest.get("canonical_sha256"),
+        "files": {name: meta.get("sha256") for name, meta in sorted(manifest.get("files", {}).items())},
+    }
+
+
+def _tags(days: list[str]) -> dict[str, str]:
+    if len(days) == 1:  # one partition: Dagster records each check's result on that partition
+        return {"dagster/partition": days[0]}
+    return {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
+
+
+def _day_checks(result: Any, days: list[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Each day's verdict per check, from the run's evaluations (each check records one per day)."""
+    per_day: dict[str, dict[str, Any]] = {day: {} for day in days}
+    other_env: dict[str, str] = {}
+    for ev in result.all_events:
+        if ev.event_type_value != "ASSET_CHECK_EVALUATION":
+            continue
+        data = ev.asset_check_evaluation_data
+        meta = {k: v.value for k, v in data.metadata.items()}
+        for k in ("other process TZ", "other process PYTHONHASHSEED"):
+            if k in meta:
+                other_env[k.split()[-1]] = str(meta[k])
+        # An evaluation on no partition (none of ours) would speak for every day of the run.
+        for day in [data.partition] if data.partition else days:
+            if day in per_day:
+                per_day[day][data.check_name] = {
+                    "passed": bool(data.passed),
+                    "problem": None if data.passed else data.description,
+                    "details": None if data.passed else meta.get("details"),
+                }
+    return per_day, other_env
+
+
+def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: None) -> dict[str, Any]:
+    """Run the checks-only job over the days in one run; return the certificate (also written to the folder).
+
+    The run covers every day partition from the first day to the last, days without capture
+    included, and the certificate gives each of them its verdict: none is checked unreported."""
+    _quiet()
+    from capture.timeutil import days_between
+    from certification import rebuild
+
+    started = time.monotonic()
+    # The independent rebuild (the longest part) starts first, in other processes, so it runs
+    # while this one imports Dagster and Great Expectations and runs the append-only and
+    # data-quality checks; the two checks that need it wait for it.
+    rebuild.start(home, include_typed_text=False)
+    days = days_between(days[0], days[-1]) if days else days
+    from af_pipeline.warehouse.version import code_version
+    from assets.definitions import CERTIFY_JOB, build_definitions
+    from assets.instance import instance
+    from capture.log import EventLog
+    from checks import invariants, quality
+    inst = instance(home)
+    defs = build_definitions(home)
+    job = defs.resolve_job_def(CERTIFY_JOB)
+    expected = {*invariants.INVARIANTS, quality.RAW_QUALITY, quality.FRAMES_QUALITY}
+    data_folder = (defs.resources or {}).get("data_folder")
+    # A no-op unless the definitions build with the typed-text opt-in (then that build is started).
+    rebuild.start(home, bool(getattr(data_folder, "include_typed_text", False)))
+    # One run for the whole range: Dagster's per-run overhead (~1.7 s) is paid once and each check
+    # reads the warehouse once; every check still evaluates every day and can fail any of them.
+    from assets.instance import exclusive_run
+
+    with exclusive_run(home, inst, "af certify", progress):
+        result = job.execute_in_process(instance=inst, tags=_tags(days), raise_on_error=False, run_config=_QUIET_RUN)
+    checks_by_day, other_env = _day_checks(result, days)
+    failed_steps = [f for f in _failures(result) if f.startswith("step ")]
+    per_day: dict[str, Any] = {}
+    for day in days:
+        checks = checks_by_day[day]
+        missing = sorted(expected - set(checks))
+        errors = failed_steps + [f"check {name} was not evaluated" for name in missing]
+        ok = not errors and all(c["passed"] for c in checks.values())
+        per_day[day] = {
+            "passed": ok,
+            "run_id": result.run_id,
+            "checks": dict(sorted(checks.items())),
+            "errors": errors,
+            "artifacts": _artifacts(home, day),
+        }
+        if not ok:
+            progress(f"  {day}: FAIL")
+    passed = sum(1 for d in per_day.values() if d["passed"])
+    progress(f"{passed}/{len(days)} day(s) pass ({time.monotonic() - started:.1f} s)")
+    log = EventLog(home)
+    cert = {
+        "certificate_version": CERTIFICATE_VERSION,
+        # a run Dagster failed never passes, even if no single day explains why
+        "verdict": "pass" if result.success and all(d["passed"] for d in per_day.values()) else "fail",
+        "run_succeeded": bool(result.success),
+        "certified_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "code_version": code_version(),
+        "tz": log.tz,
+        "log": {"chain_head": log.chain_head(), "entries": len(log.manifest()),
+                "sealed_days": len({e["day"] for e in log.manifest()})},
+        "other_process": other_env,
+        "days": per_day,
+        "seconds": round(time.monotonic() - started, 2),
+    }
+    write_certificate(home, cert)
+    from certification import history
+
+    history.record(home, cert)  # the certified head is kept even when a later certificate replaces this one
+    return cert
+
+
+def write_certificate(home: Home, cert: dict[str, Any]) -> None:
+    path = home.certificate_path
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(cert, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,183 @@
+"""The day-partitioned assets: thin loops over af_pipeline/warehouse/day_work.py, which does each day's work.
+
+    raw_day -> frames, enriched_input, page_refs -> day_document -> context_block -> published_day
+
+Each asset reads its inputs from the warehouse, calls a pure af_pipeline function (through its
+step), writes one table (replacing the day) and records what happened. A run may cover one day
+(the UI, the nightly schedule) or a range (``af build``: one run, the in-process executor, every
+asset called once with all its days). For a range, each day's own numbers are logged as an
+observation of that partition and the materialization carries totals.
+"""
+
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from af_pipeline.warehouse import day_work as steps
+from af_pipeline.warehouse.day_work import CONTEXT_BUDGET_TOKENS, ENRICH_KINDS, SNAPSHOTS_ONLY
+from af_pipeline.warehouse.version import code_version
+from assets.instance import WAREHOUSE_POOL
+from assets.resources import DataFolder
+
+# Single-run backfills and partitioned checks are flagged beta/preview by Dagster 1.13; we pin
+# the version and test both, so the warnings only add noise to every command.
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
+warnings.filterwarnings("ignore", category=dg.PreviewWarning)
+
+GROUP = "day"
+__all__ = ["CONTEXT_BUDGET_TOKENS", "ENRICH_KINDS", "SNAPSHOTS_ONLY", "build_assets"]
+
+
+def _days(context: dg.AssetExecutionContext) -> list[str]:
+    return list(context.partition_keys)
+
+
+def _result(
+    context: dg.AssetExecutionContext, per_day: dict[str, dict[str, Any]], totals: Callable[[list[dict]], dict]
+) -> dg.MaterializeResult:
+    """One day: its metadata. Several: an observation per day plus totals and a per-day table."""
+    if len(per_day) == 1:
+        return dg.MaterializeResult(metadata=next(iter(per_day.values())))
+    for day, meta in per_day.items():
+        context.log_event(dg.AssetObservation(asset_key=context.asset_key, partition=day, metadata=meta))
+    meta = dict(totals(list(per_day.values())))
+    meta["days"] = len(per_day)
+    meta["first_day"] = min(per_day)
+    meta["last_day"] = max(per_day)
+    return dg.MaterializeResult(metadata=meta)
+
+
+def _sum(key: str) -> Callable[[list[dict]], dict]:
+    return lambda rows: {key: sum(int(r.get(key, 0)) for r in rows)}
+
+
+def _progress(context: dg.AssetExecutionContext, name: str, days: Sequence[str], i: int) -> None:
+    if len(days) > 1 and (i == len(days) - 1 or i % 10 == 0):
+        context.log.info(f"{name}: day {i + 1}/{len(days)} ({days[i]})")
+
+
+def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
+    """The asset graph over the given day partitions (partitions depend on the data folder)."""
+    common: dict[str, Any] = {
+        "partitions_def": partitions,
+        "backfill_policy": dg.BackfillPolicy.single_run(),
+        "group_name": GROUP,
+        "pool": WAREHOUSE_POOL,
+    }
+
+    @dg.asset(
+        **common,
+        kinds={"duckdb"},
+        description="The day's rows from the event log (sealed Parquet segments or the open day), "
+        "in the raw_* tables of the warehouse.",
+    )
+    def raw_day(context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource) -> dg.MaterializeResult:
+        log = data_folder.log()
+        days = _days(context)
+        per_day: dict[str, dict[str, Any]] = {}
+        with warehouse.get_connection() as con:
+            for i, day in enumerate(days):
+                per_day[day] = steps.raw_day(con, log, day)
+                _progress(context, "raw_day", days, i)
+        return _result(context, per_day, _sum("rows_total"))
+
+    @dg.asset(
+        **common,
+        deps=[raw_day],
+        kinds={"duckdb"},
+        description="Activity frames per monitor stream: dwell 90 s, session gap 300 s, flicker merge 20 s "
+        "(paper 4.2), keyed by (app, site).",
+    )
+    def frames(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
+        with warehouse.get_connection() as con:
+            per_day = {day: steps.frames(con, day) for day in _days(context)}
+        return _result(
+            context,
+            per_day,
+            lambda r: {
+                "frames": sum(x["frames"] for x in r),
+                "active_minutes": round(sum(x["active_minutes"] for x in r), 2),
+            },
+        )
+
+    @dg.asset(
+        **common,
+        deps=[raw_day],
+        kinds={"duckdb"},
+        description="Input events re-attributed to the nearest snapshot, clicks resolved against the element "
+        "tree, keyboard layout applied (paper 4.3). Typed text stays out unless opted in.",
+    )
+    def enriched_input(
+        context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
+    ) -> dg.MaterializeResult:
+        typed = data_folder.include_typed_text
+        with warehouse.get_connection() as con:
+            per_day = {day: steps.enriched_input(con, day, typed) for day in _days(context)}
+        return _result(context, per_day, _sum("events"))
+
+    @dg.asset(
+        **common,
+        deps=[raw_day],
+        kinds={"duckdb"},
+        description="Typed page references for every URL of the day (paper 3.3 / 4.4): pure URL parsing.",
+    )
+    def page_refs(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
+        with warehouse.get_connection() as con:
+            per_day = {day: steps.page_refs(con, day) for day in _days(context)}
+        return _result(context, per_day, _sum("urls"))
+
+    @dg.asset(
+        **common,
+        deps=[frames, enriched_input, page_refs],
+        kinds={"duckdb"},
+        description="The schema v1 day document (af_pipeline.compiler.compile.compile_day), stored as canonical JSON.",
+    )
+    def day_document(
+        context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
+    ) -> dg.MaterializeResult:
+        typed = data_folder.include_typed_text
+        per_day: dict[str, dict[str, Any]] = {}
+        days = _days(context)
+        with warehouse.get_connection() as con:
+            for i, day in enumerate(days):
+                per_day[day] = steps.day_document(con, day, typed)
+                _progress(context, "day_document", days, i)
+        return _result(context, per_day, _sum("document_tokens"))
+
+    @dg.asset(
+        **common,
+        deps=[day_document],
+        kinds={"duckdb"},
+        description=f"The compact context block for system prompts (at most {CONTEXT_BUDGET_TOKENS} cl100k tokens).",
+    )
+    def context_block(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
+        per_day: dict[str, dict[str, Any]] = {}
+        with warehouse.get_connection() as con:
+            for day in _days(context):
+                meta = steps.context_block(con, day)
+                per_day[day] = meta | {"preview": dg.MetadataValue.md(meta["preview"])}
+        return _result(context, per_day, _sum("context_tokens"))
+
+    @dg.asset(
+        **common,
+        deps=[context_block],
+        kinds={"file"},
+        description="Files for agents under <home>/published/<day>/: document.json/.yaml/.md, context.txt and a "
+        "manifest with the sha256 of each, written atomically; append-only once the day is sealed.",
+    )
+    def published_day(
+        context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
+    ) -> dg.MaterializeResult:
+        per_day: dict[str, dict[str, Any]] = {}
+        version = code_version()
+        with warehouse.get_connection() as con:
+            for day in _days(context):
+                meta = steps.published_day(con, day, data_folder.published_dir, version, steps.now_iso())
+                per_day[day] = meta | {"path": dg.MetadataValue.path(meta["path"])}
+        return _result(context, per_day, lambda r: {"written": sum(1 for x in r if x["written"])})
+
+    return [raw_day, frames, enriched_input, page_refs, day_document, context_block, published_day]
