@@ -85,12 +85,13 @@ Call = tuple[str, dict[str, Any]]
 
 
 async def _session(home: Home, *extra: str, calls: list[Call], follow: Any = None,
-                   probe: bool = True) -> dict[str, Any]:
+                   probe: bool = True, cache: Path | None = None) -> dict[str, Any]:
     """One stdio session through the official client. ``follow(session, out)`` may make calls
-    that depend on earlier answers."""
+    that depend on earlier answers. ``cache`` is the user's cache folder (default: the tests')."""
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "af_pipeline.interfaces.cli", "mcp", "--home", str(home.root), *extra],
-        cwd=str(REPO), env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")},
+        cwd=str(REPO), env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", ""),
+                            "XDG_CACHE_HOME": str(cache or home.root.parent / "user-cache")},
     )
     out: dict[str, Any] = {"results": []}
     with open(os.devnull, "w") as devnull:
@@ -374,6 +375,34 @@ def test_live_last_hour_sees_unsealed_capture_and_writes_nothing(home: Home) -> 
     steps = _ok(r, "get_steps", {"query": "live editor", "hours": 1})
     assert all("typed_text" not in s for s in steps["steps"]) and "excluded" in steps["typed_text"]
     assert _tree(home.root) == before  # nothing written: no lock, no cache, no published file
+
+
+def test_a_restart_answers_the_handshake_as_the_sdk_did(home: Home, tmp_path: Path) -> None:
+    """The first start records the SDK's handshake outside the data folder; the next answers
+    initialize and the listings from that record (the SDK still serves every call), and a record
+    that disagrees with the SDK is reported and replaced."""
+    cache = tmp_path / "cache"
+    before = _tree(home.root)
+    cold = anyio.run(lambda: _session(home, "--now", NOW, calls=[("get_capabilities", {})], cache=cache))
+    records = list((cache / "activity-frames").glob("mcp-handshake-*.json"))
+    assert len(records) == 1 and _tree(home.root) == before  # recorded, and not in the data folder
+    warm = anyio.run(lambda: _session(home, "--now", NOW, calls=[("get_capabilities", {})], cache=cache))
+    for k in ("init", "tools", "prompts", "resources", "templates"):
+        assert warm[k] == cold[k], k
+    assert _result(warm, "get_capabilities", {}) == _result(cold, "get_capabilities", {})
+
+    # a forged record: its words reach the client (so it is what answered), then the SDK's own
+    # answer replaces it and the start after that is right again
+    data = json.loads(records[0].read_text())
+    init_slot = next(k for k in data["answers"] if k.startswith("initialize "))
+    data["answers"][init_slot]["instructions"] = "forged"
+    records[0].write_text(json.dumps(data))
+    # (a tool call is answered by the SDK after its own initialize answer, which is then recorded)
+    forged = anyio.run(lambda: _session(home, "--now", NOW, calls=[("get_capabilities", {})], cache=cache,
+                                        probe=False))
+    assert forged["init"].instructions == "forged"
+    fixed = anyio.run(lambda: _session(home, "--now", NOW, calls=[], cache=cache, probe=False))
+    assert fixed["init"] == cold["init"]
 
 
 def test_a_tampered_published_file_is_refused_over_mcp(home: Home) -> None:

@@ -55,12 +55,20 @@ def register(sub: Any) -> None:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from af_pipeline.interfaces.mcp_server import serve
+    from af_pipeline.interfaces import mcp_front
 
     home = resolve_home(args.home)
     if not home.exists():
         raise UserError(f"{home.root} is not an activity-frames data folder (no af.json); import something first")
-    serve(home, include_typed_text=args.include_typed_text, now=args.now)
+    # The front first: it answers the handshake while the SDK below is still being imported.
+    settings = {"tz": home.settings().tz, "typed_text": bool(args.include_typed_text)}
+    finish = mcp_front.start(settings)
+    from af_pipeline.interfaces.mcp_server import serve
+
+    try:
+        serve(home, include_typed_text=args.include_typed_text, now=args.now)
+    finally:
+        finish()
     return 0
 
 

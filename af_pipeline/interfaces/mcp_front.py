@@ -1,0 +1,236 @@
+"""The stdio front of ``af mcp``: the handshake answered while the MCP SDK loads.
+
+Importing the official SDK costs about a second of CPU (it builds pydantic types for two
+protocol versions), which alone misses the start-up target (``initialize`` answered in under
+1 s). The SDK stays the server: every message still goes to it, in order, and everything but
+the handshake is answered by it alone. The front only sits between the client and the SDK on
+two pipes and, when it holds the SDK's own answers from an earlier start of the same code,
+replies at once to the three calls whose answers are a function of the code and the data
+folder's settings: ``initialize``, ``tools/list`` and ``prompts/list`` (first page). The SDK's
+late reply to those is dropped, after checking it against what was sent: a mismatch rewrites the
+record and is reported on stderr, and the next start answers from the SDK again.
+
+The record is keyed by the SDK's version, the source of this package's interfaces and the
+settings the instructions name (zone, typed text); a first start, or any change to one of those,
+answers from the SDK and records it. It lives in the user's cache folder
+(``$XDG_CACHE_HOME/activity-frames``, else ``~/.cache/activity-frames``), never in the data
+folder, which the server only reads; no captured data is in it.
+
+Nothing here imports the SDK, pydantic or the read model: it must be running within
+milliseconds of ``af mcp`` starting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any, BinaryIO
+
+CACHE_PREFIX = "mcp-handshake-"
+KEEP_RECORDS = 4  # records of other code versions or settings kept beside the current one
+# Calls answered from the record: their answers depend on the code and the settings only.
+# resources/list is not among them (it lists the published days, which change).
+CACHEABLE = ("initialize", "tools/list", "prompts/list")
+RECORD_VERSION = 1
+
+
+def record_key(settings: dict[str, Any]) -> str:
+    """What the recorded answers are a function of: the SDK version, this package's interface
+    sources (tool and prompt definitions, descriptions, limits) and the named settings."""
+    h = hashlib.sha256()
+    try:
+        h.update(metadata.version("mcp").encode())
+    except metadata.PackageNotFoundError:
+        h.update(b"mcp ?")
+    h.update(json.dumps(settings, sort_keys=True).encode())
+    package = Path(__file__).resolve().parent
+    for path in sorted([*package.rglob("*.py"), package.parent / "about.py"]):
+        h.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "activity-frames"
+
+
+def _slot(method: str, params: Any, version: str | None) -> str | None:
+    """The record's slot for a request, or None if its answer must come from the SDK."""
+    params = params if isinstance(params, dict) else {}
+    if method == "initialize":
+        requested = params.get("protocolVersion")
+        return f"initialize {requested}" if isinstance(requested, str) else None
+    if method in CACHEABLE and version and not params.get("cursor"):
+        return f"{method} {version}"
+    return None
+
+
+class Front:
+    """Pumps JSON-RPC lines between the client (the process's real stdin/stdout) and the SDK
+    (which reads fd 0 and writes fd 1, now pipes), answering recorded calls early."""
+
+    def __init__(self, client_in: BinaryIO, client_out: BinaryIO, sdk_in: BinaryIO, sdk_out: BinaryIO,
+                 record_path: Path | None, key: str, warn: Callable[[str], None]):
+        self.client_in, self.client_out = client_in, client_out
+        self.sdk_in, self.sdk_out = sdk_in, sdk_out
+        self.record_path, self.key, self.warn = record_path, key, warn
+        self.answers: dict[str, Any] = self._load()
+        self.pending: dict[Any, str] = {}  # request id -> slot, for the SDK's answer
+        self.early: set[Any] = set()  # ids already answered from the record
+        self.version: str | None = None  # the protocol version this session agreed on
+        self.lock = threading.Lock()
+        self.dirty = False
+
+    def _load(self) -> dict[str, Any]:
+        if self.record_path is None:
+            return {}
+        try:
+            data = json.loads(self.record_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != RECORD_VERSION or data.get("key") != self.key:
+            return {}
+        answers = data.get("answers")
+        return answers if isinstance(answers, dict) else {}
+
+    def _save(self) -> None:
+        if self.record_path is None or not self.dirty:
+            return
+        self.dirty = False
+        body = json.dumps({"version": RECORD_VERSION, "key": self.key, "answers": self.answers},
+                          sort_keys=True, separators=(",", ":"))
+        try:
+            folder = self.record_path.parent
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = folder / f".{self.record_path.name}.{os.getpid()}"
+            tmp.write_text(body, encoding="utf-8")
+            os.replace(tmp, self.record_path)
+            others = sorted((p for p in folder.glob(f"{CACHE_PREFIX}*.json") if p != self.record_path),
+                            key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in others[KEEP_RECORDS:]:
+                old.unlink(missing_ok=True)
+        except OSError as exc:  # a read-only data folder only costs the next start its speed
+            self.warn(f"could not record the MCP handshake in {self.record_path}: {exc}")
+
+    def _to_client(self, line: bytes) -> None:
+        with self.lock:
+            self.client_out.write(line if line.endswith(b"\n") else line + b"\n")
+            self.client_out.flush()
+
+    def from_client(self) -> None:
+        """Client -> SDK: every line is forwarded; a recorded call is also answered now."""
+        try:
+            for line in iter(self.client_in.readline, b""):
+                self._early_answer(line)
+                self.sdk_in.write(line)
+                self.sdk_in.flush()
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                self.sdk_in.close()  # end of input: the SDK's session ends, and the process
+            except OSError:
+                pass
+
+    def _early_answer(self, line: bytes) -> None:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
+            return
+        slot = _slot(msg["method"], msg.get("params"), self.version)
+        if slot is None:
+            return
+        ident = msg["id"]
+        with self.lock:
+            self.pending[ident] = slot
+            result = self.answers.get(slot)
+            if result is None:
+                return
+            self.early.add(ident)
+            if msg["method"] == "initialize":
+                self.version = result.get("protocolVersion")
+        self._to_client(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result},
+                                   separators=(",", ":")).encode())
+
+    def from_sdk(self) -> None:
+        """SDK -> client: forwarded, except the SDK's answers to calls already answered."""
+        try:
+            for line in iter(self.sdk_out.readline, b""):
+                if not self._late_answer(line):
+                    self._to_client(line)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._save()
+
+    def _late_answer(self, line: bytes) -> bool:
+        """Record the SDK's answer to a recordable call; True if the client has it already."""
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(msg, dict) or "id" not in msg or "method" in msg:
+            return False
+        with self.lock:
+            slot = self.pending.pop(msg["id"], None)
+            if slot is None:
+                return False
+            result = msg.get("result")
+            answered = msg["id"] in self.early
+            self.early.discard(msg["id"])
+            if slot.startswith("initialize ") and isinstance(result, dict):
+                # set before the client sees this answer, so its listings find their slots
+                self.version = result.get("protocolVersion")
+            if result is not None and self.answers.get(slot) != result:
+                if answered:
+                    self.warn("the recorded MCP handshake differed from the server's own answer; "
+                              "the record now holds the server's answer")
+                self.answers[slot] = result
+                self.dirty = True
+            elif result is None and slot in self.answers:  # the SDK refused: never answer it early again
+                del self.answers[slot]
+                self.dirty = True
+        self._save()  # now, not at the end: a client may stop the process instead of closing it
+        return answered
+
+
+def start(settings: dict[str, Any]) -> Callable[[], None]:
+    """Put the front between the client and fd 0/1, and return the function that finishes it
+    (call it after the SDK's server returns). Before this, nothing may have read stdin."""
+    key = record_key(settings)
+    client_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    client_out = os.fdopen(os.dup(1), "wb")
+    to_sdk_r, to_sdk_w = os.pipe()
+    from_sdk_r, from_sdk_w = os.pipe()
+    os.dup2(to_sdk_r, 0)
+    os.dup2(from_sdk_w, 1)
+    os.close(to_sdk_r)
+    os.close(from_sdk_w)
+    # sys.stdin and sys.stdout keep their objects: they now read and write the pipes (nothing
+    # has been read or written through them yet, so no buffer holds the client's bytes).
+    front = Front(client_in, client_out, os.fdopen(to_sdk_w, "wb", buffering=0), os.fdopen(from_sdk_r, "rb"),
+                  cache_dir() / f"{CACHE_PREFIX}{key[:24]}.json", key,
+                  lambda m: print(f"af mcp: {m}", file=sys.stderr, flush=True))
+    inbound = threading.Thread(target=front.from_client, name="af-mcp-in", daemon=True)
+    outbound = threading.Thread(target=front.from_sdk, name="af-mcp-out", daemon=True)
+    inbound.start()
+    outbound.start()
+
+    def finish() -> None:
+        # The SDK is done: replace its end of the output pipe with /dev/null, so the pump reads
+        # the last answers, then end of file, and records what it learned.
+        sys.stdout.flush()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+        outbound.join(timeout=5)
+
+    return finish
