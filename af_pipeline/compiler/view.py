@@ -313,6 +313,17 @@ def render_day(doc: dict[str, Any], context_text: str | None = None) -> str:
 # -- the week -----------------------------------------------------------------------------------
 
 
+def is_day(text: str) -> bool:
+    """Whether text is a calendar day written YYYY-MM-DD."""
+    if len(text) != 10 or text[4] != "-" or text[7] != "-":
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def week_days(week: str) -> list[str]:
     """The seven days (Monday first) of an ISO week written YYYY-Www; ValueError otherwise."""
     year, sep, w = week.partition("-W")

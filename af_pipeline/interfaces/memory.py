@@ -545,12 +545,14 @@ class Memory:
             hit = self._docs.get(key)
             if hit is not None:
                 return hit
+            from af_pipeline.compiler.categories import rules_in
             from af_pipeline.compiler.compile import CompileOptions, compile_day
 
             cap = self.day_capture(day)
             if not cap.snapshots and not cap.inputs:
                 raise self._no_capture(day)
-            doc = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=typed, layout=layout))
+            doc = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=typed, layout=layout,
+                                                  categories=rules_in(self.home.root)))
             sealed = bool(self.log.segment_paths(day))
             source = "compiled from the sealed log" if sealed else "compiled live from the log (includes unsealed data)"
             self._docs = {k: v for k, v in self._docs.items() if k[:4] != key[:4]}  # older versions
