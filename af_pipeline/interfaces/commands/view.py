@@ -67,14 +67,21 @@ def _routines(memory: Any, days: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def week_page(memory: Any, week: str, day_href: Callable[[str], str | None]) -> str:
+def week_page(memory: Any, week: str, day_href: Callable[[str], str | None],
+              load: Callable[[str], dict[str, Any] | None] | None = None) -> str:
+    """The week's page; ``load`` gives a day's document or None (default: the log's days, through Memory)."""
     try:
         days = view.week_days(week)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    logged = set(memory.days())
-    docs = {d: memory.day_document(d)[0] for d in days if d in logged}
-    before = {d: memory.day_document(d)[0] for d in view.week_days(view.previous_week(week)) if d in logged}
+    if load is None:
+        logged = set(memory.days())
+
+        def load(day: str) -> dict[str, Any] | None:
+            return memory.day_document(day)[0] if day in logged else None
+
+    docs = {d: doc for d in days if (doc := load(d)) is not None}
+    before = {d: doc for d in view.week_days(view.previous_week(week)) if (doc := load(d)) is not None}
     return view.render_week(week, docs, before, _routines(memory, days) if docs else [], day_href)
 
 
@@ -135,6 +142,14 @@ def make_server(home: Home, port: int) -> ThreadingHTTPServer:
 
     memory = Memory(home)
 
+    def published(day: str) -> dict[str, Any] | None:
+        """A published day's document, only when its files match the manifest."""
+        path = home.published_dir / day / "document.json"
+        if not path.is_file() or verify_day(home.published_dir, day):
+            return None
+        doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return doc
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "af-serve"
 
@@ -178,7 +193,7 @@ def make_server(home: Home, port: int) -> ThreadingHTTPServer:
                     return self._send(200, (home.published_dir / day / "view.html").read_bytes())
                 if len(parts) == 2 and parts[0] == "week":
                     page = week_page(memory, parts[1], lambda d: f"/day/{d}" if
-                                     (home.published_dir / d / "view.html").is_file() else None)
+                                     (home.published_dir / d / "view.html").is_file() else None, published)
                     return self._send(200, page.encode("utf-8"))
                 if parts == ["days.json"]:
                     from af_pipeline.warehouse.publish import published_days
