@@ -61,6 +61,12 @@ def test_typed_text_never_reaches_the_page(doc):
     assert secret not in view.render_day(leaky)
 
 
+def test_optional_fields_may_be_absent(doc):
+    # a page the typer could not name has a kind and no entity (schema v1): the page still renders
+    bare = dict(doc, frames=[dict(f, pages=[{"count": 1, "kind": "page"}]) for f in doc["frames"]])
+    assert "<b></b> ×1" in view.render_day(bare)
+
+
 def test_week_hours_count_overlapping_monitors_once(doc):
     hours = view.hour_minutes(doc)
     # 08:58-09:01 Code on monitor 1 overlaps Mail 08:58:20-08:59:40 on monitor 2: counted once

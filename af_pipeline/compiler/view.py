@@ -206,7 +206,7 @@ def _frame_detail(f: dict[str, Any], cat: dict[str, Any] | None) -> str:
             f"<li>{_e(w['title'])} ({w['minutes']:.2f} min)</li>" for w in f["windows"]) + "</ul>")
     if f.get("pages"):
         parts.append("<h3>Pages</h3><ul>" + "".join(
-            f"<li>{_e(p['kind'])} <b>{_e(p['entity'])}</b> ×{p['count']}</li>" for p in f["pages"]) + "</ul>")
+            f"<li>{_e(p['kind'])} <b>{_e(p.get('entity', ''))}</b> ×{p['count']}</li>" for p in f["pages"]) + "</ul>")
     if f.get("clicked"):
         parts.append("<h3>Clicked</h3><ul>" + "".join(
             f"<li>{_e(c['target'])}" + (f" ({_e(c['role'])})" if c.get("role") else "")
