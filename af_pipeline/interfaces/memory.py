@@ -967,6 +967,12 @@ class Memory:
                     f["interruptions"] = [{k: v for k, v in i.items() if k != "evidence"} for i in f["interruptions"]]
         frames = [_shrink_frame(f) for f in frames]
         head = {k: v for k, v in doc.items() if k != "frames"}
+        if "inferred" in head:
+            # tier 2 grouped (category totals, frame counts): its per-frame evidence lists would
+            # outgrow the header on a busy day; the day's document keeps them
+            head["inferred"] = {ns: {"generator": b["generator"], "items": [
+                {k: v for k, v in it.items() if k != "evidence"} | {"frames": len(it["evidence"].get("frames", []))}
+                for it in b["items"]]} for ns, b in head["inferred"].items()}
         head["served"] = {"source": source, "period": p.to_json(self.tz)}
         key = ("activity", p.start_us, p.end_us, min_minutes, evidence)
         return _page(head, "frames", frames, max_tokens, cursor, key, lean=("day", "served"))
