@@ -17,6 +17,7 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from af_pipeline.compiler.categories import rules_in
 from af_pipeline.warehouse import day_work as steps
 from af_pipeline.warehouse.day_work import CONTEXT_BUDGET_TOKENS, ENRICH_KINDS, SNAPSHOTS_ONLY
 from af_pipeline.warehouse.version import code_version
@@ -144,7 +145,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         days = _days(context)
         with warehouse.get_connection() as con:
             for i, day in enumerate(days):
-                per_day[day] = steps.day_document(con, day, typed)
+                per_day[day] = steps.day_document(con, day, typed, categories=rules_in(data_folder.root))
                 _progress(context, "day_document", days, i)
         return _result(context, per_day, _sum("document_tokens"))
 

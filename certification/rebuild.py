@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from af_pipeline.compiler.categories import rules_in
 from af_pipeline.warehouse import store
 from capture.errors import CheckFailed
 from capture.home import Home
@@ -91,7 +92,8 @@ def _key(home: Home, include_typed_text: bool) -> tuple:
 
     # Not keyed by the folder's path: the same chain head, open days and code give the same
     # build wherever the folder lives (certifying a copy reuses it).
-    return (include_typed_text, log_state(home), code_version())
+    # the category rules are an input of every document: a changed categories.json is a new build
+    return (include_typed_text, log_state(home), code_version(), rules_in(home.root).sha256)
 
 
 def split_days(work: list[tuple[str, int]], parts: int) -> list[list[str]]:
@@ -276,8 +278,9 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
                                              "temp_directory": str(out / "spill")})
     try:
         started = time.monotonic()
+        rules = rules_in(home.root)
         for i, day in enumerate(days):
-            steps.build_day(con, log, day, published_dir, include_typed_text, version, steps.now_iso())
+            steps.build_day(con, log, day, published_dir, include_typed_text, version, steps.now_iso(), rules)
             if progress:
                 print(f"rebuilt {day} ({i + 1}/{len(days)}, {time.monotonic() - started:.1f} s)", flush=True)
         digests = store.digests(con, days)

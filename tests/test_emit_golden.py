@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from af_pipeline.compiler import emit
+from af_pipeline.compiler import emit, view
 from af_pipeline.compiler.compile import CompileOptions, compile_day
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -22,6 +22,7 @@ CASES = {
     "golden-day.md": lambda d: emit.to_markdown(d),
     "golden-day.context.txt": lambda d: emit.context_block(d),
     "golden-day.context-300.txt": lambda d: emit.context_block(d, budget_tokens=300),
+    "golden-day.view.html": lambda d: view.render_day(d),
 }
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from af_pipeline.about import GENERATOR
 from af_pipeline.compiler import layouts
+from af_pipeline.compiler.categories import CategoryRules, categorize, default_rules
 from af_pipeline.compiler.document import SCHEMA_VERSION, common_ref_ids, encode_refs, id_runs
 from af_pipeline.compiler.enrich import RING_PX, ElementIndex, SnapIndex, click_target, screen_sizes
 from af_pipeline.compiler.sessionize import (
@@ -59,6 +60,7 @@ class CompileOptions:
     min_minutes: float = 0.0  # frames shorter are omitted; the omission is reported
     include_typed_text: bool = False  # operator opt-in at build time (emit needs its own)
     layout: str = "identity"  # keyboard map name (af_pipeline/compiler/layouts)
+    categories: CategoryRules | None = None  # tier-2 category rules (compiler/categories.py); None: defaults
 
 
 def _minutes(us: int) -> float:
@@ -120,7 +122,7 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _compile(capture, options, rules)
+        return categorize(_compile(capture, options, rules), options.categories or default_rules())
     finally:
         if paused:
             gc.enable()

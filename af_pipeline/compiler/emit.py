@@ -340,6 +340,16 @@ def _frame_line(f: dict[str, Any], detailed: bool, typed: bool, no_input: bool =
     return " | ".join(cells)
 
 
+def _categories_line(doc: dict[str, Any]) -> str | None:
+    """One line of the inferred categories' totals (tier 2: labelled so), or None without them."""
+    from af_pipeline.compiler.categories import NAMESPACE, totals
+
+    if NAMESPACE not in doc.get("inferred", {}):
+        return None
+    cells = "; ".join(f"{_cell(label)} {m:.1f}" for label, m, _n in totals(doc))
+    return f"categories (inferred by rules, not measured; {PER_MONITOR}): {cells}"
+
+
 def context_block(doc: dict[str, Any], budget_tokens: int = DEFAULT_BUDGET,
                   include_typed_text: bool = False) -> str:
     """The compact plaintext block for system prompts, at most ``budget_tokens`` cl100k tokens
@@ -391,6 +401,12 @@ def context_block(doc: dict[str, Any], budget_tokens: int = DEFAULT_BUDGET,
         if picked:
             extra.append(gap_head)
             extra += [gaps[i] for i in sorted(picked)]
+    cats = _categories_line(doc)
+    if cats is not None:
+        t = count(cats + "\n")
+        if t <= room:
+            extra.append(cats)
+            room -= t
     order = sorted(range(len(frames)), key=lambda i: (-frames[i]["active_min"], i))
     frame_head = ("frames: id | start-end | app | site | active min | input (k keys, c clicks, t text) | "
                   "detail (main window title first)")

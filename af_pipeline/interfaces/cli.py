@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agent",
     "day",
     "record",
+    "view",
 )
 
 

@@ -545,12 +545,14 @@ class Memory:
             hit = self._docs.get(key)
             if hit is not None:
                 return hit
+            from af_pipeline.compiler.categories import rules_in
             from af_pipeline.compiler.compile import CompileOptions, compile_day
 
             cap = self.day_capture(day)
             if not cap.snapshots and not cap.inputs:
                 raise self._no_capture(day)
-            doc = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=typed, layout=layout))
+            doc = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=typed, layout=layout,
+                                                  categories=rules_in(self.home.root)))
             sealed = bool(self.log.segment_paths(day))
             source = "compiled from the sealed log" if sealed else "compiled live from the log (includes unsealed data)"
             self._docs = {k: v for k, v in self._docs.items() if k[:4] != key[:4]}  # older versions
@@ -965,6 +967,12 @@ class Memory:
                     f["interruptions"] = [{k: v for k, v in i.items() if k != "evidence"} for i in f["interruptions"]]
         frames = [_shrink_frame(f) for f in frames]
         head = {k: v for k, v in doc.items() if k != "frames"}
+        if "inferred" in head:
+            # tier 2 grouped (category totals, frame counts): its per-frame evidence lists would
+            # outgrow the header on a busy day; the day's document keeps them
+            head["inferred"] = {ns: {"generator": b["generator"], "items": [
+                {k: v for k, v in it.items() if k != "evidence"} | {"frames": len(it["evidence"].get("frames", []))}
+                for it in b["items"]]} for ns, b in head["inferred"].items()}
         head["served"] = {"source": source, "period": p.to_json(self.tz)}
         key = ("activity", p.start_us, p.end_us, min_minutes, evidence)
         return _page(head, "frames", frames, max_tokens, cursor, key, lean=("day", "served"))

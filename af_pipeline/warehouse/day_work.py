@@ -21,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from af_pipeline.compiler.categories import CategoryRules
 from af_pipeline.compiler.emit import DEFAULT_BUDGET
 from af_pipeline.warehouse import publish, store
 from capture.log import EventLog
@@ -202,14 +203,15 @@ def page_refs(con: duckdb.DuckDBPyConnection, day: str) -> dict[str, Any]:
 
 
 def day_document(
-    con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, capture: DayCapture | None = None
+    con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, capture: DayCapture | None = None,
+    categories: CategoryRules | None = None,
 ) -> dict[str, Any]:
     from af_pipeline.compiler import tokens
     from af_pipeline.compiler.compile import CompileOptions, compile_day
     from af_pipeline.compiler.emit import canonical_bytes
 
     capture = capture or store.load_capture(con, day, lazy_elements=True)
-    doc = compile_day(capture, CompileOptions(include_typed_text=include_typed_text))
+    doc = compile_day(capture, CompileOptions(include_typed_text=include_typed_text, categories=categories))
     body = canonical_bytes(doc)
     sha = hashlib.sha256(body).hexdigest()
     n_tokens = tokens.count(body.decode("utf-8"))
@@ -279,6 +281,7 @@ def build_day(
     include_typed_text: bool,
     code_version: str,
     generated_at: str,
+    categories: CategoryRules | None = None,
 ) -> None:
     """Every step of one day, in the assets' order, reading the day's capture once."""
     raw_day(con, log, day)
@@ -286,7 +289,7 @@ def build_day(
     frames(con, day, capture)
     enriched_input(con, day, include_typed_text, capture)
     page_refs(con, day)
-    day_document(con, day, include_typed_text, capture)
+    day_document(con, day, include_typed_text, capture, categories)
     context_block(con, day, capture, measure_raw=False)
     published_day(con, day, published_dir, code_version, generated_at)
 
@@ -355,12 +358,13 @@ def day_artifacts(con: Any, day: str, generated_at: str) -> tuple[dict[str, byte
 
 
 def artifact_bytes(doc: dict[str, Any], context_text: str, generated_at: str) -> dict[str, bytes]:
-    """The four published files of a document (document.json is the only one with generated_at)."""
-    from af_pipeline.compiler import emit
+    """The published files of a document (document.json is the only one with generated_at)."""
+    from af_pipeline.compiler import emit, view
 
     return {
         "document.json": emit.to_json(dict(doc, generated_at=generated_at)).encode("utf-8"),
         "document.yaml": emit.to_yaml(doc).encode("utf-8"),
         "document.md": emit.to_markdown(doc).encode("utf-8"),
         "context.txt": context_text.encode("utf-8"),
+        "view.html": view.render_day(doc, context_text).encode("utf-8"),
     }

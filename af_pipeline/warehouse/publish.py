@@ -6,6 +6,7 @@ Layout of one day::
     published/<day>/document.yaml   the same document as YAML (no generated_at: it is canonical)
     published/<day>/document.md     a Markdown rendering for people
     published/<day>/context.txt     the token-budgeted context block for system prompts
+    published/<day>/view.html       the day as a self-contained page for people (af_pipeline/compiler/view.py)
     published/<day>/manifest.json   sha256 and size of each file above, the canonical document hash,
                                     whether the day was sealed, and the log segments it came from
 
@@ -31,7 +32,7 @@ from capture.errors import CheckFailed
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
-ARTIFACTS = ("document.json", "document.yaml", "document.md", "context.txt")
+ARTIFACTS = ("document.json", "document.yaml", "document.md", "context.txt", "view.html")
 
 
 @dataclass(frozen=True)

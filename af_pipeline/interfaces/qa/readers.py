@@ -33,7 +33,7 @@ from af_pipeline.interfaces.qa.questions import Question
 from capture.errors import UserError
 
 BLOCK_MAGIC = "AF-CONTEXT v1"
-_SECTIONS = ("apps:", "domains:", "blind spots:", "gaps:", "frames:", "omitted:")
+_SECTIONS = ("apps:", "domains:", "blind spots:", "gaps:", "categories", "frames:", "omitted:")
 
 
 @dataclass

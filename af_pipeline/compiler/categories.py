@@ -1,0 +1,334 @@
+"""Categories: rules that name what a frame was for (tier 2, inferred), and their matching.
+
+A rule maps patterns over a frame's app, window titles and site to a category path such as
+``("Work", "Programming")``. Which category a frame is in is an interpretation, not a
+measurement, so categories live in the document's inferred tier (namespace ``af.categories``):
+one item per (category, rule) naming the rule, the frames it matched and their minutes. The
+measured tier never changes.
+
+Rules come from ``<data folder>/categories.json`` when there is one, else the defaults below.
+That file is either this project's format::
+
+    {"rules": [{"category": "Work > Programming", "app": "Code|PyCharm", "ignore_case": true},
+               {"category": "Work > Review", "site": "^github\\.com$", "title": "Pull Request"}]}
+
+(a rule matches when every pattern it gives matches its field: ``app``, ``title`` (any of the
+frame's window titles), ``site``; ``any`` matches any of them), or ActivityWatch's own export
+(aw-webui "Export categories", ``{"categories": [{"name": [...], "rule": {"type": "regex",
+"regex": ..., "ignore_case": ...}, "data": {"color": ...}}]}``, or the server settings'
+``classes`` list), imported as it is: a regex rule matches any field, like ActivityWatch, and
+``type: none`` rules never match (they only name a parent).
+
+Picking, as ActivityWatch picks: of all rules that match, the deepest category wins; between
+equally deep ones, the earlier rule. Matching is pure and ordered (no hash order): the same
+document and rules give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from capture.errors import UserError
+
+NAMESPACE = "af.categories"
+RULES_FILE = "categories.json"
+GENERATOR = "activity-frames categories 1"
+UNCATEGORIZED = "Uncategorized"
+SEP = " > "
+FIELDS = ("app", "title", "site")
+_PATTERN_KEYS = ("any",) + FIELDS
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str  # how evidence names the rule: "<source>#<1-based index>"
+    category: tuple[str, ...]
+    patterns: tuple[tuple[str, str], ...]  # (field or "any", regex); empty: never matches
+    ignore_case: bool = False
+    color: str | None = None
+
+    @property
+    def label(self) -> str:
+        return SEP.join(self.category)
+
+    def describe(self) -> str:
+        flags = " (ignore case)" if self.ignore_case else ""
+        what = " and ".join(f"{field} ~ /{rx}/" for field, rx in self.patterns) or "never (type none)"
+        return f"{what}{flags}"
+
+
+@dataclass(frozen=True)
+class CategoryRules:
+    rules: tuple[Rule, ...]
+    source: str  # "defaults", or the rules file's name
+    sha256: str  # of the rules' canonical JSON: names the rule set in every document
+
+    def colors(self) -> dict[str, str]:
+        """Colours the rules give (ActivityWatch's data.color), by category label."""
+        out: dict[str, str] = {}
+        for r in self.rules:
+            if r.color and r.label not in out:
+                out[r.label] = r.color
+        return out
+
+
+def _canonical(rules: list[dict[str, Any]]) -> str:
+    return json.dumps(rules, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _path(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(">")]
+    elif isinstance(value, list) and all(isinstance(p, str) for p in value):
+        parts = [p.strip() for p in value]
+    else:
+        raise UserError(f"{where}: the category must be a path like \"Work > Programming\" or a list of names")
+    if not parts or any(not p for p in parts):
+        raise UserError(f"{where}: the category {value!r} has an empty name")
+    return tuple(parts)
+
+
+def _compiled(patterns: tuple[tuple[str, str], ...], ignore_case: bool, where: str) -> None:
+    for field, rx in patterns:
+        try:
+            re.compile(rx, re.IGNORECASE if ignore_case else 0)
+        except re.error as exc:
+            raise UserError(f"{where}: the {field} pattern /{rx}/ is not a valid regular expression ({exc})") from None
+
+
+def parse_rules(data: Any, source: str) -> CategoryRules:
+    """Rules from parsed JSON (this project's format or ActivityWatch's); UserError names the
+    source and the rule for anything unusable (nothing is silently dropped)."""
+    rules: list[Rule] = []
+    plain: list[dict[str, Any]] = []
+    if isinstance(data, dict) and isinstance(data.get("rules"), list):
+        for i, raw in enumerate(data["rules"], start=1):
+            where = f"{source}: rule {i}"
+            if not isinstance(raw, dict):
+                raise UserError(f"{where} is not an object")
+            unknown = sorted(set(raw) - {"category", "ignore_case", "color", *_PATTERN_KEYS})
+            if unknown:
+                raise UserError(f"{where} has unknown keys {unknown} (known: category, {', '.join(_PATTERN_KEYS)}, "
+                                "ignore_case, color)")
+            category = _path(raw.get("category"), where)
+            patterns = tuple((k, raw[k]) for k in _PATTERN_KEYS if k in raw)
+            if not patterns or not all(isinstance(rx, str) and rx for _, rx in patterns):
+                raise UserError(f"{where} needs at least one non-empty pattern ({', '.join(_PATTERN_KEYS)})")
+            ignore_case = raw.get("ignore_case", False)
+            if not isinstance(ignore_case, bool):
+                raise UserError(f"{where}: ignore_case must be true or false")
+            color = raw.get("color")
+            _compiled(patterns, ignore_case, where)
+            rules.append(Rule(f"{source}#{i}", category, patterns, ignore_case,
+                              color if isinstance(color, str) else None))
+    else:
+        classes = data.get("categories", data.get("classes")) if isinstance(data, dict) else data
+        if not isinstance(classes, list):
+            raise UserError(f"{source}: expected {{\"rules\": [...]}} or ActivityWatch's export "
+                            "({\"categories\": [...]} or a list of classes)")
+        for i, raw in enumerate(classes, start=1):
+            where = f"{source}: category {i}"
+            if not isinstance(raw, dict) or not isinstance(raw.get("rule"), dict):
+                raise UserError(f"{where} has no rule object (ActivityWatch classes have name and rule)")
+            category = _path(raw.get("name"), where)
+            rule = raw["rule"]
+            kind = rule.get("type")
+            ignore_case = bool(rule.get("ignore_case", False))
+            if kind == "regex":
+                rx = rule.get("regex")
+                if not isinstance(rx, str) or not rx:
+                    raise UserError(f"{where} ({SEP.join(category)}) is a regex rule without a regex")
+                patterns = (("any", rx),)
+            elif kind in ("none", None):
+                patterns = ()
+            else:
+                raise UserError(f"{where} ({SEP.join(category)}) has rule type {kind!r}; known: regex, none")
+            _compiled(patterns, ignore_case, where)
+            color = (raw.get("data") or {}).get("color") if isinstance(raw.get("data"), dict) else None
+            rules.append(Rule(f"{source}#{i}", category, patterns, ignore_case,
+                              color if isinstance(color, str) else None))
+    for r in rules:
+        plain.append({"category": list(r.category), "patterns": [list(p) for p in r.patterns],
+                      "ignore_case": r.ignore_case, "color": r.color})
+    sha = hashlib.sha256(_canonical(plain).encode("utf-8")).hexdigest()
+    return CategoryRules(tuple(rules), source, sha)
+
+
+def load_rules(path: Path) -> CategoryRules:
+    """The rules of a file (UserError naming the file when it cannot be used)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{path} is not readable JSON ({exc})") from None
+    return parse_rules(data, path.name)
+
+
+def rules_in(folder: Path | str) -> CategoryRules:
+    """The data folder's rules: its categories.json when present, else the defaults."""
+    path = Path(folder) / RULES_FILE
+    return load_rules(path) if path.is_file() else default_rules()
+
+
+# Written for this project: common apps and sites, deliberately coarse. A user's own file
+# replaces them entirely (it is easier to reason about one list than about overrides).
+_DEFAULTS: list[dict[str, Any]] = [
+    {"category": "Work > Programming", "ignore_case": True,
+     "app": r"^(code|vscodium|cursor|pycharm.*|intellij.*|webstorm|goland|clion|xcode|android studio|"
+            r"sublime text|emacs|g?vim|nvim|zed|kate)$"},
+    {"category": "Work > Programming > Terminal", "ignore_case": True,
+     "app": r"^(terminal|iterm2?|alacritty|kitty|wezterm|konsole|gnome-terminal|xterm|tilix|warp|"
+            r"windows terminal|powershell|cmd)$"},
+    {"category": "Work > Programming > Code hosting", "ignore_case": True,
+     "site": r"^(github\.com|gitlab\.com|bitbucket\.org|codeberg\.org|sr\.ht)$"},
+    {"category": "Work > Programming > Reference", "ignore_case": True,
+     "site": r"^(stackoverflow\.com|stackexchange\.com|python\.org|mozilla\.org|readthedocs\.io|"
+             r"docs\.rs|pypi\.org|npmjs\.com)$"},
+    {"category": "Work > Documents", "ignore_case": True,
+     "app": r"^(libreoffice.*|soffice|microsoft (word|excel|powerpoint)|word|excel|powerpoint|pages|numbers|"
+            r"keynote|obsidian|notion)$"},
+    {"category": "Work > Documents", "ignore_case": True,
+     "site": r"^(docs\.google\.com|notion\.so|overleaf\.com|office\.com)$"},
+    {"category": "Work > Design", "ignore_case": True,
+     "app": r"^(figma|gimp|inkscape|krita|blender|adobe photoshop.*|photoshop|sketch)$"},
+    {"category": "Comms > Email", "ignore_case": True, "app": r"^(mail|outlook|microsoft outlook|thunderbird|evolution)$"},
+    {"category": "Comms > Email", "ignore_case": True, "site": r"^(mail\.google\.com|outlook\.live\.com|proton\.me)$"},
+    {"category": "Comms > Chat", "ignore_case": True,
+     "app": r"^(slack|discord|microsoft teams|teams|signal|telegram.*|whatsapp|element|zoom(\.us)?|skype)$"},
+    {"category": "Comms > Chat", "ignore_case": True, "site": r"^(slack\.com|discord\.com|teams\.microsoft\.com|zoom\.us)$"},
+    {"category": "Search", "ignore_case": True, "site": r"^(google\.com|bing\.com|duckduckgo\.com|ecosia\.org|kagi\.com)$"},
+    {"category": "Media > Video", "ignore_case": True, "app": r"^(vlc|mpv|netflix)$"},
+    {"category": "Media > Video", "ignore_case": True, "site": r"^(youtube\.com|netflix\.com|vimeo\.com|twitch\.tv)$"},
+    {"category": "Media > Music", "ignore_case": True, "app": r"^(spotify|music|rhythmbox)$"},
+    {"category": "Social", "ignore_case": True,
+     "site": r"^(twitter\.com|x\.com|facebook\.com|instagram\.com|reddit\.com|linkedin\.com|mastodon\.social|"
+             r"bsky\.app)$"},
+]
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> CategoryRules:
+    return parse_rules({"rules": _DEFAULTS}, "defaults")
+
+
+# -- matching ---------------------------------------------------------------------------------
+
+
+def _values(frame: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        "app": [frame["app"]] if frame.get("app") else [],
+        "title": [w["title"] for w in frame.get("windows", ()) if w.get("title")],
+        "site": [frame["site"]] if frame.get("site") else [],
+    }
+
+
+class _Matcher:
+    def __init__(self, rules: CategoryRules):
+        self.rules = rules.rules
+        self.compiled = [
+            [(field, re.compile(rx, re.IGNORECASE if r.ignore_case else 0)) for field, rx in r.patterns]
+            for r in rules.rules
+        ]
+
+    def pick(self, frame: dict[str, Any]) -> Rule | None:
+        values = _values(frame)
+        every = values["app"] + values["title"] + values["site"]
+        best: Rule | None = None
+        for rule, pats in zip(self.rules, self.compiled, strict=True):
+            if not pats or (best is not None and len(rule.category) <= len(best.category)):
+                continue  # an equally deep earlier rule already won
+            if all(any(p.search(v) for v in (every if field == "any" else values[field])) for field, p in pats):
+                best = rule
+        return best
+
+
+@lru_cache(maxsize=8)
+def _matcher(rules: CategoryRules) -> _Matcher:
+    return _Matcher(rules)
+
+
+def frame_categories(doc: dict[str, Any], rules: CategoryRules) -> dict[str, Rule]:
+    """The rule that categorizes each frame of doc (by frame id); frames no rule matches are absent."""
+    m = _matcher(rules)
+    out: dict[str, Rule] = {}
+    for f in doc["frames"]:
+        rule = m.pick(f)
+        if rule is not None:
+            out[f["id"]] = rule
+    return out
+
+
+def categorize(doc: dict[str, Any], rules: CategoryRules) -> dict[str, Any]:
+    """A copy of doc with the ``af.categories`` inferred block: one item per (category, rule),
+    in the order minutes desc, label, rule. The measured tier is untouched; a day whose frames
+    no rule matches gets no block."""
+    picked = frame_categories(doc, rules)
+    if not picked:
+        return doc
+    order = {r.name: i for i, r in enumerate(rules.rules)}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for f in doc["frames"]:
+        rule = picked.get(f["id"])
+        if rule is not None:
+            groups.setdefault(rule.name, []).append(f)
+    by_name = {r.name: r for r in rules.rules}
+    confidence = "speculative" if rules.source == "defaults" else "medium"
+    keyed = []
+    for name, frames in groups.items():
+        rule = by_name[name]
+        us = sum(round(f["active_min"] * 60_000_000) for f in frames)  # integer sum: no float drift
+        keyed.append(((-us, rule.label, order[name]), {
+            "label": rule.label,
+            "category": list(rule.category),
+            "confidence": confidence,
+            "rule": rule.name,
+            "pattern": rule.describe(),
+            "minutes": round(us / 60_000_000, 2),
+            "evidence": {"frames": [f["id"] for f in frames]},
+        }))
+    keyed.sort(key=lambda k: k[0])
+    items = [item for _, item in keyed]
+    out = dict(doc)
+    inferred = dict(doc.get("inferred", {}))
+    inferred[NAMESPACE] = {
+        "generator": f"{GENERATOR} (rules: {rules.source}, sha256 {rules.sha256[:12]})",
+        "items": items,
+    }
+    out["inferred"] = inferred
+    return out
+
+
+# -- reading the block back -------------------------------------------------------------------
+
+
+def categories_of(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each frame id's category item in doc (absent: uncategorized)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in doc.get("inferred", {}).get(NAMESPACE, {}).get("items", []):
+        for fid in item["evidence"].get("frames", []):
+            out.setdefault(fid, item)
+    return out
+
+
+def totals(doc: dict[str, Any], depth: int | None = None) -> list[tuple[str, float, int]]:
+    """(category label, minutes per monitor, frames) of doc, cut to ``depth`` levels when given,
+    most minutes first; frames no rule matched count as Uncategorized."""
+    of = categories_of(doc)
+    acc: dict[str, list[int]] = {}
+    for f in doc["frames"]:
+        item = of.get(f["id"])
+        path = tuple(item["category"]) if item else (UNCATEGORIZED,)
+        label = SEP.join(path[:depth] if depth else path)
+        a = acc.setdefault(label, [0, 0])
+        a[0] += round(f["active_min"] * 60_000_000)
+        a[1] += 1
+    rows = [(label, round(v[0] / 60_000_000, 2), v[1]) for label, v in acc.items()]
+    rows.sort(key=lambda r: (-r[1], r[0]))
+    return rows

@@ -1,0 +1,230 @@
+"""``af view`` and ``af serve``: a day or a week as one self-contained HTML page, and the published
+pages over HTTP on 127.0.0.1 (read-only)."""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import sys
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from af_pipeline.compiler import view
+from af_pipeline.interfaces import cli
+from capture.errors import UserError
+from capture.home import Home, resolve_home
+
+HOST = "127.0.0.1"  # never another interface: the pages hold titles and sites of the user's screen
+
+_VIEW_HELP = """\
+Write one self-contained HTML page (inline CSS and script, no network requests) for a day or
+an ISO week, built from the same documents `af day` prints (published and verified when it
+can be, else compiled from the log). The day page shows a timeline per monitor, the app,
+domain and category ledgers and, for each frame on click, its windows, pages, clicks, input and
+evidence rows; `af build` publishes the same page as published/DAY/view.html. The week page
+shows minutes on screen by hour and day, totals per app, domain and category against the
+previous week, the top routines and links to each day's published page. Categories are
+inferred (tier 2) from <home>/categories.json (or the defaults): see docs/views.md.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("view", help="write a day's or a week's HTML page", description=_VIEW_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("day", nargs="?", metavar="DAY", help="local day: YYYY-MM-DD, today or yesterday")
+    p.add_argument("--week", metavar="YYYY-Www", help="an ISO week instead of a day, e.g. 2026-W12")
+    p.add_argument("-o", "--out", metavar="FILE", help="where to write (default: view-DAY.html / view-WEEK.html here)")
+    cli.common(p, json_flag=False)
+    p.set_defaults(func=_view)
+
+    s = sub.add_parser("serve", help="serve the published day pages on 127.0.0.1 (read-only)",
+                       description="Serve published/DAY/view.html (checked against its manifest), week pages "
+                       "rendered from the published documents, and a day picker, on 127.0.0.1 only. Nothing "
+                       "is writable: every method but GET and HEAD is refused. Ctrl-C stops it.")
+    s.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 picks a free one)")
+    cli.common(s, json_flag=False)
+    s.set_defaults(func=_serve)
+
+
+def _routines(memory: Any, days: list[str]) -> list[dict[str, Any]]:
+    """The week's top routines as {"label", "count"} ([] when the week has too little to mine)."""
+    from capture.errors import AfError
+
+    try:
+        found = memory.routines(memory.period(start=days[0], end=days[-1]), top=8)
+    except (AfError, ValueError):
+        return []
+    out = []
+    for r in found.get("routines", []):
+        steps = r.get("targets") or r.get("symbols") or []
+        label = " → ".join(str(t) for t in steps[:6]) + (" …" if len(steps) > 6 else "")
+        out.append({"label": label or r.get("id", "?"), "count": int(r.get("count", 0))})
+    return out
+
+
+def week_page(memory: Any, week: str, day_href: Callable[[str], str | None],
+              load: Callable[[str], dict[str, Any] | None] | None = None) -> str:
+    """The week's page; ``load`` gives a day's document or None (default: the log's days, through Memory)."""
+    try:
+        days = view.week_days(week)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if load is None:
+        logged = set(memory.days())
+
+        def load(day: str) -> dict[str, Any] | None:
+            return memory.day_document(day)[0] if day in logged else None
+
+    docs = {d: doc for d in days if (doc := load(d)) is not None}
+    before = {d: doc for d in view.week_days(view.previous_week(week)) if (doc := load(d)) is not None}
+    return view.render_week(week, docs, before, _routines(memory, days) if docs else [], day_href)
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _view(args: argparse.Namespace) -> int:
+    from af_pipeline.interfaces.memory import Memory
+
+    if bool(args.day) == bool(args.week):
+        raise UserError("give a DAY or --week YYYY-Www (one of them)")
+    home = resolve_home(args.home)
+    memory = Memory(home)
+    if args.week:
+        out = Path(args.out or f"view-{args.week}.html")
+
+        def href(day: str) -> str | None:
+            page = home.published_dir / day / "view.html"
+            return os.path.relpath(page, out.resolve().parent) if page.is_file() else None
+
+        text = week_page(memory, args.week, href)
+    else:
+        day = memory.parse_day(args.day)
+        out = Path(args.out or f"view-{day}.html")
+        doc, _source = memory.day_document(day)
+        text = view.render_day(doc)
+    _write(out, text)
+    print(out)
+    return 0
+
+
+# -- af serve -------------------------------------------------------------------------------------
+
+
+def _index(home: Home) -> str:
+    from af_pipeline.warehouse.publish import published_days
+
+    days = published_days(home.published_dir)
+    weeks = sorted({view.week_of(d) for d in days}, reverse=True)
+    items = "".join(f"<li><a href=\"/day/{d}\">{d}</a></li>" for d in reversed(days)) or "<li>nothing published yet: run af build</li>"
+    wk = "".join(f"<li><a href=\"/week/{w}\">{w}</a></li>" for w in weeks)
+    picker = (f"<form action=\"/day\" method=\"get\"><label>Day <input type=\"date\" name=\"d\" "
+              f"min=\"{days[0]}\" max=\"{days[-1]}\" value=\"{days[-1]}\"></label> <button>Open</button></form>"
+              if days else "")
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+            "content=\"width=device-width, initial-scale=1\"><title>activity-frames</title><style>"
+            "body{font:14px/1.4 \"DejaVu Sans\",sans-serif;max-width:700px;margin:16px auto;padding:0 12px}"
+            "</style></head><body><h1>activity-frames</h1>"
+            f"{picker}<h2>Days</h2><ul>{items}</ul><h2>Weeks</h2><ul>{wk}</ul></body></html>\n")
+
+
+def make_server(home: Home, port: int) -> ThreadingHTTPServer:
+    from af_pipeline.interfaces.memory import Memory
+    from af_pipeline.warehouse.publish import verify_day
+
+    memory = Memory(home)
+
+    def published(day: str) -> dict[str, Any] | None:
+        """A published day's document, only when its files match the manifest."""
+        path = home.published_dir / day / "document.json"
+        if not path.is_file() or verify_day(home.published_dir, day):
+            return None
+        doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return doc
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "af-serve"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            print(f"  {self.address_string()} {format % args}", file=sys.stderr, flush=True)
+
+        def _send(self, status: int, body: bytes, ctype: str = "text/html; charset=utf-8",
+                  extra: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; "
+                             "script-src 'unsafe-inline'; img-src data:; form-action 'self'")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("Cache-Control", "no-store")
+            for k, v in (extra or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def _error(self, status: int, message: str) -> None:
+            self._send(status, f"<!doctype html><meta charset=\"utf-8\"><p>{html.escape(message)}</p>\n".encode())
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            url = urlsplit(self.path)
+            parts = [p for p in url.path.split("/") if p]
+            try:
+                if not parts:
+                    return self._send(200, _index(home).encode("utf-8"))
+                if parts == ["day"]:
+                    day = (parse_qs(url.query).get("d") or [""])[0]
+                    return self._send(303, b"", extra={"Location": f"/day/{day}"})
+                if len(parts) == 2 and parts[0] == "day":
+                    day = parts[1]
+                    if not view.is_day(day) or not (home.published_dir / day / "view.html").is_file():
+                        return self._error(404, f"{day} has no published view (run af build)")
+                    problems = verify_day(home.published_dir, day)
+                    if problems:
+                        return self._error(409, "; ".join(problems))
+                    return self._send(200, (home.published_dir / day / "view.html").read_bytes())
+                if len(parts) == 2 and parts[0] == "week":
+                    page = week_page(memory, parts[1], lambda d: f"/day/{d}" if
+                                     (home.published_dir / d / "view.html").is_file() else None, published)
+                    return self._send(200, page.encode("utf-8"))
+                if parts == ["days.json"]:
+                    from af_pipeline.warehouse.publish import published_days
+
+                    return self._send(200, json.dumps(published_days(home.published_dir)).encode(), "application/json")
+            except UserError as exc:
+                return self._error(400, str(exc))
+            return self._error(404, "not found")
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self.do_GET()
+
+        def _refuse(self) -> None:
+            self._send(405, b"read-only\n", "text/plain; charset=utf-8", {"Allow": "GET, HEAD"})
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
+
+    return ThreadingHTTPServer((HOST, port), Handler)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    home = resolve_home(args.home)
+    if not home.exists():
+        raise UserError(f"{home.root} is not an activity-frames data folder")
+    try:
+        server = make_server(home, args.port)
+    except OSError as exc:
+        raise UserError(f"cannot listen on {HOST}:{args.port} ({exc.strerror or exc})") from None
+    print(f"serving http://{HOST}:{server.server_address[1]}/ (read-only; Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0

@@ -1,0 +1,143 @@
+"""Categories (tier 2): rules, ActivityWatch's export imported as it is, the pick, the document block."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from af_pipeline.compiler import categories as C
+from af_pipeline.compiler.compile import CompileOptions, compile_day
+from af_pipeline.compiler.document import strip_inferred, validate
+from capture.errors import UserError
+
+sys.path.insert(0, str(Path(__file__).parent / "golden"))
+from day_fixture import golden_day  # noqa: E402
+
+# Shaped as aw-webui's "Export categories" button writes it (aw-category-export.json).
+AW_EXPORT = {
+    "categories": [
+        {"id": 0, "name": ["Work"], "rule": {"type": "regex", "regex": "Google Docs|libreoffice|ReText"},
+         "data": {"color": "#0F0"}, "depth": 0},
+        {"id": 1, "name": ["Work", "Programming"], "rule": {"type": "regex", "regex": "GitHub|Stack Overflow|vim|compile\\.py"},
+         "data": {"color": "#00F"}, "depth": 1, "parent": ["Work"]},
+        {"id": 2, "name": ["Comms"], "rule": {"type": "none"}, "data": {"color": "#F80"}, "depth": 0},
+        {"id": 3, "name": ["Comms", "Email"], "rule": {"type": "regex", "regex": "inbox|mail", "ignore_case": True},
+         "depth": 1, "parent": ["Comms"]},
+        {"id": 4, "name": ["Uncategorized"], "rule": {"type": "none"}, "data": {"color": "#ccc"}, "depth": 0},
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return compile_day(golden_day(), CompileOptions(min_minutes=0.0))
+
+
+def test_activitywatch_export_imports_as_is_and_names_the_rule_per_frame(tmp_path, measured):
+    path = tmp_path / C.RULES_FILE
+    path.write_text(json.dumps(AW_EXPORT), encoding="utf-8")
+    rules = C.rules_in(tmp_path)
+    assert rules.source == C.RULES_FILE and len(rules.rules) == 5
+    doc = C.categorize(strip_inferred(measured), rules)
+    validate(doc)
+    of = C.categories_of(doc)
+    # "compile.py - widgets" (title) matches Work > Programming; Chrome's "Pull Request" title does
+    # not, but nothing else does either; Mail's "Inbox (3)" matches only with ignore_case
+    assert of["f-0001"]["label"] == "Work > Programming" and of["f-0001"]["rule"] == "categories.json#2"
+    assert of["f-0002"]["label"] == "Comms > Email" and "ignore case" in of["f-0002"]["pattern"]
+    assert "f-0004" not in of  # zsh: no rule, so Uncategorized in totals
+    assert dict((label, n) for label, _m, n in C.totals(doc))["Uncategorized"] == 2
+    assert rules.colors()["Work > Programming"] == "#00F"
+    assert doc["inferred"][C.NAMESPACE]["items"][0]["confidence"] == "medium"  # the user's own rules
+
+
+def test_the_server_settings_classes_list_imports_too():
+    rules = C.parse_rules({"classes": AW_EXPORT["categories"]}, "settings.json")
+    assert [r.category for r in rules.rules][:2] == [("Work",), ("Work", "Programming")]
+
+
+def test_deepest_category_wins_then_the_earlier_rule(measured):
+    rules = C.parse_rules({"rules": [
+        {"category": "Work", "app": "^Code$"},
+        {"category": "Work > Editing", "title": "compile"},
+        {"category": "Other > Editor", "any": "Code"},
+    ]}, "mine.json")
+    pick = C.frame_categories(measured, rules)
+    assert pick["f-0001"].name == "mine.json#2"  # depth 2 beats depth 1; the earlier depth-2 rule wins
+
+
+def test_every_given_pattern_must_match(measured):
+    rules = C.parse_rules({"rules": [{"category": "Review", "app": "Chrome", "site": "^github\\.com$"},
+                                     {"category": "Review", "app": "Chrome", "site": "^nowhere$"}]}, "r.json")
+    pick = C.frame_categories(measured, rules)
+    assert set(pick) == {"f-0003"} and pick["f-0003"].name == "r.json#1"
+
+
+@pytest.mark.parametrize("data, says", [
+    ({"rules": [{"category": "A", "app": "("}]}, "rule 1: the app pattern /(/ is not a valid regular expression"),
+    ({"rules": [{"category": "A"}]}, "rule 1 needs at least one non-empty pattern"),
+    ({"rules": [{"category": "A", "url": "x"}]}, "rule 1 has unknown keys ['url']"),
+    ({"rules": [{"category": "A >  ", "app": "x"}]}, "has an empty name"),
+    ({"categories": [{"name": ["A"], "rule": {"type": "glob", "regex": "x"}}]}, "has rule type 'glob'"),
+    ({"nothing": 1}, "expected {\"rules\": [...]}"),
+])
+def test_bad_rules_name_the_file_and_the_rule(tmp_path, data, says):
+    path = tmp_path / C.RULES_FILE
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(UserError) as err:
+        C.rules_in(tmp_path)
+    assert C.RULES_FILE in str(err.value) and says in str(err.value)
+
+
+def test_an_unreadable_file_is_an_error_not_the_defaults(tmp_path):
+    (tmp_path / C.RULES_FILE).write_text("{not json", encoding="utf-8")
+    with pytest.raises(UserError, match="categories.json is not readable JSON"):
+        C.rules_in(tmp_path)
+    assert C.rules_in(tmp_path / "elsewhere").source == "defaults"
+
+
+_names = st.sampled_from(["Work", "Fun", "Comms", "Docs", "X"])
+_rule = st.fixed_dictionaries({
+    "category": st.lists(_names, min_size=1, max_size=3).map(" > ".join),
+    "any": st.sampled_from(["Code", "Chrome", "zsh", "Inbox", "github", "e", "^$", "Slack"]),
+    "ignore_case": st.booleans(),
+})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_rule, min_size=1, max_size=8))
+def test_categories_never_touch_the_measured_tier_and_each_frame_has_one_category(measured, raw):
+    base = strip_inferred(measured)
+    doc = C.categorize(base, C.parse_rules({"rules": raw}, "h.json"))
+    validate(doc)
+    assert strip_inferred(doc) == base
+    items = doc.get("inferred", {}).get(C.NAMESPACE, {}).get("items", [])
+    cited = [fid for it in items for fid in it["evidence"]["frames"]]
+    assert len(cited) == len(set(cited))  # no frame in two categories
+    minutes = {f["id"]: f["active_min"] for f in base["frames"]}
+    for it in items:
+        assert it["minutes"] == pytest.approx(sum(minutes[f] for f in it["evidence"]["frames"]), abs=0.01)
+        assert C.SEP.join(it["category"]) == it["label"]
+    # the pick is the deepest matching category: no matching rule is deeper than the one chosen
+    rules = C.parse_rules({"rules": raw}, "h.json")
+    for f in base["frames"]:
+        chosen = C.frame_categories(base, rules).get(f["id"])
+        values = [f["app"], *(w["title"] for w in f.get("windows", [])), *([f["site"]] if f.get("site") else [])]
+        import re
+        depths = [len(r.category) for r in rules.rules
+                  if any(re.search(r.patterns[0][1], v, re.IGNORECASE if r.ignore_case else 0) for v in values)]
+        assert (chosen is None) == (not depths)
+        if chosen is not None:
+            assert len(chosen.category) == max(depths)
+
+
+def test_the_compiled_document_carries_the_default_categories_in_the_inferred_tier(measured):
+    block = measured["inferred"][C.NAMESPACE]
+    assert "rules: defaults" in block["generator"]
+    assert {it["confidence"] for it in block["items"]} == {"speculative"}
+    assert "category" not in json.dumps(strip_inferred(measured))  # nothing leaks into the measured tier
