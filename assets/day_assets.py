@@ -36,6 +36,11 @@ def _days(context: dg.AssetExecutionContext) -> list[str]:
     return list(context.partition_keys)
 
 
+def _run(context: dg.AssetExecutionContext) -> steps.RunParts:
+    """What this run's earlier steps computed for its days (day_work.RunParts: one read per day)."""
+    return steps.run_parts(context.run.run_id)
+
+
 def _result(
     context: dg.AssetExecutionContext, per_day: dict[str, dict[str, Any]], totals: Callable[[list[dict]], dict]
 ) -> dg.MaterializeResult:
@@ -81,7 +86,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
             for i, day in enumerate(days):
-                per_day[day] = steps.raw_day(con, log, day)
+                per_day[day] = steps.raw_day(con, log, day, _run(context))
                 _progress(context, "raw_day", days, i)
         return _result(context, per_day, _sum("rows_total"))
 
@@ -94,7 +99,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     )
     def frames(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
         with warehouse.get_connection() as con:
-            per_day = {day: steps.frames(con, day) for day in _days(context)}
+            per_day = {day: steps.frames(con, day, _run(context)) for day in _days(context)}
         return _result(
             context,
             per_day,
@@ -116,7 +121,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     ) -> dg.MaterializeResult:
         typed = data_folder.include_typed_text
         with warehouse.get_connection() as con:
-            per_day = {day: steps.enriched_input(con, day, typed) for day in _days(context)}
+            per_day = {day: steps.enriched_input(con, day, typed, _run(context)) for day in _days(context)}
         return _result(context, per_day, _sum("events"))
 
     @dg.asset(
@@ -127,7 +132,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     )
     def page_refs(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
         with warehouse.get_connection() as con:
-            per_day = {day: steps.page_refs(con, day) for day in _days(context)}
+            per_day = {day: steps.page_refs(con, day, _run(context)) for day in _days(context)}
         return _result(context, per_day, _sum("urls"))
 
     @dg.asset(
@@ -144,7 +149,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         days = _days(context)
         with warehouse.get_connection() as con:
             for i, day in enumerate(days):
-                per_day[day] = steps.day_document(con, day, typed)
+                per_day[day] = steps.day_document(con, day, typed, _run(context))
                 _progress(context, "day_document", days, i)
         return _result(context, per_day, _sum("document_tokens"))
 
@@ -158,7 +163,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
             for day in _days(context):
-                meta = steps.context_block(con, day)
+                meta = steps.context_block(con, day, _run(context))
                 per_day[day] = meta | {"preview": dg.MetadataValue.md(meta["preview"])}
         return _result(context, per_day, _sum("context_tokens"))
 
@@ -176,7 +181,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         version = code_version()
         with warehouse.get_connection() as con:
             for day in _days(context):
-                meta = steps.published_day(con, day, data_folder.published_dir, version, steps.now_iso())
+                meta = steps.published_day(con, day, data_folder.published_dir, version, steps.now_iso(), _run(context))
                 per_day[day] = meta | {"path": dg.MetadataValue.path(meta["path"])}
         return _result(context, per_day, lambda r: {"written": sum(1 for x in r if x["written"])})
 
