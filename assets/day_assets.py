@@ -37,6 +37,11 @@ def _days(context: dg.AssetExecutionContext) -> list[str]:
     return list(context.partition_keys)
 
 
+def _run(context: dg.AssetExecutionContext) -> steps.RunParts:
+    """What this run's earlier steps computed for its days (day_work.RunParts: one read per day)."""
+    return steps.run_parts(context.run.run_id)
+
+
 def _result(
     context: dg.AssetExecutionContext, per_day: dict[str, dict[str, Any]], totals: Callable[[list[dict]], dict]
 ) -> dg.MaterializeResult:
@@ -82,7 +87,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
             for i, day in enumerate(days):
-                per_day[day] = steps.raw_day(con, log, day)
+                per_day[day] = steps.raw_day(con, log, day, _run(context))
                 _progress(context, "raw_day", days, i)
         return _result(context, per_day, _sum("rows_total"))
 
@@ -95,7 +100,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     )
     def frames(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
         with warehouse.get_connection() as con:
-            per_day = {day: steps.frames(con, day) for day in _days(context)}
+            per_day = {day: steps.frames(con, day, _run(context)) for day in _days(context)}
         return _result(
             context,
             per_day,
@@ -117,7 +122,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     ) -> dg.MaterializeResult:
         typed = data_folder.include_typed_text
         with warehouse.get_connection() as con:
-            per_day = {day: steps.enriched_input(con, day, typed) for day in _days(context)}
+            per_day = {day: steps.enriched_input(con, day, typed, _run(context)) for day in _days(context)}
         return _result(context, per_day, _sum("events"))
 
     @dg.asset(
@@ -128,7 +133,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     )
     def page_refs(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
         with warehouse.get_connection() as con:
-            per_day = {day: steps.page_refs(con, day) for day in _days(context)}
+            per_day = {day: steps.page_refs(con, day, _run(context)) for day in _days(context)}
         return _result(context, per_day, _sum("urls"))
 
     @dg.asset(
@@ -145,7 +150,8 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         days = _days(context)
         with warehouse.get_connection() as con:
             for i, day in enumerate(days):
-                per_day[day] = steps.day_document(con, day, typed, categories=rules_in(data_folder.root))
+                per_day[day] = steps.day_document(con, day, typed, _run(context),
+                                                  categories=rules_in(data_folder.root))
                 _progress(context, "day_document", days, i)
         return _result(context, per_day, _sum("document_tokens"))
 
@@ -159,7 +165,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
             for day in _days(context):
-                meta = steps.context_block(con, day)
+                meta = steps.context_block(con, day, _run(context))
                 per_day[day] = meta | {"preview": dg.MetadataValue.md(meta["preview"])}
         return _result(context, per_day, _sum("context_tokens"))
 
@@ -177,7 +183,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         version = code_version()
         with warehouse.get_connection() as con:
             for day in _days(context):
-                meta = steps.published_day(con, day, data_folder.published_dir, version, steps.now_iso())
+                meta = steps.published_day(con, day, data_folder.published_dir, version, steps.now_iso(), _run(context))
                 per_day[day] = meta | {"path": dg.MetadataValue.path(meta["path"])}
         return _result(context, per_day, lambda r: {"written": sum(1 for x in r if x["written"])})
 

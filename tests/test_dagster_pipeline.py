@@ -20,7 +20,7 @@ import duckdb
 import pytest
 from dagster_support import corpus, days_of, new_home, only_days
 
-from af_pipeline.warehouse import publish
+from af_pipeline.warehouse import publish, store
 from assets.definitions import build_definitions
 from assets.partitions import daily_partitions
 from assets.resources import resources_for
@@ -41,9 +41,19 @@ def built(tmp_path_factory):
     home = new_home(tmp_path_factory.mktemp("built"))
     EventLog(home).append(corpus())
     days = harness.select_days(home, None, None)
+    store.LOADS.clear()
     out = harness.run_build(home, days)
     assert out.ok, out.failures
+    _LOADS_IN_BUILD.update(store.LOADS)
     return home, days, out
+
+
+_LOADS_IN_BUILD: dict[str, int] = {}
+
+
+def test_a_range_build_reads_each_days_capture_from_the_warehouse_once(built):
+    home, days, out = built
+    assert days and _LOADS_IN_BUILD == dict.fromkeys(days, 1)
 
 
 def test_range_build_is_one_run_and_publishes_every_day(built):

@@ -12,7 +12,7 @@ import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from af_pipeline.about import GENERATOR
 from af_pipeline.compiler import layouts
 from af_pipeline.compiler.categories import CategoryRules, categorize, default_rules
 from af_pipeline.compiler.document import SCHEMA_VERSION, common_ref_ids, encode_refs, id_runs
-from af_pipeline.compiler.enrich import RING_PX, ElementIndex, SnapIndex, click_target, screen_sizes
+from af_pipeline.compiler.enrich import RING_PX, Attribution, SnapIndex, attribute_input, screen_sizes
 from af_pipeline.compiler.sessionize import (
     NO_END,
     PAPER_RULES,
@@ -34,6 +34,7 @@ from af_pipeline.compiler.sessionize import (
 from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture
 from capture.timeutil import US, day_bounds, to_datetime, zone
 
+_T = TypeVar("_T")
 MIN_US = 60 * US
 # recorders that capture no input events at all: a day of theirs has no input, not an idle user
 NO_INPUT_RECORDERS = frozenset({"activitywatch"})
@@ -113,50 +114,102 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     resolution, page typing, ledger, coverage, blind spots and provenance (docs/document-schema.md).
 
     Any row order gives the same document; rows in the log's order (capture/log.py) are the
-    fast path. Raises ValueError for a negative floor and UserError for an unknown layout."""
+    fast path. Raises ValueError for a negative floor and UserError for an unknown layout.
+
+    The phases, each callable on its own (the warehouse runs them as separate steps and hands
+    each one's result to the next): frame_day (timeline, credit, frames and their rows),
+    enrich.attribute_input (input attribution and click resolution), then assemble (input per
+    frame, pages, presence, ledger, coverage, blind spots, the document)."""
     if options.min_minutes < 0:
         raise ValueError(f"min_minutes must be >= 0, not {options.min_minutes}")
+    return _without_gc(_compile, capture, options, rules)
+
+
+def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict[str, Any]:
+    framing = _frame_day(capture, rules)
+    return _assemble(capture, framing, attribute_input(capture, framing.rows.index), options, rules, None)
+
+
+def _check(options: CompileOptions) -> dict[int, str]:
+    """The options' keyboard map; ValueError for a negative floor, UserError for an unknown layout."""
+    if options.min_minutes < 0:
+        raise ValueError(f"min_minutes must be >= 0, not {options.min_minutes}")
+    return layouts.table(options.layout)
+
+
+def _without_gc(fn: Callable[..., _T], *args: Any) -> _T:
     # The compile allocates thousands of containers that all stay alive until it returns (the
     # document) and makes no reference cycles, so the cyclic collector's passes during it find
     # nothing to free; on a busy day they cost several ms. Pause it, and restore it as found.
     paused = gc.isenabled()
     gc.disable()
     try:
-        return categorize(_compile(capture, options, rules), options.categories or default_rules())
+        return fn(*args)
     finally:
         if paused:
             gc.enable()
 
 
-def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict[str, Any]:
-    clock = _Clock(capture.tz, capture.day)
-    tbl = layouts.table(options.layout)
+# -- phase 1: the day's rows in timeline order and their (app, site) keys --------------------
+
+@dataclass(frozen=True, slots=True)
+class DayRows:
+    index: SnapIndex  # snapshots in (time, stream, ref) order: "position" means index.snaps[i]
+    apps: list[str]
+    urls: list[str | None]
+    sites: list[str | None]  # the site part of each row's key (entities.surface_of of the URL)
+    type_url: Callable[[str], Any] | None  # page typing, None when the day has no URL at all
+    shared: tuple[str, list[int]] | None  # every ref one prefix plus an integer: (prefix, ids)
+
+    def evidence(self, rows: list[int]) -> dict[str, Any]:
+        if self.shared is not None:
+            return {"snapshots": [{"prefix": self.shared[0], "ids": id_runs(list(map(self.shared[1].__getitem__, rows)))}]}
+        snaps = self.index.snaps
+        return {"snapshots": encode_refs([snaps[p].ref for p in rows])}
+
+
+def _day_rows(capture: DayCapture) -> DayRows:
     index = SnapIndex(capture.snapshots)
     snaps = index.snaps
-    n = len(snaps)
     # column extraction by comprehension: on CPython 3.11+ its specialised attribute loads are
     # about twice as fast as map(attrgetter(...)) over slotted rows
     apps = [s.app for s in snaps]
     shared = common_ref_ids([s.ref for s in snaps])
-
-    def evidence(rows: list[int]) -> dict[str, Any]:
-        if shared is not None:
-            return {"snapshots": [{"prefix": shared[0], "ids": id_runs(list(map(shared[1].__getitem__, rows)))}]}
-        return {"snapshots": encode_refs([snaps[p].ref for p in rows])}
-
-    # -- keys: (app, site); site and page type are pure functions of the URL, cached per URL --
-    page_cache: dict[str, tuple[str, str | None]] = {}
-    sites: list[str | None] = [None] * n
+    sites: list[str | None] = [None] * len(snaps)
     urls = [s.url for s in snaps]
+    type_url = None
     if any(urls):
         site_of, type_url = _entities()
         # once per distinct URL (a pure function, so the set's order cannot matter)
         site_map = {url: site_of(url) for url in set(urls) if url}
         sites = [site_map[u] if u else None for u in urls]
-    else:
-        type_url = None
+    return DayRows(index, apps, urls, sites, type_url, shared)
 
-    # -- segmentation, per stream (positions within a stream are in (time, ref) order) --------
+
+# -- phase 2: credit per row (dwell, gap, measured spans, afk) and the frames ---------------
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    streams: list[str]
+    arrays: dict[str | None, tuple[np.ndarray, np.ndarray | None]]  # SnapIndex.arrays()
+    ends: np.ndarray | None  # source-measured ends per row (NO_END: none), None when no row has one
+    presence_src: dict[str, str]  # stream -> its presence source (see _presence)
+    not_afk: dict[str, np.ndarray]  # stream -> merged not-afk intervals, for afk-governed streams
+    away: np.ndarray  # per row: credited time outside not-afk (taken out of its credit)
+    credit: list[int]  # per row: the time it earns on its own stream, us
+    credit_a: np.ndarray
+    brk: list[bool]  # per row: a session break follows it
+    brk_a: np.ndarray
+    srank: list[int]  # per row: its rank within its stream (adjacency = "next row of stream")
+    prev_row: list[int]  # per row: the previous row of the same stream, -1 for none
+    segments: list[Segment]  # the frames, ordered by (start, stream, first ref)
+
+
+def _timeline(capture: DayCapture, rows: DayRows, rules: Rules) -> Timeline:
+    index = rows.index
+    snaps = index.snaps
+    n = len(snaps)
+    apps, sites = rows.apps, rows.sites
     segments: list[Segment] = []
     streams = sorted(index.by_stream)
     arrays = index.arrays()
@@ -175,8 +228,8 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             away_a = _outside(arrays[None][0], credit_a, not_afk[streams[0]])
             credit_a = credit_a - away_a
             credit = credit_a.tolist()
-        srank = list(range(n))  # rank of the row within its stream: adjacency = "next row of stream"
-        prev_row = list(range(-1, n - 1))  # the previous row of the same stream, -1 for none
+        srank = list(range(n))
+        prev_row = list(range(-1, n - 1))
         segments = flicker_merge(build_segments(streams[0], pos_list, ts, list(zip(apps, sites, strict=True)),
                                                 credit, brk), rules)
         brk_a = np.asarray(brk, dtype=bool)
@@ -202,13 +255,27 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             segments.extend(flicker_merge(build_segments(stream, pos_list, ts, keys, c, b), rules))
         credit, brk, srank, prev_row = credit_a.tolist(), brk_a.tolist(), srank_a.tolist(), prev_a.tolist()
     segments.sort(key=lambda f: (f.start_us, f.stream, snaps[f.rows[0]].ref))
+    return Timeline(streams, arrays, ends_np, presence_src, not_afk, away_a, credit, credit_a, brk, brk_a,
+                    srank, prev_row, segments)
 
-    # owner slot per row: frames take slots 0..F-1, interruptions the ones after
+
+@dataclass(frozen=True, slots=True)
+class Slots:
+    """Owner slot per row: frames take slots 0..F-1, their interruptions the ones after."""
+
+    keys: list[tuple[str, str | None]]
+    rows: list[list[int]]
+    inter: list[list[int]]  # per frame: the slots of its interruptions
+    count: int
+    owner_a: np.ndarray  # per row: its slot
+    owner: list[int]
+
+
+def _slots(n: int, segments: list[Segment]) -> Slots:
     slot_keys: list[tuple[str, str | None]] = [seg.key for seg in segments]  # type: ignore[misc]
-    n_frames = len(segments)
     inter_slots: list[list[int]] = []
     slot_rows: list[list[int]] = [seg.rows for seg in segments]
-    nxt = n_frames
+    nxt = len(segments)
     for seg in segments:
         mine = []
         for it in seg.interruptions:
@@ -217,60 +284,91 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             mine.append(nxt)
             nxt += 1
         inter_slots.append(mine)
-    n_slots = nxt
     owner_a = np.zeros(n, dtype=np.int64)
     if n:  # every row is in exactly one frame or interruption (sessionize)
         owner_a[np.fromiter(chain.from_iterable(slot_rows), dtype=np.int64, count=n)] = np.repeat(
-            np.arange(n_slots, dtype=np.int64), [len(r) for r in slot_rows])
-    owner = owner_a.tolist()
+            np.arange(nxt, dtype=np.int64), [len(r) for r in slot_rows])
+    return Slots(slot_keys, slot_rows, inter_slots, nxt, owner_a, owner_a.tolist())
 
-    # -- enrichment-backed input accounting -------------------------------------------------
-    # Vectorised: one binary search per event (enrich.SnapIndex.attribute), then counts per
-    # (owner slot, volume column) with one bincount. Pointer motion is neither volume nor
-    # interaction; app switches and focus changes are interaction (column 7) but not volume.
+
+@dataclass(frozen=True, slots=True)
+class Framing:
+    """Phases 1 and 2: what the frames step computes, and what the document builds on."""
+
+    rows: DayRows
+    timeline: Timeline
+    slots: Slots
+
+
+def frame_day(capture: DayCapture, rules: Rules = PAPER_RULES) -> Framing:
+    """The day's frames: rows in timeline order, their credit and the segments they form."""
+    return _without_gc(_frame_day, capture, rules)
+
+
+def _frame_day(capture: DayCapture, rules: Rules) -> Framing:
+    rows = _day_rows(capture)
+    timeline = _timeline(capture, rows, rules)
+    return Framing(rows, timeline, _slots(len(rows.index.snaps), timeline.segments))
+
+
+# -- phase 3: input per frame -----------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class InputTally:
+    vol: list[list[int]]  # per slot: the VOLUME counts
+    has_input: np.ndarray  # per row: it received a counted event
+    clicked: list[dict[tuple[str, str | None, str], int]]  # per slot: (target, role, resolution) -> n
+    unresolved: list[int]  # per slot
+    resolutions: dict[str, int]  # the day's counted clicks by resolution
+    typed: list[list[str]] | None  # per slot: typed text pieces (opt-in only)
+    attribution: dict[str, int]  # the coverage block's attribution numbers
+
+
+def _tally_input(capture: DayCapture, att: Attribution, slots: Slots, options: CompileOptions,
+                 tbl: dict[int, str]) -> InputTally:
+    # Vectorised: counts per (owner slot, volume column) with one bincount. Pointer motion is
+    # neither volume nor interaction; app switches and focus changes are interaction (column 7)
+    # but not volume.
     inputs = capture.inputs
     n_in = len(inputs)
+    n_slots, owner_a, owner = slots.count, slots.owner_a, slots.owner
     kinds = [e.kind for e in inputs]
     code_a = np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n_in)
     for i in np.flatnonzero(code_a == _K_CLIPBOARD).tolist():
         op = inputs[i].clipboard_op
         code_a[i] = _K_PASTES if op == "paste" else (_K_COPIES if op in ("copy", "cut") else _K_OTHER)
-    pos_a, dist_a = index.attribute(
-        [e.ts_us for e in inputs],
-        [e.stream for e in inputs] if len(index.by_stream) > 1 else None)
+    pos_a, dist_a = att.pos, att.dist_us
     unattributed = int(np.count_nonzero(pos_a < 0))
     counted = (pos_a >= 0) & (code_a >= 0)
     pos_c = pos_a[counted]
     slot_c = owner_a[pos_c]
     vol_np = np.bincount(slot_c * _COLS + code_a[counted], minlength=n_slots * _COLS).reshape(n_slots, _COLS)
-    has_np = np.zeros(n, dtype=bool)
+    has_np = np.zeros(len(owner), dtype=bool)
     has_np[pos_c] = True
     dist_sorted = np.sort(dist_a[counted])
     n_dist = int(dist_sorted.size)
 
     def dist_ms(i: int) -> int:
         return (int(dist_sorted[i]) + 500) // 1000 if n_dist else 0
-    pos_list_a = pos_a.tolist()
+    pos_list_a = att.pos_list
     texts = np.flatnonzero(counted & (code_a == _K_TEXT))
     if texts.size:  # characters typed, a count (never the content), summed per owner slot
         chars = np.fromiter((len(inputs[i].text or "") for i in texts.tolist()), dtype=np.int64, count=texts.size)
         np.add.at(vol_np[:, _K_CHARS], owner_a[pos_a[texts]], chars)
-    vol = vol_np[:, :7].tolist()
 
     clicked: list[dict[tuple[str, str | None, str], int]] = [{} for _ in range(n_slots)]
     unresolved = [0] * n_slots
     resolution_counts = dict.fromkeys(("recorded", "exact", "tolerance", "zone", "unresolved"), 0)
-    anon_clicks: list[tuple[Any, int]] = []
+    targets = att.targets
     for i in np.flatnonzero(counted & (code_a == _K_CLICKS)).tolist():
-        p = pos_list_a[i]
-        e = inputs[i]
-        if e.element_name and e.element_name.strip():
-            k = (" ".join(e.element_name.split()), e.element_role, "recorded")
-            d = clicked[owner[p]]
-            d[k] = d.get(k, 0) + 1
-            resolution_counts["recorded"] += 1
+        res, target, trole = targets[i]
+        resolution_counts[res] += 1
+        slot = owner[pos_list_a[i]]
+        if target is None:
+            unresolved[slot] += 1
         else:
-            anon_clicks.append((e, p))
+            k = (target, trole, res)
+            clicked[slot][k] = clicked[slot].get(k, 0) + 1
 
     typed: list[list[str]] | None = None
     if options.include_typed_text:
@@ -282,29 +380,38 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             e = inputs[i]
             mapped = layouts.translate(e.text, e.kind, tbl) or ""
             typed[owner[pos_list_a[i]]].append(_key_char(mapped) if e.kind == "key" else mapped)
-    if anon_clicks:
-        sizes = screen_sizes(capture.streams)
-        boxes = ElementIndex.for_snapshots(capture, (snaps[p].source_frame_id for _ev, p in anon_clicks))
-        for ev, p in anon_clicks:
-            res, target, trole = click_target(ev, snaps[p], sizes, boxes)
-            resolution_counts[res] += 1
-            slot = owner[p]
-            if target is None:
-                unresolved[slot] += 1
-            else:
-                k = (target, trole, res)
-                clicked[slot][k] = clicked[slot].get(k, 0) + 1
+    attribution = {
+        "events": n_dist,
+        "unattributed": unattributed,
+        "median_ms": dist_ms(n_dist // 2),
+        "p90_ms": dist_ms((n_dist * 9) // 10),
+        "max_ms": dist_ms(n_dist - 1),
+    }
+    return InputTally(vol_np[:, :7].tolist(), has_np, clicked, unresolved, resolution_counts, typed, attribution)
 
-    # -- per-row aggregates: presence-only rows, windows, domains ---------------------------
+
+# -- phase 4: presence-only time and window time per slot ---------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Tenure:
+    presence_us: list[int]  # per slot: heartbeat time that received no input
+    presence_runs: list[int]  # lengths of runs of presence-only rows, us
+    frame_windows: dict[int, dict[str, int]]  # slot -> window title -> us
+    app_windows: dict[str, dict[str, int]]  # app -> window title -> us
+
+
+def _tenure(rows: DayRows, tl: Timeline, slots: Slots, has_np: np.ndarray) -> Tenure:
+    snaps = rows.index.snaps
+    n = len(snaps)
+    credit, credit_a, owner_a = tl.credit, tl.credit_a, slots.owner_a
     # presence-only: heartbeat rows that received no input (integer sums, numpy)
     pmask = np.fromiter([s.heartbeat for s in snaps], dtype=bool, count=n) & ~has_np
-    presence_a = np.zeros(n_slots, dtype=np.int64)
+    presence_a = np.zeros(slots.count, dtype=np.int64)
     np.add.at(presence_a, owner_a[pmask], credit_a[pmask])
-    presence_us = presence_a.tolist()
     presence_runs: list[int] = []
-    for stream in streams:
-        sp = cast(np.ndarray, arrays[stream][1])
-        m, cr, b_ = pmask[sp], credit_a[sp], brk_a[sp]
+    for stream in tl.streams:
+        sp = cast(np.ndarray, tl.arrays[stream][1])
+        m, cr, b_ = pmask[sp], credit_a[sp], tl.brk_a[sp]
         if not m.any():
             continue
         carried = np.concatenate(([False], m[:-1] & ~b_[:-1]))  # the previous row's run goes on
@@ -315,9 +422,10 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
     windows = [s.window for s in snaps]
     frame_windows: dict[int, dict[str, int]] = {}
     app_windows: dict[str, dict[str, int]] = {}
-    for o, rows in enumerate(slot_rows):
+    slot_keys = slots.keys
+    for o, slot_rows in enumerate(slots.rows):
         fw: dict[str, int] = {}
-        for p in rows:
+        for p in slot_rows:
             w = windows[p]
             if w:
                 fw[w] = fw.get(w, 0) + credit[p]
@@ -326,31 +434,48 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             aw = app_windows.setdefault(slot_keys[o][0], {})
             for w, cp in fw.items():
                 aw[w] = aw.get(w, 0) + cp
+    return Tenure(presence_a.tolist(), presence_runs, frame_windows, app_windows)
 
+
+# -- phase 5: the timeline ledger and the domains ------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    tl_credit: list[int]  # per row: its credit on the one timeline of all monitors, us
+    app_tl: dict[str, int]
+    domain_us: dict[str, int]
+    domain_tl: dict[str, int]
+    domain_visits: dict[str, int]
+
+
+def _ledger(rows: DayRows, tl: Timeline, slots: Slots, rules: Rules) -> Ledger:
     # The timeline ledger: every monitor's rows interleaved into ONE timeline (SnapIndex order:
     # time, stream, ref) and credited with the same dwell and gap rules, so each instant counts
-    # once whatever the number of monitors. The per-monitor ledger above stays the paper's
-    # tenure (frames add up to it); on one stream the two are the same numbers.
+    # once whatever the number of monitors. The per-monitor ledger stays the paper's tenure
+    # (frames add up to it); on one stream the two are the same numbers.
+    index = rows.index
+    credit, not_afk, ends_np = tl.credit, tl.not_afk, tl.ends
     tl_credit = credit
-    if len(streams) > 1:
+    if len(tl.streams) > 1:
         tl_a = np.asarray(credits(index.all_ts, rules, ends_np)[0], dtype=np.int64)
         for stream in not_afk:
-            ts_s, pa_s = cast(tuple[np.ndarray, np.ndarray], arrays[stream])
+            ts_s, pa_s = cast(tuple[np.ndarray, np.ndarray], tl.arrays[stream])
             tl_a[pa_s] -= _outside(ts_s, tl_a[pa_s], not_afk[stream])
         if ends_np is not None:
             # measured spans (ActivityWatch): each instant to the span that started last, not the
             # capped gap to the next row of any stream (a short phone event must not cut off the
             # rest of a desktop event), then afk time of the row's own stream taken out
-            _timeline_spans(tl_a, index.all_ts, ends_np, [s.stream for s in snaps], not_afk)
+            _timeline_spans(tl_a, index.all_ts, ends_np, [s.stream for s in index.snaps], not_afk)
         tl_credit = tl_a.tolist()
     app_tl: dict[str, int] = {}
-    for (a, _site), rows in zip(slot_keys, slot_rows, strict=True):  # every row is in one slot
-        app_tl[a] = app_tl.get(a, 0) + sum(map(tl_credit.__getitem__, rows))
+    for (a, _site), slot_rows in zip(slots.keys, slots.rows, strict=True):  # every row is in one slot
+        app_tl[a] = app_tl.get(a, 0) + sum(map(tl_credit.__getitem__, slot_rows))
 
     # domains: minutes, and visits = runs of adjacent rows of a stream on that domain
     domain_us: dict[str, int] = {}
     domain_tl: dict[str, int] = {}
     domain_visits: dict[str, int] = {}
+    sites, prev_row, brk = rows.sites, tl.prev_row, tl.brk
     for p, site in enumerate(sites):
         if site is None:
             continue
@@ -359,6 +484,30 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
         prev = prev_row[p]
         if prev < 0 or sites[prev] != site or brk[prev]:
             domain_visits[site] = domain_visits.get(site, 0) + 1
+    return Ledger(tl_credit, app_tl, domain_us, domain_tl, domain_visits)
+
+
+# -- phase 6: the frames of the document and the per-app ledger ---------------------------------
+
+@dataclass(frozen=True, slots=True)
+class FrameList:
+    frames: list[dict[str, Any]]  # the document's frames (at or above the floor)
+    kept: list[Segment]  # every frame that is not only away time, floor or not
+    omitted_n: int
+    omitted_us: int
+    away_frames: int
+    app_minutes: dict[str, int]
+    app_frames: dict[str, int]
+    app_longest: dict[str, int]
+    app_interrupts: dict[str, int]
+    app_away: dict[str, int]
+
+
+def _frame_list(capture: DayCapture, framing: Framing, tally: InputTally, tenure: Tenure,
+                options: CompileOptions, clock: _Clock,
+                page_cache: dict[str, tuple[str, str | None]]) -> FrameList:
+    rows, tl, slots = framing.rows, framing.timeline, framing.slots
+    type_url = rows.type_url
 
     def page_key(url: str) -> tuple[str, str | None]:
         pk = page_cache.get(url)
@@ -367,7 +516,6 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             pk = page_cache[url] = (ref.kind, ref.entity)
         return pk
 
-    # -- frames ------------------------------------------------------------------------------
     floor_us = options.min_minutes * MIN_US
     frames_out: list[dict[str, Any]] = []
     omitted_n = 0
@@ -377,19 +525,19 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
     app_longest: dict[str, int] = {}
     app_interrupts: dict[str, int] = {}
     # away: credited window time outside the presence source's not-afk intervals, per slot
-    slot_away = [0] * n_slots
-    if away_a.any():
-        slot_away = np.bincount(owner_a, weights=away_a, minlength=n_slots).astype(np.int64).tolist()
+    slot_away = [0] * slots.count
+    if tl.away.any():
+        slot_away = np.bincount(slots.owner_a, weights=tl.away, minlength=slots.count).astype(np.int64).tolist()
     app_away: dict[str, int] = {}
     for o, us in enumerate(slot_away):
         if us:
-            app_away[slot_keys[o][0]] = app_away.get(slot_keys[o][0], 0) + us
+            app_away[slots.keys[o][0]] = app_away.get(slots.keys[o][0], 0) + us
     away_frames = 0
     kept: list[Segment] = []
     # measured-span rows (ActivityWatch) on a day whose other sources did record input
-    mixed_input = ends_np is not None and bool(capture.inputs)
-    ends_list = ends_np.tolist() if ends_np is not None else []
-    for fi, seg in enumerate(segments):
+    mixed_input = tl.ends is not None and bool(capture.inputs)
+    ends_list = tl.ends.tolist() if tl.ends is not None else []
+    for fi, seg in enumerate(tl.segments):
         app, site = cast(tuple[str, str | None], seg.key)
         if not seg.active_us and slot_away[fi] and not any(it.active_us for it in seg.interruptions):
             away_frames += 1  # nothing but away time (a lock screen, an idle window): not a frame
@@ -408,9 +556,9 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             omitted_n += 1
             omitted_us += seg.active_us
             continue
-        frame = _frame(fi, seg, urls, frame_windows.get(fi, {}), srank, vol, clicked, unresolved,
-                       presence_us, inter_slots[fi], typed, clock,
-                       page_key if site is not None else None, page_cache, evidence)
+        frame = _frame(fi, seg, rows.urls, tenure.frame_windows.get(fi, {}), tl.srank, tally.vol, tally.clicked,
+                       tally.unresolved, tenure.presence_us, slots.inter[fi], tally.typed, clock,
+                       page_key if site is not None else None, page_cache, rows.evidence)
         if slot_away[fi]:
             frame["away_min"] = _minutes(slot_away[fi])
         if mixed_input and all(ends_list[p] != NO_END for p in seg.rows):
@@ -418,67 +566,103 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             # none, so its k0 c0 is "not recorded", not an idle user
             frame["input_recorded"] = False
         frames_out.append(frame)
+    return FrameList(frames_out, kept, omitted_n, omitted_us, away_frames, app_minutes, app_frames, app_longest,
+                     app_interrupts, app_away)
 
-    # -- coverage ----------------------------------------------------------------------------
+
+# -- phase 7: coverage ---------------------------------------------------------------------------
+
+def _coverage(capture: DayCapture, framing: Framing, tally: InputTally, tenure: Tenure, ledger: Ledger,
+              fl: FrameList, rules: Rules, clock: _Clock, sizes_all: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    index, tl = framing.rows.index, framing.timeline
+    n = len(index.snaps)
+    credit = tl.credit
     all_ts = index.all_ts
     gaps: list[dict[str, Any]] = []
-    all_np = arrays[None][0]
+    all_np = tl.arrays[None][0]
     # a row covers until its measured end (ActivityWatch), an instant row its own time
-    cover = all_np if ends_np is None else np.maximum.accumulate(np.maximum(all_np, ends_np))
+    cover = all_np if tl.ends is None else np.maximum.accumulate(np.maximum(all_np, tl.ends))
     for i in np.flatnonzero(all_np[1:] - cover[:-1] > rules.gap_s * US).tolist():
         g0 = int(cover[i])
         gaps.append({"start": clock.hms(g0), "end": clock.hms(all_ts[i + 1]),
                      "minutes": _minutes(all_ts[i + 1] - g0)})
-    covered_us, dual_us = _union_and_overlap(arrays, credit_a)
+    covered_us, dual_us = _union_and_overlap(tl.arrays, tl.credit_a)
     total_active = sum(credit)
     first_us = all_ts[0] if n else None
-    last_us = max((seg.end_us for seg in kept), default=None)
-    totals = [sum(v[k] for v in vol) for k in range(7)]
-    sizes_all = screen_sizes(capture.streams)
+    last_us = max((seg.end_us for seg in fl.kept), default=None)
+    totals = [sum(v[k] for v in tally.vol) for k in range(7)]
     stream_rows = []
-    for stream in streams:
-        ts, pos_list = index.by_stream[stream]
+    for stream in tl.streams:
+        _ts, pos_list = index.by_stream[stream]
         entry: dict[str, Any] = {"stream": stream, "rows": len(pos_list),
                                  "active_min": _minutes(sum(map(credit.__getitem__, pos_list)))}
         if stream in sizes_all:
             entry["width_px"], entry["height_px"] = sizes_all[stream]
         stream_rows.append(entry)
-    presence_total = sum(presence_us)
+    presence_total = sum(tenure.presence_us)
     coverage: dict[str, Any] = {
         "first_activity": clock.hms(first_us) if first_us is not None else None,
         "last_activity": clock.hms(last_us) if last_us is not None else None,
         "active_min": _minutes(total_active),
-        "timeline_min": _minutes(sum(tl_credit)),
+        "timeline_min": _minutes(sum(ledger.tl_credit)),
         "covered_min": _minutes(covered_us),
         "span_min": _minutes(last_us - first_us) if first_us is not None and last_us is not None else 0.0,
         "dual_monitor_min": _minutes(dual_us),
-        "distinct_apps": len(app_minutes),
-        "frames": len(kept),
+        "distinct_apps": len(fl.app_minutes),
+        "frames": len(fl.kept),
         "gaps": gaps,
         "gap_min": round(sum(g["minutes"] for g in gaps), 2),
         "presence_only": {
             "minutes": _minutes(presence_total),
-            "longest_run_min": _minutes(max(presence_runs) if presence_runs else 0),
+            "longest_run_min": _minutes(max(tenure.presence_runs) if tenure.presence_runs else 0),
         },
         "input": dict(zip(VOLUME, totals, strict=True)),
-        "clicks": resolution_counts,
-        "attribution": {
-            "events": n_dist,
-            "unattributed": unattributed,
-            "median_ms": dist_ms(n_dist // 2),
-            "p90_ms": dist_ms((n_dist * 9) // 10),
-            "max_ms": dist_ms(n_dist - 1),
-        },
+        "clicks": tally.resolutions,
+        "attribution": tally.attribution,
         "streams": stream_rows,
     }
-    if presence_src:  # said only where a source reported presence or measured its own spans
-        coverage["presence"] = {"sources": sorted(set(presence_src.values())),
-                                "away_min": _minutes(int(away_a.sum())), "away_frames": away_frames}
+    if tl.presence_src:  # said only where a source reported presence or measured its own spans
+        coverage["presence"] = {"sources": sorted(set(tl.presence_src.values())),
+                                "away_min": _minutes(int(tl.away.sum())), "away_frames": fl.away_frames}
         for entry in stream_rows:
-            entry["presence"] = presence_src.get(entry["stream"], "none")
+            entry["presence"] = tl.presence_src.get(entry["stream"], "none")
     if n and not capture.inputs and set(capture.recorders) and set(capture.recorders) <= NO_INPUT_RECORDERS:
         coverage["input_recorded"] = False  # k0 c0 here means "not recorded", never idleness
+    return coverage
 
+
+# -- phase 8: assembly ---------------------------------------------------------------------------
+
+def assemble(capture: DayCapture, framing: Framing, attribution: Attribution,
+             options: CompileOptions = CompileOptions(), rules: Rules = PAPER_RULES,
+             page_types: dict[str, tuple[str, str | None]] | None = None) -> dict[str, Any]:
+    """The document from the day's framing (frame_day) and input attribution
+    (enrich.attribute_input) of the same capture with the same rules. ``page_types``: url ->
+    (kind, entity) of entities.type_url, for URLs already typed (the page-refs step); the rest
+    are typed here. compile_day(capture) is exactly this over its own phases."""
+    return _without_gc(_assemble, capture, framing, attribution, options, rules, page_types)
+
+
+def _assemble(capture: DayCapture, framing: Framing, attribution: Attribution, options: CompileOptions,
+              rules: Rules, page_types: dict[str, tuple[str, str | None]] | None) -> dict[str, Any]:
+    tbl = _check(options)
+    clock = _Clock(capture.tz, capture.day)
+    tally = _tally_input(capture, attribution, framing.slots, options, tbl)
+    tenure = _tenure(framing.rows, framing.timeline, framing.slots, tally.has_input)
+    ledger = _ledger(framing.rows, framing.timeline, framing.slots, rules)
+    page_cache = dict(page_types) if page_types else {}
+    fl = _frame_list(capture, framing, tally, tenure, options, clock, page_cache)
+    sizes_all = screen_sizes(capture.streams)
+    coverage = _coverage(capture, framing, tally, tenure, ledger, fl, rules, clock, sizes_all)
+    doc = _document(capture, framing, tally, tenure, ledger, fl, coverage, options, rules, clock, sizes_all)
+    # tier 2 (inferred): categories by the user's rules, after the measured tier is complete
+    return categorize(doc, options.categories or default_rules())
+
+
+def _document(capture: DayCapture, framing: Framing, tally: InputTally, tenure: Tenure, ledger: Ledger,
+              fl: FrameList, coverage: dict[str, Any], options: CompileOptions, rules: Rules, clock: _Clock,
+              sizes_all: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    app_tl, app_minutes, app_windows = ledger.app_tl, fl.app_minutes, tenure.app_windows
     apps_out = []
     # most time on the one timeline first (what "which app dominated" asks), then per monitor
     for app in sorted(app_minutes, key=lambda a: (-app_tl[a], -app_minutes[a], a)):
@@ -487,21 +671,22 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
             "app": app,
             "minutes": _minutes(app_minutes[app]),
             "timeline_minutes": _minutes(app_tl[app]),
-            "frames": app_frames.get(app, 0),
-            "interruptions": app_interrupts.get(app, 0),
-            "longest_frame_min": _minutes(app_longest.get(app, 0)),
+            "frames": fl.app_frames.get(app, 0),
+            "interruptions": fl.app_interrupts.get(app, 0),
+            "longest_frame_min": _minutes(fl.app_longest.get(app, 0)),
             "top_windows": [{"title": w, "minutes": _minutes(wins[w])}
                             for w in sorted(wins, key=lambda t: (-wins[t], t))[:TOP_WINDOWS]],
         }
-        if app_away.get(app):
-            item["away_minutes"] = _minutes(app_away[app])
+        if fl.app_away.get(app):
+            item["away_minutes"] = _minutes(fl.app_away[app])
         apps_out.append(item)
+    domain_us, domain_tl = ledger.domain_us, ledger.domain_tl
     domains_out = [{"domain": d, "minutes": _minutes(domain_us[d]), "timeline_minutes": _minutes(domain_tl[d]),
-                    "visits": domain_visits[d]}
+                    "visits": ledger.domain_visits[d]}
                    for d in sorted(domain_us, key=lambda d: (-domain_tl[d], -domain_us[d], d))]
 
     start_us, end_us = day_bounds(capture.day, clock.zone)
-    doc: dict[str, Any] = {
+    return {
         "schema_version": SCHEMA_VERSION,
         "day": capture.day,
         "tz": capture.tz,
@@ -509,10 +694,10 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
         "coverage": coverage,
         "apps": apps_out,
         "domains": domains_out,
-        "frames": frames_out,
-        "omitted": {"min_minutes": round(float(options.min_minutes), 2), "frames": omitted_n,
-                    "minutes": _minutes(omitted_us)},
-        "blind_spots": _blind_spots(capture, coverage, sizes_all, streams, resolution_counts,
+        "frames": fl.frames,
+        "omitted": {"min_minutes": round(float(options.min_minutes), 2), "frames": fl.omitted_n,
+                    "minutes": _minutes(fl.omitted_us)},
+        "blind_spots": _blind_spots(capture, coverage, sizes_all, framing.timeline.streams, tally.resolutions,
                                     options),
         "privacy": {"typed_text": "included" if options.include_typed_text else "excluded"},
         "provenance": {
@@ -528,12 +713,11 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
                         "layout": options.layout},
             "rules": {"dwell_s": rules.dwell_s, "gap_s": rules.gap_s,
                       "flicker_s": rules.flicker_s, "ring_px": RING_PX},
-            "rows": {"snapshots": n, "inputs": len(capture.inputs),
+            "rows": {"snapshots": len(framing.rows.index.snaps), "inputs": len(capture.inputs),
                      "elements": capture.element_count(), "presence": len(capture.presence),
                      "streams": len(capture.streams)},
         },
     }
-    return doc
 
 
 def _frame(fi: int, seg: Segment, urls: list[str | None], windows: dict[str, int], srank: list[int],

@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress, islice
+from itertools import compress, islice, repeat
 from operator import attrgetter, eq
 
 import numpy as np
@@ -276,30 +276,70 @@ def resolve_click(
     return "zone", _ZONES[row][col], None
 
 
-def enrich(capture: DayCapture, layout: str = "identity") -> list[EnrichedInput]:
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Steps 1 and 2 for every input event of a day, in the capture's row order: what both the
+    enriched-input table and the document's input accounting are built from.
+
+    ``pos``: the event's snapshot (a position in ``index.snaps``, -1 when the day has none);
+    ``dist_us``: its distance from that snapshot; ``targets``: per click event (by row), its
+    (resolution, label, role)."""
+
+    index: SnapIndex
+    pos: np.ndarray
+    pos_list: list[int]  # the same positions as a list
+    dist_us: np.ndarray
+    targets: dict[int, tuple[str, str | None, str | None]]
+
+
+def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attribution:
+    """Re-attribute every input event and resolve every click of the day (see the module doc)."""
+    index = index if index is not None else SnapIndex(capture.snapshots)
+    inputs = capture.inputs
+    pos_a, dist_a = index.attribute(
+        [e.ts_us for e in inputs],
+        [e.stream for e in inputs] if len(index.by_stream) > 1 else None)
+    pos = pos_a.tolist()
+    snaps = index.snaps
+    clicks = list(compress(range(len(inputs)), map(eq, [e.kind for e in inputs], repeat("click"))))
+    # element trees are fetched once, for the snapshots under anonymous clicks only
+    anon = [i for i in clicks if pos[i] >= 0 and not _named(inputs[i])]
+    targets: dict[int, tuple[str, str | None, str | None]] = {}
+    if clicks:
+        sizes = screen_sizes(capture.streams)
+        boxes = ElementIndex.for_snapshots(capture, (snaps[pos[i]].source_frame_id for i in anon))
+        for i in clicks:
+            p = pos[i]
+            targets[i] = click_target(inputs[i], snaps[p] if p >= 0 else None, sizes, boxes)
+    return Attribution(index, pos_a, pos, dist_a, targets)
+
+
+def _named(e: InputEvent) -> bool:
+    return bool(e.element_name and e.element_name.strip())
+
+
+def enrich(capture: DayCapture, layout: str = "identity", attribution: Attribution | None = None) -> list[EnrichedInput]:
     """Every input event of the day, re-attributed, click-resolved and layout-mapped, in
-    (time, stream, ref) order. Never raises on odd rows: what cannot be resolved says so."""
-    index = SnapIndex(capture.snapshots)
+    (time, stream, ref) order. Never raises on odd rows: what cannot be resolved says so.
+    ``attribution``: the day's attribute_input, when the caller has it already."""
+    att = attribution if attribution is not None else attribute_input(capture)
     tbl = layouts.table(layout)
-    sizes = screen_sizes(capture.streams)
-    events = sorted(capture.inputs, key=lambda e: (e.ts_us, e.stream or "", e.ref))
-    pos_a, dist_a = index.attribute([e.ts_us for e in events], [e.stream for e in events])
-    attributed = list(zip(pos_a.tolist(), dist_a.tolist(), strict=True))
-    boxes = ElementIndex.for_snapshots(
-        capture,
-        (index.snaps[pos].source_frame_id for e, (pos, _d) in zip(events, attributed, strict=True)
-         if pos >= 0 and e.kind == "click" and not (e.element_name and e.element_name.strip())),
-    )
+    inputs = capture.inputs
+    snaps = att.index.snaps
+    pos, dist = att.pos_list, att.dist_us.tolist()
+    order = sorted(range(len(inputs)), key=lambda i: (inputs[i].ts_us, inputs[i].stream or "", inputs[i].ref))
+    none = ("none", None, None)
     out: list[EnrichedInput] = []
-    for e, (pos, dist) in zip(events, attributed, strict=True):
-        snap = index.snaps[pos] if pos >= 0 else None
-        resolution, name, role = click_target(e, snap, sizes, boxes)
+    for i in order:
+        e = inputs[i]
+        snap = snaps[pos[i]] if pos[i] >= 0 else None
+        resolution, name, role = att.targets.get(i, none)
         key_text = layouts.translate(e.text, e.kind, tbl) if e.kind in ("key", "text") else None
         out.append(
             EnrichedInput(
                 event=e,
                 snapshot_ref=snap.ref if snap else None,
-                distance_ms=(dist + 500) // 1000 if snap else None,
+                distance_ms=(dist[i] + 500) // 1000 if snap else None,
                 stream=snap.stream if snap else None,
                 app=snap.app if snap else None,
                 window=snap.window if snap else None,

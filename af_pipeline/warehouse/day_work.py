@@ -1,23 +1,44 @@
 """The per-day work of the day assets, as plain functions over one warehouse connection.
 
-Each function does one asset's work for one day: read its inputs from the warehouse, call the
-pure af_pipeline function, replace the day in its table, and return the day's numbers (plain
-values; assets/day_assets.py turns them into Dagster metadata). No Dagster here: the assets are thin
-loops over these, and certification's independent rebuild calls the same functions day by day
-(``build_day``) without paying for an orchestrator it does not need.
+Each function does one asset's work for one day: compute its part, replace the day in its
+table, and return the day's numbers (plain values; assets/day_assets.py turns them into Dagster
+metadata). No Dagster here: the assets are thin loops over these, and certification's
+independent rebuild calls the same functions day by day (``build_day``) without paying for an
+orchestrator it does not need.
 
-Functions that read the day's capture accept one already loaded (``capture``), so a caller
-doing every step of a day reads it once; given none, each loads what it needs.
+The way of one day's data, each step building on the one before (the compiler's phases,
+af_pipeline/compiler/compile.py):
+
+    raw_day          log -> raw_* tables
+    frames           the day's rows, read once -> compile.frame_day (timeline, credit, frames)
+    enriched_input   + enrich.attribute_input (attribution, click resolution) -> the table
+    page_refs        + entities.type_url per URL of those rows
+    day_document     compile.assemble(frames, attribution, page types) -> canonical JSON
+    context_block    the document -> the block
+    published_day    the document and the block -> files
+
+How results pass between steps: in memory, per run (``RunParts``), with the warehouse tables as
+the source of truth. The tables cannot carry what the next phase needs without becoming a second
+copy of the raw rows (the document needs every row's credit, owner frame and evidence ref), and a
+Python object passed in memory costs nothing to hand on. It is safe because every run holds the
+data folder's warehouse lock for its whole length (assets/instance.py) and runs its steps in one
+process (the in-process executor): within a run nobody else writes the raw tables, and a run
+that reloads a day (raw_day) drops what it held for it. A new run starts empty. A step that
+finds nothing carried (it was materialized alone, or its day was not admitted because the run
+holds more rows than ``CARRY_MAX_ROWS``) computes the earlier phases again from the warehouse:
+the same functions on the same rows, so the same bytes, only slower. A day's capture is read
+from the warehouse once per run (store.LOADS counts the reads, for tests and benchmarks).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -25,7 +46,11 @@ from af_pipeline.compiler.categories import CategoryRules
 from af_pipeline.compiler.emit import DEFAULT_BUDGET
 from af_pipeline.warehouse import publish, store
 from capture.log import EventLog
-from capture.model import DayCapture
+
+if TYPE_CHECKING:  # the compiler (numpy, the entity tables) loads when a step first runs
+    from af_pipeline.compiler.compile import Framing
+    from af_pipeline.compiler.enrich import Attribution
+    from capture.model import DayCapture
 
 CONTEXT_BUDGET_TOKENS = DEFAULT_BUDGET  # the recompile check renders with the same budget
 PREVIEW_CHARS = 4000  # the context block preview in the UI; the full block is in published/
@@ -78,18 +103,88 @@ DOCUMENT_COLUMNS = {
 }
 CONTEXT_COLUMNS = {"text": "VARCHAR", "sha256": "VARCHAR", "tokens": "BIGINT"}
 
+# A run keeps the parts of at most this many capture rows (snapshots, inputs, presence, streams)
+# in memory at once, about 0.4 GB: a nightly day or a range of weeks. Days beyond it are not
+# carried; their steps read the warehouse again.
+CARRY_MAX_ROWS = 1_000_000
+
+
+@dataclass
+class DayParts:
+    """What the steps of one day have computed so far in this run."""
+
+    capture: DayCapture
+    rows: int
+    framing: Framing | None = None
+    attribution: Attribution | None = None
+    page_types: dict[str, tuple[str, str | None]] | None = None
+    document: tuple[dict[str, Any], str, str, int, bool] | None = None  # doc, canonical, sha, tokens, sealed
+    context: str | None = None  # the context block's text
+
+
+class RunParts:
+    """The parts one run's steps hand each other, per day (see the module docstring)."""
+
+    def __init__(self, max_rows: int = CARRY_MAX_ROWS):
+        self.max_rows = max_rows
+        self._days: dict[str, DayParts] = {}
+        self._rows = 0
+
+    def drop(self, day: str) -> None:
+        gone = self._days.pop(day, None)
+        if gone is not None:
+            self._rows -= gone.rows
+
+    def held(self, day: str) -> DayParts | None:
+        return self._days.get(day)
+
+    def day(self, con: duckdb.DuckDBPyConnection, day: str) -> DayParts:
+        """The day's parts, reading its capture from the warehouse if this run has not yet."""
+        parts = self._days.get(day)
+        if parts is not None:
+            store.bind_elements(con, parts.capture)  # the connection that read it may be closed
+            return parts
+        capture = store.load_capture(con, day, lazy_elements=True)
+        rows = len(capture.snapshots) + len(capture.inputs) + len(capture.presence) + len(capture.streams)
+        parts = DayParts(capture, rows)
+        if self._rows + rows <= self.max_rows:
+            self._days[day] = parts
+            self._rows += rows
+        return parts
+
+    def framing(self, con: duckdb.DuckDBPyConnection, day: str) -> tuple[DayParts, Framing]:
+        from af_pipeline.compiler.compile import frame_day
+
+        parts = self.day(con, day)
+        if parts.framing is None:
+            parts.framing = frame_day(parts.capture)
+        return parts, parts.framing
+
+    def attribution(self, con: duckdb.DuckDBPyConnection, day: str) -> tuple[DayParts, Framing, Attribution]:
+        from af_pipeline.compiler.enrich import attribute_input
+
+        parts, framing = self.framing(con, day)
+        if parts.attribution is None:
+            parts.attribution = attribute_input(parts.capture, framing.rows.index)
+        return parts, framing, parts.attribution
+
+
+_RUN: tuple[str, RunParts] | None = None
+
+
+def run_parts(run_id: str) -> RunParts:
+    """The parts of this Dagster run; a new run starts empty (one run holds the warehouse at a time)."""
+    global _RUN
+    if _RUN is None or _RUN[0] != run_id:
+        _RUN = (run_id, RunParts())
+    return _RUN[1]
+
 
 
 def _site_of() -> Callable[[str | None], str | None]:
     from af_pipeline.compiler.entities import site_of
 
     return site_of
-
-
-def _surface_of() -> Callable[[str | None], str | None]:
-    from af_pipeline.compiler.entities import surface_of
-
-    return surface_of
 
 
 def frame_rows(snapshots: Sequence[Any], segments: Iterable[Any]) -> list[tuple]:
@@ -116,7 +211,9 @@ def frame_rows(snapshots: Sequence[Any], segments: Iterable[Any]) -> list[tuple]
     return rows
 
 
-def raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dict[str, Any]:
+def raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str, run: RunParts | None = None) -> dict[str, Any]:
+    if run is not None:
+        run.drop(day)  # what this run held for the day was read before this reload
     loaded = store.load_raw_day(con, log, day)
     counts = loaded["counts"]
     return {f"rows_{k}": int(v) for k, v in counts.items()} | {
@@ -126,13 +223,10 @@ def raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dict[str
     }
 
 
-def frames(con: duckdb.DuckDBPyConnection, day: str, capture: DayCapture | None = None) -> dict[str, Any]:
-    from af_pipeline.compiler import sessionize
-
-    surface_of = _surface_of()  # frames are keyed as the document keys them (compile_day)
-    snaps = (capture or store.load_capture(con, day, SNAPSHOTS_ONLY)).snapshots
-    segments = sessionize.segment(snaps, key_of=lambda s: (s.app, surface_of(s.url) if s.url else None))
-    rows = frame_rows(snaps, segments)
+def frames(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None) -> dict[str, Any]:
+    """The document's own frames (compile.frame_day: afk time is out of their active time)."""
+    _parts, framing = (run or RunParts()).framing(con, day)
+    rows = frame_rows(framing.rows.index.snaps, framing.timeline.segments)
     store.replace_day(con, FRAMES, day, FRAME_COLUMNS, rows)
     active_us = sum(r[7] for r in rows)
     return {
@@ -143,11 +237,12 @@ def frames(con: duckdb.DuckDBPyConnection, day: str, capture: DayCapture | None 
 
 
 def enriched_input(
-    con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, capture: DayCapture | None = None
+    con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, run: RunParts | None = None
 ) -> dict[str, Any]:
     from af_pipeline.compiler.enrich import enrich
 
-    events = enrich(capture or store.load_capture(con, day, ENRICH_KINDS, lazy_elements=True))
+    parts, _framing, attribution = (run or RunParts()).attribution(con, day)
+    events = enrich(parts.capture, attribution=attribution)
     rows = [
         (
             e.event.ref,
@@ -173,27 +268,35 @@ def enriched_input(
     return {"events": len(rows)} | {f"resolution_{k}": v for k, v in sorted(by_res.items())}
 
 
-def page_refs(con: duckdb.DuckDBPyConnection, day: str) -> dict[str, Any]:
+def page_refs(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None) -> dict[str, Any]:
     from af_pipeline.compiler.entities import type_url
 
     site_of = _site_of()
-    store.load_capture(con, day, ())  # the day must have been loaded: a clear error if not
-    counts: dict[str, int] = dict(
-        con.execute(  # counted in the warehouse: no snapshot objects for a URL tally
-            f"SELECT url, count(*) FROM {store.RAW_TABLES['snapshots']} "
-            "WHERE day = ? AND url IS NOT NULL AND url <> '' GROUP BY url",
-            [day],
-        ).fetchall()
-    )
+    held = run.held(day) if run is not None else None
+    if held is not None:  # the rows this run read for the day
+        counts: dict[str, int] = dict(Counter(s.url for s in held.capture.snapshots if s.url))
+    else:
+        store.load_capture(con, day, ())  # the day must have been loaded: a clear error if not
+        counts = dict(
+            con.execute(  # counted in the warehouse: no snapshot objects for a URL tally
+                f"SELECT url, count(*) FROM {store.RAW_TABLES['snapshots']} "
+                "WHERE day = ? AND url IS NOT NULL AND url <> '' GROUP BY url",
+                [day],
+            ).fetchall()
+        )
     rows = []
     kinds: dict[str, int] = {}
+    types: dict[str, tuple[str, str | None]] = {}
     for url in sorted(counts):
         ref = type_url(url)
+        types[url] = (ref.kind, ref.entity)
         page = store.canonical_json(_plain(ref))
         kind = str(getattr(ref, "kind", "page"))
         kinds[kind] = kinds.get(kind, 0) + 1
         rows.append((url, counts[url], site_of(url), page))
     store.replace_day(con, PAGE_REFS, day, PAGE_COLUMNS, rows)
+    if held is not None:
+        held.page_types = types  # the document types no URL again
     generic = sum(v for k, v in kinds.items() if k in ("page", "generic"))
     return {
         "urls": len(rows),
@@ -203,24 +306,31 @@ def page_refs(con: duckdb.DuckDBPyConnection, day: str) -> dict[str, Any]:
 
 
 def day_document(
-    con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, capture: DayCapture | None = None,
+    con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, run: RunParts | None = None,
     categories: CategoryRules | None = None,
 ) -> dict[str, Any]:
+    """The document assembled from the day's frames, attribution and page types (compile.assemble)."""
     from af_pipeline.compiler import tokens
-    from af_pipeline.compiler.compile import CompileOptions, compile_day
+    from af_pipeline.compiler.compile import CompileOptions, assemble
     from af_pipeline.compiler.emit import canonical_bytes
 
-    capture = capture or store.load_capture(con, day, lazy_elements=True)
-    doc = compile_day(capture, CompileOptions(include_typed_text=include_typed_text, categories=categories))
+    parts, framing, attribution = (run or RunParts()).attribution(con, day)
+    capture = parts.capture
+    doc = assemble(capture, framing, attribution,
+                   CompileOptions(include_typed_text=include_typed_text, categories=categories),
+                   page_types=parts.page_types)
     body = canonical_bytes(doc)
     sha = hashlib.sha256(body).hexdigest()
-    n_tokens = tokens.count(body.decode("utf-8"))
-    active = float(doc["coverage"]["active_min"])
     canonical = body.decode("utf-8")
+    n_tokens = tokens.count(canonical)
+    active = float(doc["coverage"]["active_min"])
     store.replace_day(
         con, DOCUMENTS, day, DOCUMENT_COLUMNS, [(canonical, sha, len(doc["frames"]), active, n_tokens, capture.sealed)]
     )
     _remember(sha, canonical)
+    # later steps read the document as stored (canonical JSON: sorted keys), never the dict built here
+    parts.document = (json.loads(canonical), canonical, sha, n_tokens, bool(capture.sealed))
+    parts.framing = parts.attribution = None  # no later step needs them
     return {
         "frames": len(doc["frames"]),
         "active_minutes": active,
@@ -231,7 +341,7 @@ def day_document(
 
 
 def context_block(
-    con: duckdb.DuckDBPyConnection, day: str, capture: DayCapture | None = None, measure_raw: bool = True
+    con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None, measure_raw: bool = True
 ) -> dict[str, Any]:
     """The day's context block; ``preview`` in the result is its first PREVIEW_CHARS (Markdown).
 
@@ -241,7 +351,11 @@ def context_block(
     from af_pipeline.compiler import emit, tokens
     from af_pipeline.compiler.emit import raw_rows_tokens
 
-    doc, doc_tokens = document(con, day)
+    held = run.held(day) if run is not None else None
+    if held is not None and held.document is not None:
+        doc, doc_tokens = held.document[0], held.document[3]
+    else:
+        doc, doc_tokens = document(con, day)
     text = emit.context_block(doc, CONTEXT_BUDGET_TOKENS)
     n = tokens.count(text)
     sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -253,20 +367,32 @@ def context_block(
         "preview": "```text\n" + text[:PREVIEW_CHARS] + "\n```",
     }
     if measure_raw:
-        raw = raw_rows_tokens(capture or store.load_capture(con, day, SNAPSHOTS_ONLY))
+        capture = held.capture if held is not None else store.load_capture(con, day, SNAPSHOTS_ONLY)
+        raw = raw_rows_tokens(capture)
         meta["raw_rows_tokens"] = raw
         meta["reduction_vs_raw_rows"] = round(raw / n, 1) if n else 0.0
+    if held is not None:
+        held.context = text
     return meta
 
 
 def published_day(
-    con: duckdb.DuckDBPyConnection, day: str, published_dir: Path, code_version: str, generated_at: str
+    con: duckdb.DuckDBPyConnection, day: str, published_dir: Path, code_version: str, generated_at: str,
+    run: RunParts | None = None,
 ) -> dict[str, Any]:
     """Publish the day's files; ``path`` in the result is the day's folder."""
-    files, sha, sealed, segments = day_artifacts(con, day, generated_at=generated_at)
+    held = run.held(day) if run is not None else None
+    if held is not None and held.document is not None and held.context is not None:
+        doc, _canonical, sha, _tokens, sealed = held.document
+        files = artifact_bytes(doc, held.context, generated_at)
+        segments = _segments(doc)
+    else:
+        files, sha, sealed, segments = day_artifacts(con, day, generated_at=generated_at)
     out = publish.publish_day(
         published_dir, day, files, canonical_sha256=sha, sealed=sealed, segments=segments, code_version=code_version
     )
+    if run is not None:
+        run.drop(day)  # the day's last step: its parts are done
     meta: dict[str, Any] = {"path": str(out.folder), "sealed": sealed, "written": out.written, "canonical_sha256": sha}
     for name, f in out.manifest["files"].items():
         meta[f"sha256 {name}"] = f["sha256"]
@@ -283,15 +409,15 @@ def build_day(
     generated_at: str,
     categories: CategoryRules | None = None,
 ) -> None:
-    """Every step of one day, in the assets' order, reading the day's capture once."""
-    raw_day(con, log, day)
-    capture = store.load_capture(con, day, lazy_elements=True)
-    frames(con, day, capture)
-    enriched_input(con, day, include_typed_text, capture)
-    page_refs(con, day)
-    day_document(con, day, include_typed_text, capture, categories)
-    context_block(con, day, capture, measure_raw=False)
-    published_day(con, day, published_dir, code_version, generated_at)
+    """Every step of one day, in the assets' order, each on the one before (one capture read)."""
+    run = RunParts()
+    raw_day(con, log, day, run)
+    frames(con, day, run)
+    enriched_input(con, day, include_typed_text, run)
+    page_refs(con, day, run)
+    day_document(con, day, include_typed_text, run, categories)
+    context_block(con, day, run, measure_raw=False)
+    published_day(con, day, published_dir, code_version, generated_at, run)
 
 
 def _plain(value: Any) -> Any:
@@ -352,9 +478,11 @@ def day_artifacts(con: Any, day: str, generated_at: str) -> tuple[dict[str, byte
         raise LookupError(f"day {day} has no document or context block in the warehouse")
     canonical, sha, _tokens, sealed = found
     doc = json.loads(canonical)
-    files = artifact_bytes(doc, ctx[0], generated_at)
-    segments = {s["file"]: s["sha256"] for s in doc.get("provenance", {}).get("segments", [])}
-    return files, sha, sealed, segments
+    return artifact_bytes(doc, ctx[0], generated_at), sha, sealed, _segments(doc)
+
+
+def _segments(doc: dict[str, Any]) -> dict[str, str]:
+    return {s["file"]: s["sha256"] for s in doc.get("provenance", {}).get("segments", [])}
 
 
 def artifact_bytes(doc: dict[str, Any], context_text: str, generated_at: str) -> dict[str, bytes]:

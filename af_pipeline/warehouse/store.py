@@ -12,6 +12,7 @@ slow for a day of element rows).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import json
@@ -42,6 +43,10 @@ RAW_DAYS_COLUMNS = {
     "recorders": "VARCHAR",  # JSON list
     "segment_hashes": "VARCHAR",  # JSON object, path -> sha256 of the sealed segment read
 }
+
+# day -> captures read by load_capture in this process (row kinds read, not just the day's
+# meta): how tests and benchmarks see that a build reads each day's rows once
+LOADS: collections.Counter[str] = collections.Counter()
 
 _SCALAR_TYPES = {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE", str: "VARCHAR"}
 _UnionType = type(int | None)
@@ -237,6 +242,14 @@ def _element_columns(con: duckdb.DuckDBPyConnection, day: str, frame_ids: list[s
     ).fetchnumpy()
 
 
+def bind_elements(con: duckdb.DuckDBPyConnection, cap: DayCapture) -> None:
+    """Fetch a lazily read capture's element trees through ``con`` from now on (the connection
+    that read it may have been closed since: each Dagster step opens its own)."""
+    src = cap.element_source
+    if isinstance(src, ElementsBySnapshot):
+        cap.element_source = ElementsBySnapshot(src.count, functools.partial(_element_columns, con, cap.day))
+
+
 def load_capture(
     con: duckdb.DuckDBPyConnection, day: str, kinds: Sequence[str] = ROW_KINDS, lazy_elements: bool = False
 ) -> DayCapture:
@@ -259,6 +272,8 @@ def load_capture(
         (count,) = con.execute(f"SELECT count(*) FROM {RAW_TABLES['elements']} WHERE day = ?", [day]).fetchone() or (0,)
         # valid while this connection is open
         cap.element_source = ElementsBySnapshot(int(count), functools.partial(_element_columns, con, day))
+    if kinds:
+        LOADS[day] += 1
     for kind in kinds:
         data = con.execute(
             f"SELECT {SELECT_SQL[kind]} FROM {_quote(RAW_TABLES[kind])} WHERE day = ? ORDER BY seq", [day]
