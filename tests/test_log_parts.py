@@ -20,7 +20,7 @@ PUBLIC = (
     "AppendReport", "COLUMNS", "DayStatus", "ElementsBySnapshot", "EventLog", "NAMES", "SELECT_SQL",
     "SORT_SQL", "TS_MAX_US", "TS_MIN_US", "UserError", "VerifyReport", "amendment_of", "build_instances",
     "column_values", "entry_hash", "local_day", "segment_name", "sort_key", "FSYNC", "INDEX_MIN_REFS",
-    "OPEN_REFS_CACHED",
+    "OPEN_REFS_CACHED", "BULK_ROWS",
 )
 
 
@@ -33,6 +33,7 @@ def test_every_name_callers_use_is_still_served_by_capture_log():
     ("FSYNC", log_module.files, False),
     ("INDEX_MIN_REFS", log_module.dedup, 0),
     ("OPEN_REFS_CACHED", log_module.dedup, 0),
+    ("BULK_ROWS", log_module.append, 1),
 ])
 def test_a_tunable_set_on_the_package_is_the_value_its_part_reads(monkeypatch, name, part, value):
     before = getattr(part, name)

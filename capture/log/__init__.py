@@ -39,7 +39,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from capture.errors import UserError
-from capture.log import dedup, files
+from capture.log import append, dedup, files
 from capture.log.append import Appending, AppendReport
 from capture.log.layout import amendment_of, parse_segment_name, segment_name
 from capture.log.manifest import entry_hash
@@ -58,12 +58,15 @@ class EventLog(Appending, Verifying):
 
 # Tunables a test or benchmark may set on this package (``capture.log.FSYNC = False``); each lives
 # in the module that reads it, and setting it here sets it there.
-_TUNABLES: dict[str, types.ModuleType] = {"FSYNC": files, "INDEX_MIN_REFS": dedup, "OPEN_REFS_CACHED": dedup}
+_TUNABLES: dict[str, types.ModuleType] = {
+    "FSYNC": files, "INDEX_MIN_REFS": dedup, "OPEN_REFS_CACHED": dedup, "BULK_ROWS": append,
+}
 
 if TYPE_CHECKING:
     FSYNC: bool
     INDEX_MIN_REFS: int
     OPEN_REFS_CACHED: int
+    BULK_ROWS: int
 
 
 def _forwarded(name: str, home: types.ModuleType) -> property:
