@@ -1,0 +1,268 @@
+"""The dedup index: a ref is one row of the log, wherever and whenever it arrives.
+
+An append must know which of its refs the log already holds, without a cost that grows with the
+log's age. Three things keep it cheap, and none changes an answer: a sealed day is only looked at
+if its refs start like some of the batch's (its manifest entry lists the sources of its refs);
+the refs of open days this process has read stay in memory while their files keep their sizes;
+a large append checks sealed refs against an in-memory array of their hashes, and only the rare
+matches exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from capture.home import Home
+from capture.log.files import sql_list
+from capture.log.layout import SOURCES_SEALED
+from capture.log.manifest import ManifestChain
+from capture.log.opensegments import open_sizes, parse_open
+from capture.model import ROW_KINDS
+
+# From this many new refs in one append, refs are checked against sealed days through an in-memory
+# hash index instead of a scan of every sealed day (small appends, e.g. a recorder's, just scan).
+INDEX_MIN_REFS = 5_000
+# A manifest entry records which source ids the day's refs start with ("ref_sources"), so an
+# append only looks at sealed days that share a source with it. A day fed by more sources than
+# this records null instead and is always looked at.
+REF_SOURCES_MAX = 64
+# A small append keeps the refs of up to this many open days in memory between calls (the recorder
+# appends to today every few seconds); the refs of further open days are scanned by DuckDB.
+OPEN_REFS_CACHED = 4
+
+
+def drop_batch_duplicates(grouped: dict[str, dict[str, list[Any]]]) -> int:
+    """Keep one row per ref within a batch: the first in (kind, day, time, batch order).
+
+    Candidates are found by comparing hashes in numpy (no Python set of every ref); only rows whose
+    hash repeats are compared by their actual ref, so the result does not depend on hash values.
+    """
+    import numpy as np
+
+    order = [(day, kind) for kind in ROW_KINDS for day in sorted(grouped) if kind in grouped[day]]
+    refs = [row.ref for day, kind in order for row in grouped[day][kind]]
+    if len(refs) < 2:
+        return 0
+    hashes = np.fromiter(map(hash, refs), dtype=np.int64, count=len(refs))
+    values, counts = np.unique(hashes, return_counts=True)
+    repeated = values[counts > 1]
+    if not len(repeated):
+        return 0
+    first: set[str] = set()
+    losers: set[int] = set()
+    rows = [row for day, kind in order for row in grouped[day][kind]]
+    for i in np.flatnonzero(np.isin(hashes, repeated)).tolist():
+        if refs[i] in first:
+            losers.add(id(rows[i]))
+        else:
+            first.add(refs[i])
+    for day, kind in order:
+        grouped[day][kind] = [row for row in grouped[day][kind] if id(row) not in losers]
+    return len(losers)
+
+
+def ref_source_ids(con: duckdb.DuckDBPyConnection, files: list[Path], source_ids: list[str]) -> list[str] | None:
+    """The source ids some ref of these files starts with (as "<id>:"), or None when a ref starts
+    with none of them (or there are too many to list): then no append may skip the day."""
+    ids = sorted(set(source_ids))
+    if not ids or len(ids) > REF_SOURCES_MAX:
+        return None
+    params = [f"{s}:" for s in ids]
+    tests = [f"starts_with(ref, ${i})" for i in range(1, len(ids) + 1)]
+    row = con.execute(
+        f"SELECT count(*) FILTER (WHERE NOT ({' OR '.join(tests)})), "
+        f"{', '.join(f'bool_or({t})' for t in tests)} FROM read_parquet({sql_list(files)})",
+        params,
+    ).fetchall()[0]  # fetchall: fetchone would leave the result open on the shared connection
+    if row[0]:
+        return None
+    return [s for s, hit in zip(ids, row[1:], strict=True) if hit]
+
+
+class DedupIndex(ManifestChain):
+    """Which refs the log holds: open-day ref caches, sealed-day source prefixes, the hash index."""
+
+    def __init__(self, home: Home) -> None:
+        super().__init__(home)
+        # Refs of open days already read by this process, valid while the files keep their sizes.
+        self._ref_cache: dict[str, tuple[tuple[int, ...], set[str]]] = {}
+        # Sorted hashes of the refs of sealed days, built on the first large append (see _maybe_sealed).
+        self._index: Any = None
+        self._index_days: set[str] = set()
+        # "<source id>:" prefixes that every ref of a sealed day starts with (None: unknown, always look).
+        self._prefix_cache: dict[str, tuple[str, ...] | None] = {}
+
+    def _open_refs(self, day: str) -> set[str]:
+        folder = self.open_dir / day
+        sizes = open_sizes(folder)
+        cached = self._ref_cache.get(day)
+        if cached and cached[0] == sizes:
+            return cached[1]
+        refs: set[str] = set()
+        for kind in ROW_KINDS:
+            f = folder / f"{kind}.jsonl"
+            if f.exists():
+                refs.update(r.ref for r in parse_open(f, kind)[0])
+        self._ref_cache[day] = (sizes, refs)
+        return refs
+
+    def _open_refs_held(self, day: str) -> bool:
+        cached = self._ref_cache.get(day)
+        return cached is not None and cached[0] == open_sizes(self.open_dir / day)
+
+    def _sealed_refs(self, day: str) -> set[str]:
+        paths = [p for kind in ROW_KINDS for p in self.segment_files(day, kind)]
+        if not paths:
+            return set()
+        with self._db() as con:
+            return {r[0] for r in con.execute(f"SELECT ref FROM read_parquet({sql_list(paths)})").fetchall()}
+
+    def refs_present(self, refs: list[str]) -> set[str]:
+        """Which of these refs the log already holds (sealed or open), with the append's own lookup."""
+        return self._refs_in_log(refs)
+
+    def _refs_in_log(self, refs: list[str]) -> set[str]:
+        """Which of these refs are anywhere in the log (sealed Parquet or open segments)."""
+        if not refs:
+            return set()
+        small = len(refs) < INDEX_MIN_REFS
+        # A sealed day none of whose refs starts like one of these cannot hold any of them.
+        sealed_days = self._sharing_source(sorted(self._sealed()), refs)
+        open_days = self._open_days()
+        found: set[str] = set()
+        if open_days:
+            if small:
+                # Open days this process has read stay in memory (checked by file sizes), so the
+                # recorder's frequent small appends do not re-read today's whole segment each time.
+                held = [d for d in open_days if self._open_refs_held(d)]
+                fresh = [d for d in open_days if d not in held]
+                held += fresh[: max(0, OPEN_REFS_CACHED - len(held))]
+                for day in held:
+                    known = self._open_refs(day)
+                    found.update(r for r in refs if r in known)
+                open_days = [d for d in open_days if d not in held]
+            if open_days:
+                found |= self._scan_refs(refs, [], open_days)
+        if sealed_days:
+            if small and self._index is None:
+                found |= self._scan_refs(refs, sealed_days, [])
+            else:
+                maybe = self._maybe_sealed(refs, sealed_days)
+                if maybe:
+                    found |= self._scan_refs(maybe, sealed_days, [])
+        return found
+
+    def _sharing_source(self, days: list[str], refs: list[str]) -> list[str]:
+        """The sealed days among ``days`` that may hold one of ``refs``, judged by source prefix."""
+        out = []
+        verdict: dict[tuple[str, ...], bool] = {}  # days fed by the same sources share one answer
+        for day in days:
+            prefixes = self._day_prefixes(day)
+            if prefixes is None:
+                out.append(day)
+                continue
+            if prefixes not in verdict:
+                verdict[prefixes] = bool(prefixes) and any(r.startswith(prefixes) for r in refs)
+            if verdict[prefixes]:
+                out.append(day)
+        return out
+
+    def _day_prefixes(self, day: str) -> tuple[str, ...] | None:
+        """"<source id>:" prefixes that every ref of a sealed day starts with, or None if unknown."""
+        if day in self._prefix_cache:
+            return self._prefix_cache[day]
+        segments = self._segments(day)
+        if not segments:
+            return None
+        union: set[str] = set()
+        unknown = False
+        for name, entry in segments:
+            ids = self._segment_ref_sources(name, entry)
+            if ids is None:
+                unknown = True
+                break
+            union.update(ids)
+        prefixes = None if unknown else tuple(f"{s}:" for s in sorted(union))
+        self._prefix_cache[day] = prefixes
+        return prefixes
+
+    def _segment_ref_sources(self, name: str, entry: dict[str, Any]) -> list[str] | None:
+        if "ref_sources" in entry:
+            listed = entry["ref_sources"]
+            return listed if isinstance(listed, list) and all(isinstance(s, str) for s in listed) else None
+        # Sealed before manifest entries recorded it: work it out once per process from the
+        # segment's sources and refs (the same computation sealing does).
+        try:
+            doc = json.loads((self.sealed_dir / name / SOURCES_SEALED).read_bytes())
+            candidates = [str(s["source_id"]) for s in doc.get("sources", [])]
+            with self._db() as con:
+                return ref_source_ids(con, [self.sealed_dir / name / f"{k}.parquet" for k in ROW_KINDS], candidates)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, duckdb.Error):
+            return None  # unreadable: look at the day every time, as verify will report it
+
+    def _scan_refs(self, refs: list[str], sealed_days: list[str], open_days: list[str]) -> set[str]:
+        """Exact lookup: scan the ref column of the given days."""
+        parts = []
+        if sealed_days:
+            files = [p for day in sealed_days for k in ROW_KINDS for p in self.segment_files(day, k)]
+            parts.append(f"SELECT ref FROM read_parquet({sql_list(files)})")
+        opened = [
+            self.open_dir / day / f"{k}.jsonl"
+            for day in open_days
+            for k in ROW_KINDS
+            if (self.open_dir / day / f"{k}.jsonl").exists()
+        ]
+        if opened:
+            parts.append(
+                f"SELECT ref FROM read_json({sql_list(opened)}, "
+                "format = 'newline_delimited', columns = {'ref': 'VARCHAR'})"
+            )
+        if not parts:
+            return set()
+        with self._db() as con:
+            found = con.execute(
+                f"SELECT DISTINCT ref FROM ({' UNION ALL '.join(parts)}) WHERE ref IN (SELECT unnest($refs))",
+                {"refs": refs},
+            ).fetchall()
+        return {r[0] for r in found}
+
+    def _maybe_sealed(self, refs: list[str], sealed_days: list[str]) -> list[str]:
+        """Refs whose hash matches a ref of a sealed day (a superset of those present).
+
+        Scanning every sealed day for each large append would grow with the log's age; instead
+        this process keeps a sorted array of the hashes of sealed refs (8 bytes a row, extended
+        as days seal) and only the rare matches are checked exactly. Python's str hash is salted
+        per process, which is fine: the array never leaves the process.
+        """
+        import numpy as np
+
+        missing = [day for day in sealed_days if day not in self._index_days]
+        if missing:
+            files = [p for day in missing for k in ROW_KINDS for p in self.segment_files(day, k)]
+            with self._db() as con:
+                found = con.execute(f"SELECT ref FROM read_parquet({sql_list(files)})").fetchnumpy()["ref"]
+            self._index_add(missing, found.tolist())
+        index = self._index
+        if index is None or not len(index):
+            return []
+        hashes = np.fromiter(map(hash, refs), dtype=np.int64, count=len(refs))
+        order = np.argsort(hashes, kind="stable")  # sorted queries search the index far faster
+        ordered = hashes[order]
+        pos = np.minimum(np.searchsorted(index, ordered), len(index) - 1)
+        hits = np.sort(order[index[pos] == ordered])
+        return [refs[i] for i in hits.tolist()]
+
+    def _index_add(self, days: list[str], refs: list[str]) -> None:
+        """Merge the refs of newly sealed days into the hash index."""
+        import numpy as np
+
+        new = np.sort(np.fromiter(map(hash, refs), dtype=np.int64, count=len(refs)))
+        if self._index is None:
+            self._index = new
+        else:
+            self._index = np.insert(self._index, np.searchsorted(self._index, new), new)
+        self._index_days.update(days)

@@ -1,0 +1,113 @@
+"""The manifest chain: one entry per sealed segment, each holding the sha256 of the previous.
+
+A day is sealed exactly when the manifest has an entry for it; capture that arrives later is an
+amendment, a further segment chained after the day's earlier ones, which stay untouched. The
+manifest only grows (an entry is one fsync'd line appended), so its parsed form is cached while
+the file keeps its inode, size and mtime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from capture.home import Home
+from capture.log.core import LogCore
+from capture.log.files import append_bytes, canonical_json, complete_lines
+from capture.log.layout import amendment_of, is_day, segment_name
+from capture.model import CAPTURE_SCHEMA_VERSION
+from capture.timeutil import iso_utc
+
+
+def entry_hash(entry: dict[str, Any]) -> str:
+    """sha256 of a manifest entry's canonical JSON without its own ``hash`` field."""
+    return hashlib.sha256(canonical_json({k: v for k, v in entry.items() if k != "hash"})).hexdigest()
+
+
+class ManifestChain(LogCore):
+    """The manifest entries, the sealed days and segments they name, and the chain's head."""
+
+    def __init__(self, home: Home) -> None:
+        super().__init__(home)
+        # Parsed manifest, reused while the file keeps its inode, size and mtime (it only grows).
+        self._manifest_cache: tuple[tuple[int, int, int], list[dict[str, Any]]] | None = None
+
+    def _entries(self) -> list[dict[str, Any]]:
+        try:
+            st = self.manifest_path.stat()
+        except FileNotFoundError:
+            return []
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._manifest_cache is not None and self._manifest_cache[0] == stamp:
+            return list(self._manifest_cache[1])
+        out = []
+        for line in complete_lines(self.manifest_path.read_bytes()):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # verify() reports it; readers keep going with the rest
+            if isinstance(entry, dict) and isinstance(entry.get("day"), str):
+                out.append(entry)
+        self._manifest_cache = (stamp, out)
+        return list(out)
+
+    def _sealed(self) -> dict[str, dict[str, Any]]:
+        """Each sealed day's first manifest entry (a day is sealed once it has one)."""
+        out: dict[str, dict[str, Any]] = {}
+        for e in self._entries():
+            out.setdefault(e["day"], e)
+        return out
+
+    def _chained_segments(self) -> set[str]:
+        """Folder names (under sealed/) of every segment the manifest has an entry for."""
+        return {segment_name(e["day"], amendment_of(e)) for e in self._entries() if amendment_of(e) >= 0}
+
+    def day_entries(self, day: str) -> list[dict[str, Any]]:
+        """The manifest entries of one day's sealed segments, oldest first (empty while open)."""
+        return [e for e in self._entries() if e["day"] == day]
+
+    def _segments(self, day: str) -> list[tuple[str, dict[str, Any]]]:
+        """(folder name under sealed/, manifest entry) of each sealed segment of a day, oldest first."""
+        return [(segment_name(day, max(amendment_of(e), 0)), e) for e in self.day_entries(day)]
+
+    def segment_files(self, day: str, kind: str) -> list[Path]:
+        """The sealed Parquet files of one row kind of a day, one per segment ([] while open)."""
+        return [self.sealed_dir / name / f"{kind}.parquet" for name, _ in self._segments(day)]
+
+    def manifest(self) -> list[dict[str, Any]]:
+        """The manifest entries, oldest first (a day with amendments has several)."""
+        return self._entries()
+
+    def chain_head(self) -> str | None:
+        """Hash of the newest manifest entry (None before the first seal)."""
+        entries = self._entries()
+        return str(entries[-1]["hash"]) if entries else None
+
+    def _open_days(self) -> list[str]:
+        if not self.open_dir.exists():
+            return []
+        sealed = self._sealed()
+        return sorted(
+            c.name for c in self.open_dir.iterdir() if c.is_dir() and is_day(c.name) and c.name not in sealed
+        )
+
+    def _append_entry(self, day: str, amendment: int, files: dict[str, dict[str, Any]],
+                      ref_sources: list[str] | None) -> None:
+        """Chain the entry of a segment just moved into place after the newest entry."""
+        entries = self._entries()
+        entry: dict[str, Any] = {
+            "seq": len(entries),
+            "day": day,
+            **({"amendment": amendment} if amendment else {}),
+            "tz": self.tz,
+            "capture_schema": CAPTURE_SCHEMA_VERSION,
+            "files": dict(sorted(files.items())),
+            "ref_sources": ref_sources,
+            "sealed_at": iso_utc(time.time_ns() // 1000),
+            "prev": entries[-1]["hash"] if entries else None,
+        }
+        entry["hash"] = entry_hash(entry)
+        append_bytes(self.manifest_path, canonical_json(entry) + b"\n")

@@ -1,0 +1,249 @@
+"""Reading: a day's rows in one total order, whether open or sealed, first segment or amendment.
+
+A sealed day is read only from files re-hashed against their manifest entries (verified_segments),
+so a compile never sees a changed file. Its element trees, most of its rows, can be left unread
+and fetched by snapshot when a compile asks (ElementsBySnapshot).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from capture.errors import CheckFailed, UserError
+from capture.home import Home
+from capture.log.files import complete_lines, sha256_file, sql_list
+from capture.log.layout import SOURCES_OPEN, SOURCES_SEALED, amendment_of
+from capture.log.manifest import ManifestChain
+from capture.log.opensegments import parse_open
+from capture.log.rows import build_instances, column_values, in_order
+from capture.log.schema import COLUMNS, NAMES, SELECT_SQL, SORT_SQL, sort_key
+from capture.model import CLASS_OF, ROW_KINDS, DayCapture
+from capture.timeutil import local_day, next_day, parse_day
+
+
+@dataclass(frozen=True)
+class DayStatus:
+    day: str
+    sealed: bool
+    counts: dict[str, int]
+    amendments: int = 0  # sealed segments added after the day's first
+
+
+class ElementsBySnapshot:
+    """A day's element rows, fetched by snapshot when asked (capture.model.ElementSource).
+
+    ``fetch(ids)`` returns the columns (as DuckDB's fetchnumpy gives them) of the elements of
+    those snapshots, in the log's order; the rows were checked when they landed. The last answer
+    is kept: enrichment and the compile ask for the same snapshots (the same anonymous clicks)."""
+
+    def __init__(self, count: int, fetch: Callable[[list[str]], dict[str, Any]]):
+        self.count = count
+        self._fetch = fetch
+        self._last: tuple[list[str], list[Any]] | None = None
+
+    def of_snapshots(self, frame_ids: Iterable[str]) -> list[Any]:
+        ids = sorted(set(frame_ids))
+        if not ids or not self.count:
+            return []
+        if self._last is None or self._last[0] != ids:
+            data = self._fetch(ids)
+            self._last = (ids, build_instances(CLASS_OF["elements"], [column_values(data[n]) for n in NAMES["elements"]]))
+        return list(self._last[1])
+
+
+class Reading(ManifestChain):
+    """Days, their rows and the SQL relations of sealed days."""
+
+    def __init__(self, home: Home) -> None:
+        super().__init__(home)
+        self._columns_cache: dict[tuple[str, ...], frozenset[str]] = {}
+
+    def days(self) -> list[DayStatus]:
+        """Every day in the log, sealed or open, with its row counts per kind (all segments)."""
+        out: list[DayStatus] = []
+        counts_of: dict[str, dict[str, int]] = {}
+        amendments: dict[str, int] = {}
+        for entry in self._entries():
+            day = entry["day"]
+            counts = counts_of.setdefault(day, dict.fromkeys(ROW_KINDS, 0))
+            files: dict[str, Any] = entry["files"] if isinstance(entry.get("files"), dict) else {}
+            for k in ROW_KINDS:
+                meta = files.get(f"{k}.parquet", {})
+                counts[k] += int(meta.get("rows", 0)) if isinstance(meta, dict) else 0
+            if amendment_of(entry):
+                amendments[day] = amendments.get(day, 0) + 1
+        for day, counts in counts_of.items():
+            out.append(DayStatus(day, True, counts, amendments.get(day, 0)))
+        for day in self._open_days():
+            counts = {}
+            for k in ROW_KINDS:
+                f = self.open_dir / day / f"{k}.jsonl"
+                counts[k] = len(complete_lines(f.read_bytes())) if f.exists() else 0
+            out.append(DayStatus(day, False, counts))
+        return sorted(out, key=lambda s: s.day)
+
+    def segment_paths(self, day: str) -> dict[str, Path]:
+        """The Parquet file of each row kind of a sealed day's first segment ({} while the day is
+        open). A day with amendments has more: see segment_files."""
+        if day not in self._sealed():
+            return {}
+        return {k: self.sealed_dir / day / f"{k}.parquet" for k in ROW_KINDS}
+
+    def read_day(self, day: str, lazy_elements: bool = False) -> DayCapture:
+        """Every row of a local day, sorted (an unknown day reads as empty and open).
+
+        A sealed day's rows are those of all its segments (the first and every amendment), in
+        one total order, so a day reads the same whether its capture arrived before or after it
+        was sealed. ``lazy_elements``: a sealed day's element trees (most of its rows) are not
+        read; the capture gets an element source that reads the trees of the snapshots a compile
+        asks for from the same verified segments. Open days are read whole either way."""
+        try:
+            parse_day(day)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        if day in self._sealed():
+            return self._read_sealed(day, lazy_elements)
+        try:
+            cap: DayCapture | None = self._read_open(day)
+        except FileNotFoundError:
+            cap = None
+        if cap is None or not (self.open_dir / day).is_dir():
+            # A writer may have sealed the day (and removed its open segment) while we looked.
+            if day in self._sealed():
+                return self._read_sealed(day, lazy_elements)
+        return cap if cap is not None else DayCapture(day=day, tz=self.tz, sealed=False)
+
+    def verified_segments(self, day: str) -> dict[str, str]:
+        """``sealed/<segment>/<file>`` -> sha256 of every file of a sealed day's segments, each
+        re-hashed now and checked against its manifest entry (CheckFailed on any difference)."""
+        hashes: dict[str, str] = {}
+        for name, entry in self._segments(day):
+            folder = self.sealed_dir / name
+            files: dict[str, Any] = entry["files"] if isinstance(entry.get("files"), dict) else {}
+            for fname, meta in sorted(files.items()):
+                path = folder / fname
+                if not path.is_file():
+                    raise CheckFailed(f"sealed segment {path} is missing; run `af log verify`")
+                actual = sha256_file(path)
+                if not isinstance(meta, dict) or actual != meta.get("sha256"):
+                    raise CheckFailed(
+                        f"sealed segment {path} no longer matches the sha256 in its manifest entry; "
+                        "run `af log verify`"
+                    )
+                hashes[f"sealed/{name}/{fname}"] = actual
+        return hashes
+
+    def sealed_relation(self, day: str, kind: str) -> str:
+        """SQL for the rows of one kind of a sealed day, every segment, with the current columns
+        (a column that an older capture schema lacked reads as NULL). Not sorted."""
+        files = [self.sealed_dir / name / f"{kind}.parquet" for name, _ in self._segments(day)]
+        rel = f"read_parquet({sql_list(files)}, union_by_name = true)"
+        if self.has_current_columns(day, kind):
+            return f"(SELECT {SELECT_SQL[kind]} FROM {rel})"
+        present = self._present_columns(files)
+        cols = ", ".join(f'"{n}"' if n in present else f'CAST(NULL AS {t}) AS "{n}"' for n, t in COLUMNS[kind].items())
+        return f"(SELECT {cols} FROM {rel})"
+
+    def has_current_columns(self, day: str, kind: str) -> bool:
+        """Whether every segment of a sealed day has all of this version's columns for ``kind``
+        (a segment sealed before a column was added to the capture schema has not)."""
+        files = [self.sealed_dir / name / f"{kind}.parquet" for name, _ in self._segments(day)]
+        return all(set(NAMES[kind]) <= self._present_columns([f]) for f in files)
+
+    def _present_columns(self, files: list[Path]) -> frozenset[str]:
+        """Columns of these Parquet files (their union), from the file metadata; sealed files never
+        change, so the answer is kept for the life of this object."""
+        key = tuple(str(f) for f in files)
+        cached = self._columns_cache.get(key)
+        if cached is None:
+            with self._db() as con:
+                rel = f"read_parquet({sql_list(files)}, union_by_name = true)"
+                cached = frozenset(r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall())
+            self._columns_cache[key] = cached
+        return cached
+
+    def _read_sealed(self, day: str, lazy_elements: bool = False) -> DayCapture:
+        segments = self._segments(day)
+        hashes = self.verified_segments(day)
+        cap = DayCapture(day=day, tz=self.tz, sealed=True, segment_hashes=hashes)
+        kinds = ROW_KINDS
+        if lazy_elements:
+            kinds = tuple(k for k in ROW_KINDS if k != "elements")
+            rows = sum(int(e["files"].get("elements.parquet", {}).get("rows", 0)) for _, e in segments)
+            cap.element_source = ElementsBySnapshot(rows, functools.partial(self._sealed_element_columns, day))
+        with self._db() as con:
+            for kind in kinds:
+                query = f"SELECT {SELECT_SQL[kind]} FROM {self.sealed_relation(day, kind)}"
+                # Sealing writes each file in SORT_SQL order, and the files were just checked against
+                # their hashes: a day of one segment is read as stored (one thread keeps file order)
+                # and only sorted if the check of the order says otherwise, e.g. for a file sealed
+                # under a different order; a day with amendments is merged by the sort.
+                data = con.execute(query).fetchnumpy()
+                if len(segments) > 1 or not in_order(kind, data):
+                    data = con.execute(f"{query} ORDER BY {SORT_SQL[kind]}").fetchnumpy()
+                # Column-wise conversion is several times faster than fetchall() on wide days.
+                setattr(cap, kind, build_instances(CLASS_OF[kind], [column_values(data[n]) for n in NAMES[kind]]))
+        recorders: set[str] = set()
+        for name, _ in segments:
+            doc = json.loads((self.sealed_dir / name / SOURCES_SEALED).read_bytes())
+            recorders.update(doc.get("recorders", []))
+        cap.recorders = sorted(recorders)
+        return cap
+
+    def _sealed_element_columns(self, day: str, frame_ids: list[str]) -> dict[str, Any]:
+        """The element rows of these snapshots from a sealed day's (hash-checked) segments, in log order."""
+        query = (
+            f"SELECT {SELECT_SQL['elements']} FROM {self.sealed_relation(day, 'elements')} "
+            "WHERE snapshot_frame_id IN (SELECT unnest(?::VARCHAR[]))"
+        )
+        with self._db() as con:  # one thread: rows come back in file order
+            data: dict[str, Any] = con.execute(query, [frame_ids]).fetchnumpy()
+            if len(self._segments(day)) > 1 or not in_order("elements", data):
+                data = con.execute(f"{query} ORDER BY {SORT_SQL['elements']}", [frame_ids]).fetchnumpy()
+        return data
+
+    def _read_open(self, day: str) -> DayCapture:
+        folder = self.open_dir / day
+        cap = DayCapture(day=day, tz=self.tz, sealed=False)
+        if not folder.is_dir():
+            return cap
+        for kind in ROW_KINDS:
+            f = folder / f"{kind}.jsonl"
+            if f.exists():
+                rows = parse_open(f, kind)[0]
+                rows.sort(key=sort_key(kind))
+                setattr(cap, kind, rows)
+        src = folder / SOURCES_OPEN
+        if src.exists():
+            cap.recorders = sorted({json.loads(ln)["recorder"] for ln in complete_lines(src.read_bytes())})
+        return cap
+
+    def read_range(self, start_us: int, end_us: int) -> DayCapture:
+        """Rows with start_us <= ts_us < end_us across days; ``day`` is the local day of start_us."""
+        first = local_day(start_us, self._zone)
+        out = DayCapture(day=first, tz=self.tz, sealed=True)
+        if end_us <= start_us:
+            return out
+        last = local_day(end_us - 1, self._zone)
+        known = set(self._sealed()) | set(self._open_days())
+        recorders: set[str] = set()
+        any_day = False
+        day = first
+        while day <= last:
+            if day in known:
+                any_day = True
+                cap = self.read_day(day)
+                for kind in ROW_KINDS:
+                    getattr(out, kind).extend(r for r in getattr(cap, kind) if start_us <= r.ts_us < end_us)
+                recorders.update(cap.recorders)
+                out.segment_hashes.update(cap.segment_hashes)
+                out.sealed = out.sealed and cap.sealed
+            day = next_day(day)
+        out.sealed = out.sealed and any_day
+        out.recorders = sorted(recorders)
+        return out

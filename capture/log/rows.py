@@ -1,0 +1,173 @@
+"""Rows to columns and back: the checks a row passes before it is stored, the typed columns the
+log writes, and the fast paths that turn fetched columns back into capture rows in log order.
+
+Every value stored is checked here first (type, 64-bit range, finite, valid Unicode, a ref), so
+what is read back from a sealed file needs no second check.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import itertools
+import math
+from dataclasses import fields
+from operator import attrgetter
+from typing import Any
+
+from capture.log.schema import COLUMNS, NAMES, REQUIRED
+
+_NONE = type(None)
+_ALLOWED: dict[str, frozenset[type]] = {
+    "BOOLEAN": frozenset({bool, _NONE}),
+    "BIGINT": frozenset({int, _NONE}),
+    "DOUBLE": frozenset({float, int, _NONE}),
+    "VARCHAR": frozenset({str, _NONE}),
+}
+_PANDAS_DTYPE = {"BOOLEAN": "boolean", "BIGINT": "Int64", "DOUBLE": "Float64", "VARCHAR": "string"}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def row_problem(kind: str, row: Any) -> str | None:
+    """Why one row cannot be stored, in words, or None."""
+    for name, sqltype in COLUMNS[kind].items():
+        v = getattr(row, name)
+        if v is None:
+            if name in REQUIRED[kind]:
+                return f"has no {name}"
+            continue
+        if type(v) not in _ALLOWED[sqltype]:
+            return f"has {name} of type {type(v).__name__}, expected {sqltype.lower()}"
+        if sqltype == "BIGINT" and not _INT64_MIN <= v <= _INT64_MAX:
+            return f"has {name} = {v}, outside the 64-bit range"
+        if sqltype == "DOUBLE" and not math.isfinite(v):
+            return f"has {name} = {v}, not a finite number"
+        if sqltype == "VARCHAR":
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"has {name} that is not valid Unicode text (lone surrogate)"
+    if not row.ref:
+        return "has an empty ref"
+    return None
+
+
+def columns_ok(kind: str, cols: dict[str, list[Any]]) -> bool:
+    """Whole-column version of row_problem (C-speed built-ins; no per-row Python in the usual case)."""
+    for name, sqltype in COLUMNS[kind].items():
+        col = cols[name]
+        types = set(map(type, col))
+        if not types <= _ALLOWED[sqltype]:
+            return False
+        if name in REQUIRED[kind] and _NONE in types:
+            return False
+        present = [v for v in col if v is not None] if _NONE in types else col
+        if not present:
+            continue
+        if sqltype == "BIGINT" and not (_INT64_MIN <= min(present) and max(present) <= _INT64_MAX):
+            return False
+        if sqltype == "DOUBLE" and not all(map(math.isfinite, present)):
+            return False
+        if sqltype == "VARCHAR":
+            try:
+                "".join(present).encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+    return "" not in cols["ref"]
+
+
+def checked_columns(kind: str, rows: list[Any]) -> tuple[dict[str, list[Any]], list[tuple[Any, str]]]:
+    """Rows as storable columns, plus the rows that cannot be stored with their reason."""
+    bad: list[tuple[Any, str]] = []
+    cols = {n: list(map(attrgetter(n), rows)) for n in NAMES[kind]}
+    if not columns_ok(kind, cols):
+        good = []
+        for row in rows:
+            problem = row_problem(kind, row)
+            if problem is None:
+                good.append(row)
+            else:
+                bad.append((row, problem))
+        cols = {n: list(map(attrgetter(n), good)) for n in NAMES[kind]}
+    for name, sqltype in COLUMNS[kind].items():
+        # 0 and 0.0 must read back alike from an open day (JSON) and a sealed one (Parquet DOUBLE).
+        if sqltype == "DOUBLE" and int in set(map(type, cols[name])):
+            cols[name] = [float(v) if type(v) is int else v for v in cols[name]]
+    return cols, bad
+
+
+def pandas_frame(kind: str, cols: dict[str, list[Any]]) -> Any:
+    """A typed pandas DataFrame of checked columns, for DuckDB to scan."""
+    import pandas as pd  # imported lazily: only bulk appends need it
+
+    return pd.DataFrame(
+        {n: pd.array(cols[n], dtype=_PANDAS_DTYPE[COLUMNS[kind][n]]) for n in NAMES[kind]}, copy=False
+    )
+
+
+def empty_sql(kind: str) -> str:
+    cols = ", ".join(f'CAST(NULL AS {t}) AS "{n}"' for n, t in COLUMNS[kind].items())
+    return f"(SELECT {cols} WHERE false)"
+
+
+def build_instances(cls: type, columns: list[list[Any]]) -> list[Any]:
+    """Instances of a frozen slots dataclass from checked columns, field by field at C speed.
+
+    The rows come from a sealed file the log wrote from checked values, so going around the
+    generated __init__ (one Python-level setattr per field per row) loses no validation.
+    """
+    n = len(columns[0]) if columns else 0
+    # Tens of thousands of new objects would trigger the cyclic collector many times over (each
+    # pass walks every live object); none of them can form a cycle, so it is paused meanwhile.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        objs: list[Any] = list(map(object.__new__, itertools.repeat(cls, n)))
+        for f, values in zip(fields(cls), columns, strict=True):
+            collections.deque(map(getattr(cls, f.name).__set__, objs, values), maxlen=0)
+    finally:
+        if paused:
+            gc.enable()
+    return objs
+
+
+def column_values(column: Any) -> list[Any]:
+    """A fetched column as Python values, NULL as None (faster than MaskedArray.tolist)."""
+    import numpy as np
+
+    if not isinstance(column, np.ma.MaskedArray):
+        return column.tolist()  # type: ignore[no-any-return]
+    mask = np.ma.getmaskarray(column)
+    values = column.data
+    if not mask.any():
+        return values.tolist()  # type: ignore[no-any-return]
+    values = values.astype(object) if values.dtype != object else values.copy()
+    values[mask] = None
+    return values.tolist()  # type: ignore[no-any-return]
+
+
+def in_order(kind: str, data: dict[str, Any]) -> bool:
+    """Whether fetched columns are in the total order of SORT_SQL (checked pairwise, vectorised)."""
+    import numpy as np
+
+    ts = np.asarray(data["ts_us"])
+    if len(ts) < 2:
+        return True
+    keys: list[Any] = [ts]
+    if kind in ("snapshots", "inputs"):
+        stream = data["stream"]
+        if isinstance(stream, np.ma.MaskedArray):
+            stream = np.ma.filled(stream.astype(object), "")
+        keys.append(np.asarray(stream, dtype=object))
+    elif kind == "elements":
+        keys.append(np.asarray(data["snapshot_frame_id"], dtype=object))
+    keys.append(np.asarray(data["ref"], dtype=object))
+    # Lexicographic: each adjacent pair is ordered by its first differing key (the last key may tie).
+    ok = np.zeros(len(ts) - 1, dtype=bool)
+    tied = np.ones(len(ts) - 1, dtype=bool)
+    for i, k in enumerate(keys):
+        a, b = k[:-1], k[1:]
+        less = (a < b) if i < len(keys) - 1 else (a <= b)
+        ok |= tied & np.asarray(less, dtype=bool)
+        tied &= np.asarray(a == b, dtype=bool)
+    return bool(ok.all())

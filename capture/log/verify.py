@@ -1,0 +1,143 @@
+"""Verification: the manifest chain is walked and every sealed file re-hashed.
+
+Any edit of a sealed file or a manifest entry, a removed or reordered entry, a forged amendment,
+a folder the manifest does not name, or a change of the data folder's time zone is a problem,
+named precisely. What a crash left half-done (and the next writer repairs) is a note, not a problem.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from capture.log.files import sha256_file
+from capture.log.layout import amendment_of, is_day, parse_segment_name, segment_name
+from capture.log.manifest import ManifestChain, entry_hash
+from capture.log.opensegments import parse_open
+from capture.model import ROW_KINDS
+
+
+@dataclass
+class VerifyReport:
+    ok: bool
+    problems: list[str]
+    entries: int
+    head: str | None
+    notes: list[str] = field(default_factory=list)  # not tampering: e.g. a seal a crash left half-done
+
+
+class Verifying(ManifestChain):
+    """``verify``: the chain, the sealed files, stray folders and damaged open lines."""
+
+    def verify(self) -> VerifyReport:
+        """Walk the manifest chain and re-hash every sealed file; report each problem precisely."""
+        problems: list[str] = []
+        notes: list[str] = []
+        entries: list[dict[str, Any]] = []
+        raw = self.manifest_path.read_bytes() if self.manifest_path.exists() else b""
+        lines = raw.split(b"\n")
+        if lines[-1]:
+            notes.append("manifest.jsonl ends with an incomplete record (a writer was interrupted)")
+        prev: str | None = None
+        days_seen: dict[str, int] = {}
+        amendments_seen: dict[str, int] = {}
+        segments_seen: set[str] = set()
+        for lineno, line in enumerate(lines[:-1], start=1):
+            where = f"manifest.jsonl line {lineno}"
+            try:
+                entry = json.loads(line)
+                if not isinstance(entry, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                problems.append(f"{where} is not a valid JSON entry (edited or damaged)")
+                prev = None
+                continue
+            seq = len(entries)
+            entries.append(entry)
+            day = entry.get("day")
+            label = f"{where} (entry {seq}, day {day})"
+            if entry.get("seq") != seq:
+                problems.append(f"{label}: seq is {entry.get('seq')!r}, expected {seq} (an entry was removed or reordered)")
+            if entry.get("prev") != prev:
+                problems.append(
+                    f"{label}: broken chain link: prev is {entry.get('prev')!r} but the previous entry's hash is {prev!r}"
+                )
+            recomputed = entry_hash(entry)
+            if entry.get("hash") != recomputed:
+                problems.append(
+                    f"{label}: the entry was edited: its content hashes to {recomputed}, it records {entry.get('hash')!r}"
+                )
+            prev = entry["hash"] if isinstance(entry.get("hash"), str) else recomputed
+            if not isinstance(day, str) or not is_day(day):
+                problems.append(f"{label}: {day!r} is not a day")
+                continue
+            k = amendment_of(entry)
+            expected_k = amendments_seen.get(day, -1) + 1
+            if k < 0:
+                problems.append(f"{label}: amendment {entry.get('amendment')!r} is not a number")
+                continue
+            if k != expected_k:
+                if k == 0:
+                    problems.append(f"{label}: day {day} is sealed twice (first at entry {days_seen[day]})")
+                else:
+                    problems.append(f"{label}: amendment {k} of day {day} follows "
+                                    + (f"amendment {expected_k - 1}" if expected_k else "no sealed segment of that day")
+                                    + " (an entry was removed, reordered or forged)")
+            amendments_seen[day] = max(k, amendments_seen.get(day, -1))
+            if entry.get("tz") != self.tz:
+                problems.append(
+                    f"{label}: sealed in time zone {entry.get('tz')!r} but the data folder now says {self.tz!r} "
+                    f"({self.home.settings_path.name} was edited; day boundaries would move)"
+                )
+            days_seen.setdefault(day, seq)
+            name = segment_name(day, k)
+            segments_seen.add(name)
+            problems.extend(self._verify_files(label, name, entry.get("files")))
+        if self.sealed_dir.exists():
+            for child in sorted(self.sealed_dir.iterdir()):
+                if child.name in segments_seen:
+                    continue
+                parsed = parse_segment_name(child.name)
+                if child.name.startswith(".") and child.name.endswith(".staging"):
+                    notes.append(f"sealed/{child.name}: an unfinished seal (a writer was interrupted)")
+                elif parsed is not None and (
+                    (self.dir / f".{child.name}.direct").exists()
+                    or (parsed[1] == 0 and (self.open_dir / parsed[0]).is_dir())
+                ):
+                    notes.append(f"sealed/{child.name}: a seal interrupted before its manifest entry")
+                else:
+                    problems.append(f"sealed/{child.name} is not in the manifest (added by hand, or its entry was removed)")
+        # Open segments are not hashed (they still grow), but each line must be a row this version
+        # can read: a damaged one is reported here and quarantined when the day is sealed.
+        for day in self._open_days():
+            for kind in ROW_KINDS:
+                for lineno, reason, _text in parse_open(self.open_dir / day / f"{kind}.jsonl", kind)[1]:
+                    problems.append(f"open/{day}/{kind}.jsonl line {lineno} {reason} "
+                                    "(it will be quarantined when the day is sealed)")
+        head = entries[-1].get("hash") if entries else None
+        return VerifyReport(ok=not problems, problems=problems, entries=len(entries),
+                            head=head if isinstance(head, str) else None, notes=notes)
+
+    def _verify_files(self, label: str, day: str, files: Any) -> list[str]:
+        """Problems of one sealed segment's folder (``day`` is its folder name) against its entry."""
+        folder = self.sealed_dir / day
+        if not isinstance(files, dict) or not files:
+            return [f"{label}: lists no files"]
+        if not folder.is_dir():
+            return [f"{label}: the folder sealed/{day} is missing"]
+        problems: list[str] = []
+        for name in sorted(files):
+            meta = files[name]
+            rel = f"sealed/{day}/{name}"
+            path = folder / name
+            if not path.is_file():
+                problems.append(f"{label}: file {rel} is missing")
+                continue
+            expected = meta.get("sha256") if isinstance(meta, dict) else None
+            actual = sha256_file(path)
+            if actual != expected:
+                problems.append(f"{label}: file {rel} was changed: its sha256 is {actual}, the manifest records {expected}")
+        for extra in sorted(p.name for p in folder.iterdir() if p.name not in files):
+            problems.append(f"{label}: unexpected file sealed/{day}/{extra} in a sealed day")
+        return problems
