@@ -85,6 +85,8 @@ import json, af_pipeline, capture, assets, checks, certification
 from af_pipeline import Memory
 from af_pipeline.compiler import document, layouts
 from af_pipeline.warehouse.version import code_version
+from af_pipeline.interfaces.commands.ui import prepare
+from capture.home import Home
 from capture.synth import bundled_sample
 m = Memory("home")
 print(json.dumps({
@@ -92,7 +94,7 @@ print(json.dumps({
     "days": m.days(), "block": m.context_block(m.days()[0])[:40],
     "schema": sorted(document.schema())[:1], "layouts": layouts.available(),
     "sample": sorted(p.name for p in bundled_sample().iterdir()),
-    "code_version": code_version(),
+    "code_version": code_version(), "workspace": str(prepare(Home("home"))),
 }))
 """], run, env).stdout
     import json
@@ -107,13 +109,11 @@ print(json.dumps({
 
     # The Dagster code location `af ui` serves loads from site-packages, without the checkout's
     # workspace.yaml.
-    workspace = _run([str(python), "-c", "from capture.home import Home\n"
-                      "from af_pipeline.interfaces.commands.ui import prepare\nprint(prepare(Home('home')))"],
-                     run, env).stdout.strip()
+    workspace = got["workspace"]
     assert Path(workspace) == (run / "home" / "dagster" / "workspace.yaml").resolve()
     valid = _run([str(python), "-m", "dagster", "definitions", "validate", "-w", workspace], run,
                  env | {"AF_HOME": str(run / "home"), "DAGSTER_HOME": str(Path(workspace).parent)})
-    assert "activity_frames" in valid.stdout + valid.stderr
+    assert "Validation successful for code location activity_frames" in valid.stdout + valid.stderr
 
 
 def test_the_version_is_written_once():
@@ -128,3 +128,12 @@ def test_the_version_is_written_once():
     with pytest.raises(SystemExit) as stop:
         cli.main(["--version"])
     assert stop.value.code == 0
+
+
+def test_af_ui_needs_a_data_folder(tmp_path, capsys):
+    """`af ui` on a folder that holds no capture says so (exit 2) instead of starting Dagster."""
+    from af_pipeline.interfaces import cli
+
+    assert cli.main(["ui", "--home", str(tmp_path / "nothing")]) == 2
+    assert "is not an activity-frames data folder yet" in capsys.readouterr().err
+    assert not (tmp_path / "nothing").exists()
