@@ -60,6 +60,14 @@ def installed(tmp_path_factory):
     run.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AF_HOME", "DAGSTER_HOME", "VIRTUAL_ENV")}
     env.update(XDG_CACHE_HOME=str(work / "cache"), DAGSTER_TELEMETRY_DISABLED="1", TZ="UTC")
+    # Every file of the packages is in the wheel, not only the Python: a data file added later
+    # without a package-data line in pyproject.toml fails here, not on a user's machine.
+    def files(top: Path) -> set[str]:
+        return {p.relative_to(top).as_posix() for pkg in PACKAGES for p in (top / pkg).rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts}
+
+    missing = files(src) - files(Path(purelib))
+    assert not missing, f"in the checkout but not in the wheel: {sorted(missing)}"
     yield python, venv / "bin" / "af", run, env
     shutil.rmtree(work, ignore_errors=True)
 
