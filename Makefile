@@ -30,6 +30,8 @@ $(STAMP_AW):
 $(STAMP_PY): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	@# the distribution was called activity-frames before (another project's name on PyPI)
+	$(BIN)/python -m pip uninstall -q -y activity-frames 2>/dev/null || true
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 

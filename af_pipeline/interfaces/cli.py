@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from af_pipeline.about import DISTRIBUTION, __version__
 from capture.errors import AfError, no_space
 from capture.home import private_files
 
@@ -30,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "day",
     "record",
     "view",
+    "ui",
 )
 
 
@@ -62,8 +64,9 @@ def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
         description="activity-frames: compile screen activity into evidence-linked agent memory.",
         epilog="Run `af COMMAND --help` for each command. Exit codes: 0 ok, 1 check failed, 2 bad usage or input.",
     )
+    parser.add_argument("--version", action="version", version=f"af {__version__} ({DISTRIBUTION})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in only or COMMAND_MODULES:
+    for name in COMMAND_MODULES if only is None else only:
         module = importlib.import_module(f"af_pipeline.interfaces.commands.{name}")
         module.register(sub)
     return parser
@@ -74,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # An MCP client starts `af mcp` for every session and waits for it: import only that command
     # (the others pull in numpy, DuckDB and the synthesizer, ~0.4 s before the server can start).
-    parser = build_parser(("agent",) if argv[:1] == ["mcp"] else None)
+    # `af --version` needs none of them either.
+    parser = build_parser(("agent",) if argv[:1] == ["mcp"] else () if argv[:1] == ["--version"] else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

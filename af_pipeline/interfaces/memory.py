@@ -305,6 +305,12 @@ class Memory:
         s, e = day_bounds(d, self.tz)
         return Period("day", s, e, (d,), d)
 
+    def as_period(self, p: Period | str | None) -> Period:
+        """A Period as is; a day (``"today"``, ``"yesterday"``, ``YYYY-MM-DD``, None for today) as
+        that day's period. Every lookup taking a period takes a day this way, so a script can say
+        ``memory.summary("yesterday")``; other forms go through ``period(hours=...)`` etc."""
+        return p if isinstance(p, Period) else self.period(day=p)
+
     def _days_between(self, start_us: int, end_us: int) -> tuple[str, ...]:
         first = parse_day(local_day(start_us, self.tz))
         last = local_day(max(start_us, end_us - 1), self.tz)
@@ -598,13 +604,14 @@ class Memory:
     def context_block(self, day: str | Period | None = None, budget_tokens: int = DEFAULT_BUDGET,
                       min_minutes: float = DEFAULT_MIN_MINUTES) -> str:
         """The token-budgeted context block of a day or a period."""
-        return self.context(day if isinstance(day, Period) else self.period(day=day), budget_tokens, min_minutes)[0]
+        return self.context(self.as_period(day), budget_tokens, min_minutes)[0]
 
-    def context(self, p: Period, budget_tokens: int = DEFAULT_BUDGET,
+    def context(self, p: Period | str, budget_tokens: int = DEFAULT_BUDGET,
                 min_minutes: float = DEFAULT_MIN_MINUTES) -> tuple[str, str]:
         """(block, source) for a period."""
         from af_pipeline.compiler.emit import context_block
 
+        p = self.as_period(p)
         self._check_budget(budget_tokens)
         if p.kind == "day" and budget_tokens == DEFAULT_BUDGET and min_minutes == DEFAULT_MIN_MINUTES:
             text = self.published_text(p.day, "context")
@@ -704,9 +711,10 @@ class Memory:
             [files]).fetchall()
         return {str(r): str(w) for r, w in rows}
 
-    def period_frames(self, p: Period, min_minutes: float = DEFAULT_MIN_MINUTES) -> list[FrameRef]:
+    def period_frames(self, p: Period | str, min_minutes: float = DEFAULT_MIN_MINUTES) -> list[FrameRef]:
         """Frames of the period's day documents that overlap it, in time order (whole frames:
         a frame is never cut, so its id and numbers are the same in every period)."""
+        p = self.as_period(p)
         out: list[FrameRef] = []
         for d in p.days:
             try:
@@ -717,10 +725,11 @@ class Memory:
         out.sort(key=lambda f: (f.start_us, f.day, str(f.frame.get("stream") or ""), f.frame["id"]))
         return out
 
-    def period_document(self, p: Period, min_minutes: float = DEFAULT_MIN_MINUTES) -> tuple[dict[str, Any], str]:
+    def period_document(self, p: Period | str, min_minutes: float = DEFAULT_MIN_MINUTES) -> tuple[dict[str, Any], str]:
         """A document for any period. One day: that day's document (ids bare; its ``day`` names
         the day). Otherwise frames are day-qualified (``DAY/f-0003``), and for a part of a day: the ledger and coverage compiled from the rows inside the period. Several
         days: their ledgers summed. Frames are always whole frames of the day documents."""
+        p = self.as_period(p)
         min_minutes = self._check_min(min_minutes)
         if p.kind == "day":  # the day's own document, bare ids: its header names the day
             return self.day_document(p.day, min_minutes)
@@ -918,8 +927,9 @@ class Memory:
 
     # ------------------------------------------------------------------ tools' bodies
 
-    def summary(self, p: Period, top: int = 20) -> dict[str, Any]:
+    def summary(self, p: Period | str, top: int = 20) -> dict[str, Any]:
         """Per-app ledger, one-timeline minutes first (per-monitor beside them, labelled)."""
+        p = self.as_period(p)
         if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 200:
             raise BadArgument(f"top must be between 1 and 200, not {top!r}")
         doc, source = self.period_document(p)
@@ -950,9 +960,10 @@ class Memory:
                      "per_monitor_minutes count a dual-monitor minute on both; a session is one frame"),
         }
 
-    def activity(self, p: Period, min_minutes: float = DEFAULT_MIN_MINUTES, evidence: str = "ranges",
+    def activity(self, p: Period | str, min_minutes: float = DEFAULT_MIN_MINUTES, evidence: str = "ranges",
                  max_tokens: int = DEFAULT_MAX_TOKENS, cursor: str | None = None) -> dict[str, Any]:
         """The period's document, frames paged to fit max_tokens."""
+        p = self.as_period(p)
         if evidence not in ("ranges", "none"):
             raise BadArgument(f"evidence must be 'ranges' or 'none', not {evidence!r}")
         _check_max_tokens(max_tokens)
@@ -1065,7 +1076,8 @@ class Memory:
             out.append(step)
         return out
 
-    def communications(self, p: Period, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:
+    def communications(self, p: Period | str, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:
+        p = self.as_period(p)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
             raise BadArgument(f"limit must be between 1 and 200, not {limit!r}")
         frames = self.period_frames(p, 0.0)
@@ -1168,10 +1180,11 @@ class Memory:
             raise BadArgument(f"no input actions in {p.label}")
         return chosen, per_day, R.mine_days(per_day)
 
-    def patterns(self, p: Period, top: int = 10) -> dict[str, Any]:
+    def patterns(self, p: Period | str, top: int = 10) -> dict[str, Any]:
         """Workflow patterns: the same algorithm and output as ``af routines`` (patterns part)."""
         from af_pipeline.routines import miner as R
 
+        p = self.as_period(p)
         if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 50:
             raise BadArgument(f"top must be between 1 and 50, not {top!r}")
         with self.lock:
@@ -1179,7 +1192,8 @@ class Memory:
             wp = R.workflow_patterns(per_day, self.tz, result=mined, top=top)
         return fit({"period": p.to_json(self.tz), "active_days": chosen, **wp.to_dict()})
 
-    def routines(self, p: Period, top: int = 10) -> dict[str, Any]:
+    def routines(self, p: Period | str, top: int = 10) -> dict[str, Any]:
+        p = self.as_period(p)
         if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 50:
             raise BadArgument(f"top must be between 1 and 50, not {top!r}")
         with self.lock:
@@ -1194,9 +1208,10 @@ class Memory:
                     "routines": out,
                     "note": "routine ids are hashes of their steps: get_plan(routine_id) with the same period"})
 
-    def plan(self, routine_id: str, p: Period) -> dict[str, Any]:
+    def plan(self, routine_id: str, p: Period | str) -> dict[str, Any]:
         from af_pipeline.routines import plans
 
+        p = self.as_period(p)
         rid = (routine_id or "").strip()
         if not rid:
             raise BadArgument("routine_id is required (an id from get_routines)")

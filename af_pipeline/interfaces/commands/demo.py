@@ -81,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nLog chain: {'verified' if ok.ok else 'BROKEN'} ({ok.entries} sealed segments, head "
           f"{(ok.head or '-')[:12]}).")
     _print_pipeline(home, pipeline)
-    print(f"\nTook {time.monotonic() - started:.1f} s. Dagster UI on this folder: AF_HOME={home.root} "
-          f"DAGSTER_HOME={home.dagster_home} dagster dev -w workspace.yaml")
+    print(f"\nTook {time.monotonic() - started:.1f} s. Dagster UI on this folder: af ui --home {home.root}")
     return 0 if ok.ok and pipeline["ok"] else 1
 
 
