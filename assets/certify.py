@@ -11,7 +11,6 @@ exactly what ``dagster job execute -m assets.definitions -a defs -j certify --ta
 from __future__ import annotations
 
 import json
-import os
 import time
 import warnings
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from capture.errors import UserError
+from capture.files import atomic_write
 from capture.home import Home
 
 CERTIFICATE_VERSION = 1
@@ -232,7 +232,4 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
 
 
 def write_certificate(home: Home, cert: dict[str, Any]) -> None:
-    path = home.certificate_path
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(cert, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(home.certificate_path, (json.dumps(cert, indent=2, sort_keys=True) + "\n").encode("utf-8"))

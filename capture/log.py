@@ -33,7 +33,6 @@ import os
 import shutil
 import threading
 import time
-import typing
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -44,8 +43,9 @@ from typing import Any
 import duckdb
 
 from capture.errors import CheckFailed, UserError
+from capture.files import canonical_json, sha256_file
 from capture.home import Home
-from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS, CaptureBatch, DayCapture
+from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS, CaptureBatch, DayCapture, column_types
 from capture.redact import excerpt_text, redact_row
 from capture.timeutil import day_bounds, iso_utc, local_day, next_day, parse_day, zone
 
@@ -102,17 +102,7 @@ def sort_key(kind: str) -> Callable[[Any], tuple[Any, ...]]:
     return lambda r: (r.ts_us, r.ref)
 
 
-def _column_types(cls: type) -> dict[str, str]:
-    """DuckDB column types of a capture dataclass, in field order."""
-    hints = typing.get_type_hints(cls)
-    out: dict[str, str] = {}
-    for f in fields(cls):
-        args = [a for a in typing.get_args(hints[f.name]) if a is not type(None)] or [hints[f.name]]
-        out[f.name] = {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE"}.get(args[0], "VARCHAR")
-    return out
-
-
-COLUMNS: dict[str, dict[str, str]] = {kind: _column_types(CLASS_OF[kind]) for kind in ROW_KINDS}
+COLUMNS: dict[str, dict[str, str]] = {kind: column_types(CLASS_OF[kind]) for kind in ROW_KINDS}
 NAMES: dict[str, tuple[str, ...]] = {kind: tuple(COLUMNS[kind]) for kind in ROW_KINDS}
 # Quoted column lists for SQL ("window" is a reserved word in DuckDB).
 SELECT_SQL: dict[str, str] = {kind: ", ".join(f'"{n}"' for n in NAMES[kind]) for kind in ROW_KINDS}
@@ -168,20 +158,12 @@ class VerifyReport:
 
 
 def _canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return canonical_json(obj).encode("utf-8")
 
 
 def entry_hash(entry: dict[str, Any]) -> str:
     """sha256 of a manifest entry's canonical JSON without its own ``hash`` field."""
     return hashlib.sha256(_canonical({k: v for k, v in entry.items() if k != "hash"})).hexdigest()
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:
@@ -1465,7 +1447,7 @@ class EventLog:
         files[SOURCES_SEALED] = {"rows": len(unique)}
         for name in files:
             _fsync_file(staging / name)
-            files[name]["sha256"] = _sha256_file(staging / name)
+            files[name]["sha256"] = sha256_file(staging / name)
         _fsync_dir(staging)
         os.rename(staging, final)
         _fsync_dir(self.sealed_dir)
@@ -1553,7 +1535,7 @@ class EventLog:
                 path = folder / fname
                 if not path.is_file():
                     raise CheckFailed(f"sealed segment {path} is missing; run `af log verify`")
-                actual = _sha256_file(path)
+                actual = sha256_file(path)
                 if not isinstance(meta, dict) or actual != meta.get("sha256"):
                     raise CheckFailed(
                         f"sealed segment {path} no longer matches the sha256 in its manifest entry; "
@@ -1791,7 +1773,7 @@ class EventLog:
                 problems.append(f"{label}: file {rel} is missing")
                 continue
             expected = meta.get("sha256") if isinstance(meta, dict) else None
-            actual = _sha256_file(path)
+            actual = sha256_file(path)
             if actual != expected:
                 problems.append(f"{label}: file {rel} was changed: its sha256 is {actual}, the manifest records {expected}")
         for extra in sorted(p.name for p in folder.iterdir() if p.name not in files):

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from capture.errors import UserError
+from capture.files import atomic_write
 from capture.home import Home
 from capture.log import EventLog
 from capture.model import CaptureBatch
@@ -104,14 +105,7 @@ def _load(home: Home) -> dict[str, Any]:
 
 
 def _save(home: Home, data: dict[str, Any]) -> None:
-    path = _path(home)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    atomic_write(_path(home), (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"), mode=0o600)
 
 
 def normalise(kind: str, location: str) -> str:

@@ -26,10 +26,10 @@ from af_pipeline.interfaces.memory import (
     BadArgument,
     Memory,
     Period,
-    compact_json,
     fit,
 )
 from capture.errors import AfError, UserError
+from capture.files import canonical_json
 from capture.home import Home
 from capture.timeutil import parse_day, parse_ts
 
@@ -106,12 +106,12 @@ def build_server(memory: Memory) -> Any:
             raise ToolError(f"could not answer: {exc}") from None
         if isinstance(out, str):
             return out
-        text = compact_json(out)
+        text = canonical_json(out)
         # a last guard for every tool: no answer over the cap (the read model pages the big ones;
         # a token is at least one character, so only long answers need counting)
         if len(text) <= DEFAULT_MAX_TOKENS or tokens.count(text) <= DEFAULT_MAX_TOKENS:
             return text
-        return compact_json(fit(out))
+        return canonical_json(fit(out))
 
     def period(day: str | None, hours: float | None, start: str | None, end: str | None) -> Period:
         return memory.period(day=day, hours=hours, start=start, end=end)
@@ -293,7 +293,7 @@ def build_server(memory: Memory) -> Any:
     @server.resource("activity://capabilities", name="capabilities", mime_type="application/json",
                      description="What this memory covers: days, time zone, limits.")
     def capabilities() -> str:
-        return compact_json(memory.capabilities())
+        return canonical_json(memory.capabilities())
 
     @server.resource("activity://days", name="days", mime_type="application/json",
                      description="Days in the log (sealed or open) and which are published.")
@@ -301,7 +301,7 @@ def build_server(memory: Memory) -> Any:
         published = set(memory.published_days())
         rows = [{"day": s.day, "sealed": s.sealed, "published": s.day in published,
                  "snapshots": s.counts.get("snapshots", 0)} for s in memory.log.days()]
-        return compact_json({"tz": memory.tz, "days": rows})
+        return canonical_json({"tz": memory.tz, "days": rows})
 
     def published(day: str, name: str) -> str:
         try:

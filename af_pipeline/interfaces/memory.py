@@ -16,8 +16,9 @@ activity. It owns the rules they share:
 - **Stable frame ids.** A frame is always a frame of its day's document. Outside a single day's
   raw document, ids are day-qualified (``2026-06-03/f-0003``): the same frame keeps the same id
   whatever period it is served in. A bare ``f-0003`` is only accepted together with its day.
-- **One patterns algorithm.** Workflow patterns and routines come from ``af_pipeline.routines.miner``
-  (the same code as ``af routines``), over the period's action streams.
+- **One patterns algorithm.** Workflow patterns and routines come from ``af_pipeline.routines``
+  (``report.day_actions`` and the miner, the same code as ``af routines``), over the period's
+  action streams.
 
 Everything here is read-only: the log and the published folder are only read.
 """
@@ -37,7 +38,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from af_pipeline.compiler.emit import DEFAULT_BUDGET
 from capture.errors import AfError, UserError
+from capture.files import canonical_json, sha256_file
 from capture.home import Home
 from capture.model import CLASS_OF, ROW_KINDS, DayCapture, StreamInfo
 from capture.timeutil import US, day_bounds, hhmmss, local_day, parse_day, to_datetime
@@ -46,7 +49,6 @@ MAX_PERIOD_DAYS = 31
 MAX_HOURS = 24.0 * MAX_PERIOD_DAYS
 MAX_SEARCH_DAYS = 366  # search reads a compact per-day index, so it may span a year
 DEFAULT_MIN_MINUTES = 0.0  # what `af build` publishes with, so published days are served as is
-DEFAULT_BUDGET = 1500
 DEFAULT_MAX_TOKENS = 20_000  # under the 25k output cap of common MCP clients
 MIN_MAX_TOKENS = 5000  # a busy day's ledger and coverage alone are ~3.5k tokens
 MAX_STEPS = 500
@@ -142,10 +144,6 @@ class _DayIndex:
     fields: list[list[tuple[str, str]]] | None = None  # per frame: (field kind, text)
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _casefold(text: object) -> str:
     return str(text or "").casefold()
 
@@ -156,11 +154,6 @@ def _is_day(name: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def compact_json(payload: Any) -> str:
-    """One line, no spaces: what every tool answers (pretty-printing costs a third more tokens)."""
-    return json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 class Memory:
@@ -468,7 +461,7 @@ class Memory:
         path = self.published_dir(day) / name
         if not path.is_file():
             raise Tampered(f"{path} is listed in its manifest but missing: refusing it; rebuild with `af build`")
-        actual = _sha256(path)
+        actual = sha256_file(path)
         if actual != expected:
             raise Tampered(
                 f"{path} does not match its manifest (sha256 {actual[:12]}, published {str(expected)[:12]}): "
@@ -1116,14 +1109,13 @@ class Memory:
 
     def day_actions(self, day: str) -> list[Any]:
         """A day's action stream (the input of routine mining), cached while the day is."""
-        from af_pipeline.compiler.actions import actions_for_day
-        from af_pipeline.compiler.enrich import enrich
+        from af_pipeline.routines.report import day_actions
 
         with self.lock:
             key = (day, self._fingerprint(day))
             hit = self._actions.get(key)
             if hit is None:
-                hit = actions_for_day(day, enrich(self.day_capture(day)))
+                hit = day_actions(self.day_capture(day))
                 self._actions = {k: v for k, v in self._actions.items() if k[0] != day}
                 while len(self._actions) >= MAX_PERIOD_DAYS + 1:
                     self._actions.pop(next(iter(self._actions)))
@@ -1145,7 +1137,7 @@ class Memory:
         return self.period(day, hours, start, end)
 
     def _mine(self, p: Period) -> tuple[list[str], list[list[Any]], Any]:
-        from af_pipeline.routines import miner as R
+        from af_pipeline.routines import miner
 
         known = set(self.days())
         chosen, per_day = [], []
@@ -1158,17 +1150,17 @@ class Memory:
                 per_day.append(acts)
         if not per_day:
             raise BadArgument(f"no input actions in {p.label}")
-        return chosen, per_day, R.mine_days(per_day)
+        return chosen, per_day, miner.mine_days(per_day)
 
     def patterns(self, p: Period, top: int = 10) -> dict[str, Any]:
         """Workflow patterns: the same algorithm and output as ``af routines`` (patterns part)."""
-        from af_pipeline.routines import miner as R
+        from af_pipeline.routines import miner
 
         if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 50:
             raise BadArgument(f"top must be between 1 and 50, not {top!r}")
         with self.lock:
             chosen, per_day, mined = self._mine(p)
-            wp = R.workflow_patterns(per_day, self.tz, result=mined, top=top)
+            wp = miner.workflow_patterns(per_day, self.tz, result=mined, top=top)
         return fit({"period": p.to_json(self.tz), "active_days": chosen, **wp.to_dict()})
 
     def routines(self, p: Period, top: int = 10) -> dict[str, Any]:
@@ -1422,15 +1414,15 @@ def fit(payload: dict[str, Any], max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[s
     level down), repeatedly; ``truncated`` says how many items each list lost."""
     from af_pipeline.compiler import tokens
 
-    out = json.loads(compact_json(payload))  # a copy, never the cached document
+    out = json.loads(canonical_json(payload))  # a copy, never the cached document
     cut: dict[str, int] = {}
-    while tokens.count(compact_json(out)) > max_tokens:
+    while tokens.count(canonical_json(out)) > max_tokens:
         lists = [(k, None, v) for k, v in out.items() if isinstance(v, list) and v]
         lists += [(k, k2, v2) for k, v in out.items() if isinstance(v, dict)
                   for k2, v2 in v.items() if isinstance(v2, list) and v2]
         if not lists:
             break
-        k, k2, longest = max(lists, key=lambda t: (len(compact_json(t[2])), t[0], t[1] or ""))
+        k, k2, longest = max(lists, key=lambda t: (len(canonical_json(t[2])), t[0], t[1] or ""))
         n = max(1, len(longest) // 10)
         del longest[-n:]
         name = k if k2 is None else f"{k}.{k2}"
@@ -1481,14 +1473,14 @@ def _page(head: dict[str, Any], list_key: str, items: list[Any], max_tokens: int
     shown = head if first or not lean else {k: head[k] for k in lean if k in head}
     base = dict(shown, total=len(items), offset=offset, next_cursor=_make_cursor(10**9, key))
     base[list_key] = []
-    room = max_tokens - tokens.count(compact_json(base))
+    room = max_tokens - tokens.count(canonical_json(base))
     if room <= 0:
         raise BadArgument(f"max_tokens {max_tokens} is too small for this answer's header "
                           f"({max_tokens - room} tokens); ask with a larger max_tokens")
     # estimate with ~3 characters a token (measured on documents), then check the real count
     take, est = 0, 0.0
     for it in items[offset:offset + limit] if limit else items[offset:]:
-        cost = len(compact_json(it)) / 2.9 + 1
+        cost = len(canonical_json(it)) / 2.9 + 1
         if est + cost > room * 0.97:
             break
         est += cost
@@ -1500,7 +1492,7 @@ def _page(head: dict[str, Any], list_key: str, items: list[Any], max_tokens: int
 
     while take > 0:
         out = build(take)
-        if tokens.count(compact_json(out)) <= max_tokens:
+        if tokens.count(canonical_json(out)) <= max_tokens:
             return out
         take -= max(1, take // 10)
     # nothing fits beside the first page's head: the head alone; later pages always progress

@@ -34,7 +34,7 @@ def _progress(msg: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from af_pipeline.interfaces.commands.importer import _Totals
+    from af_pipeline.interfaces.commands.importer import ImportTotals
     from capture.importers.screenpipe import iter_screenpipe
     from capture.log import EventLog
     from capture.synth import bundled_sample
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     print("[1/4] reading the sample capture and [2/4] landing it in the event log, day by day",
           file=sys.stderr)
     log = EventLog(home)
-    report = _Totals()
+    report = ImportTotals()
     # The user's zone decides which rows make a day: read in it, one local day per batch.
     for batch in iter_screenpipe(db, tz=home.settings().tz, progress=_progress):
         report.add(batch, log.append(batch, progress=_progress))
@@ -88,9 +88,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_pipeline(home: Home, days: list[str]) -> dict:
     """Build every day through Dagster (one run), certify each day, and collect the numbers."""
-    import duckdb
-
     from af_pipeline.compiler.emit import raw_rows_tokens
+    from af_pipeline.warehouse import day_work
     from assets import certify as harness
     from capture.log import EventLog
 
@@ -100,14 +99,7 @@ def _run_pipeline(home: Home, days: list[str]) -> dict:
         return {"ok": False, "build": {"ok": False, "failures": build.failures}, "days": []}
     print("[4/4] certifying every day (checks-only Dagster runs)", file=sys.stderr)
     cert = harness.run_certify(home, days, _progress)
-    con = duckdb.connect(str(home.warehouse_path), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT d.day, d.frames, d.active_min, d.tokens, c.tokens "
-            "FROM day_document d JOIN context_block c USING (day) ORDER BY d.day"
-        ).fetchall()
-    finally:
-        con.close()
+    rows = day_work.built_day_totals(home.warehouse_path)
     log = EventLog(home)
     table = [
         {"day": r[0], "frames": r[1], "active_min": r[2],

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
         batches = [read_rpm(path, **opts)]
     log: EventLog | None = None
-    total = _Totals()
+    total = ImportTotals()
     with contextlib.ExitStack() as held:
         for batch in batches:
             if log is None:  # the data folder is made only once the source yields something
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _nothing_landed(path: Path, total: _Totals, notes: dict[str, int]) -> None:
+def _nothing_landed(path: Path, total: ImportTotals, notes: dict[str, int]) -> None:
     """A source of which nothing usable landed is an error (exit 2) with the reason.
 
     Re-importing a source whose rows are all already in the log is a success: they landed before.
@@ -167,7 +167,7 @@ def _nothing_landed(path: Path, total: _Totals, notes: dict[str, int]) -> None:
     raise UserError(f"{path}: nothing usable landed ({reason})")
 
 
-class _Totals:
+class ImportTotals:
     """The sum of the append reports of one import (a screenpipe import lands day by day)."""
 
     def __init__(self) -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from af_pipeline.compiler import tokens
-from af_pipeline.compiler.emit import raw_rows_json
+from af_pipeline.compiler.emit import DEFAULT_BUDGET, raw_rows_json
+from af_pipeline.compiler.sessionize import PAPER_RULES, US
 from af_pipeline.interfaces.qa import grader, oracle, questions
 from af_pipeline.interfaces.qa.questions import CATEGORIES, Question
 from capture.errors import UserError
@@ -24,7 +25,6 @@ from capture.home import Home
 from capture.model import DayCapture
 
 DOCUMENT_MIN_MINUTES = 0.5  # the paper's document floor (6.1)
-BLOCK_BUDGET = 1500
 REPRESENTATIONS = ("block", "document", "raw")
 Progress = Callable[[str], None]
 
@@ -146,14 +146,14 @@ def run(
     say(f"{len(statuses)} active days; choosing the evaluated days")
     selection = questions.select_days(list(rows_of), lambda d: raw(d)[1], window=window_tokens)
     runner60 = oracle.DuckDBOracle()
-    runner90 = oracle.DuckDBOracle(cap_us=90 * 1_000_000)
+    runner90 = oracle.DuckDBOracle(cap_us=PAPER_RULES.dwell_s * US)
     evals: list[DayEval] = []
     for day in selection.days:
         say(f"{day}: oracle, compile, representations")
         o60 = oracle.oracle_log_day(log, day, runner60)
         o90 = oracle.oracle_log_day(log, day, runner90)
         doc = compile_day(cap(day), CompileOptions(min_minutes=DOCUMENT_MIN_MINUTES))
-        block = context_block(doc, budget_tokens=BLOCK_BUDGET)
+        block = context_block(doc, budget_tokens=DEFAULT_BUDGET)
         doc_json = to_json(doc)
         raw_text, raw_tokens = raw(day)
         texts = {"block": block, "document": doc_json}
@@ -187,7 +187,7 @@ def run(
     # busiest day of the whole log: the token-ratio target is measured there
     busiest = max(statuses, key=lambda s: (s.counts["snapshots"], s.day)).day
     bdoc = compile_day(cap(busiest), CompileOptions(min_minutes=DOCUMENT_MIN_MINUTES))
-    bblock = context_block(bdoc, budget_tokens=BLOCK_BUDGET)
+    bblock = context_block(bdoc, budget_tokens=DEFAULT_BUDGET)
     btokens = {"raw": raw(busiest)[1], "document": tokens.count(to_json(bdoc)), "block": tokens.count(bblock)}
 
     engines = None
