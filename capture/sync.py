@@ -46,7 +46,7 @@ from capture.files import atomic_write
 from capture.home import Home
 from capture.log import EventLog
 from capture.model import CaptureBatch
-from capture.timeutil import US, iso_utc
+from capture.timeutil import US, iso_utc, parse_ts
 
 SYNC_FILE = "sync.json"
 KINDS = ("screenpipe", "activitywatch")
@@ -238,6 +238,7 @@ def _drop_known_streams(log: EventLog, batch: CaptureBatch) -> None:
 
 
 def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tuple[Iterable[CaptureBatch], dict[str, Any]]:
+    # deferred: only the importer of the source synced
     from capture.importers import screenpipe
 
     path = Path(source.location)
@@ -261,6 +262,7 @@ def _get_json(url: str) -> Any:
 
 def _activitywatch_batches(home: Home, source: Source, state: dict[str, Any], now_us: int
                            ) -> tuple[Iterable[CaptureBatch], dict[str, Any]]:
+    # deferred: only the importer of the source synced
     from capture.importers.activitywatch import read_activitywatch
 
     tz = home.settings().tz
@@ -305,8 +307,6 @@ def _activitywatch_batches(home: Home, source: Source, state: dict[str, Any], no
 
 
 def _newest_event_end(events: list[Any]) -> int | None:
-    from capture.timeutil import parse_ts
-
     best: int | None = None
     for ev in events:
         try:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from af_pipeline.compiler.emit import canonical_bytes
 from af_pipeline.warehouse import publish
 from capture.files import sha256_bytes, sha256_file
 
 
 def canonical_sha_of_file(path: Path) -> str:
-    from af_pipeline.compiler.emit import canonical_bytes
-
     try:
         return sha256_bytes(canonical_bytes(json.loads(path.read_text(encoding="utf-8"))))
     except (OSError, ValueError) as exc:

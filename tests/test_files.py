@@ -1,4 +1,5 @@
-"""capture.files: the one canonical JSON, file hash and atomic write every layer uses."""
+"""capture.files and capture.model.column_types: the one canonical JSON, file hash, atomic write
+and DuckDB column-type map every layer uses."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import stat
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from capture.files import atomic_write, canonical_json, sha256_file
+from capture.log import COLUMNS
+from capture.model import CLASS_OF, ROW_KINDS, column_types
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -90,3 +94,23 @@ def test_a_writer_killed_mid_write_leaves_the_old_file_whole(tmp_path: Path):
     assert data == b"old and complete\n" or data == b"n" * (128 << 20)
     if child.returncode == -signal.SIGKILL and tmp.exists():
         assert data == b"old and complete\n"
+
+
+@dataclass
+class _Record:
+    count: int
+    name: str | None
+    share: float | None
+    done: bool
+    tags: list[str]
+    sizes: dict[str, int]
+    span: tuple[int, ...]
+
+
+def test_one_column_type_map_for_the_log_and_the_warehouse():
+    # A container of ints is JSON text, not an integer column (the log's old copy said BIGINT).
+    assert column_types(_Record) == {
+        "count": "BIGINT", "name": "VARCHAR", "share": "DOUBLE", "done": "BOOLEAN",
+        "tags": "VARCHAR", "sizes": "VARCHAR", "span": "VARCHAR",
+    }
+    assert all(COLUMNS[kind] == column_types(CLASS_OF[kind]) for kind in ROW_KINDS)

@@ -11,11 +11,14 @@ Everything is read-only: the log and the published artifacts are only read, noth
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import Field
 
+from af_pipeline.about import __version__
+from af_pipeline.compiler import tokens
 from af_pipeline.interfaces.memory import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_TOKENS,
@@ -75,12 +78,10 @@ DaysArg = Annotated[int | None, Field(description=f"The last N local days up to 
 
 def build_server(memory: Memory) -> Any:
     """The MCPServer: tools, prompts and resources over one Memory."""
+    # deferred: the MCP SDK, so the tests and helpers that import this module do not pay for it
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ResourceError, ToolError
     from mcp.types import ToolAnnotations
-
-    from af_pipeline.about import __version__
-    from af_pipeline.compiler import tokens
 
     server = MCPServer(
         name="activity-frames",
@@ -371,8 +372,6 @@ def serve(home: Home, include_typed_text: bool = False, now: str | None = None) 
     """Run the server on stdio until the client closes it. One-time costs (tokenizer, today's
     rows) are paid in a background thread, so ``initialize`` is answered at once; a first call
     that arrives meanwhile waits on the read model's lock."""
-    import threading
-
     clock = None
     if now is not None:
         try:

@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from af_pipeline.compiler.emit import DEFAULT_BUDGET
+from af_pipeline.compiler import emit, layouts, tokens
+from af_pipeline.compiler.document import decode_refs, encode_refs
+from af_pipeline.compiler.emit import DEFAULT_BUDGET, context_block
 from capture.errors import AfError, UserError
 from capture.files import canonical_json, sha256_file
 from capture.home import Home
@@ -171,8 +173,6 @@ class Memory:
         clock: Callable[[], int] | None = None,
         layout: str | None = None,
     ) -> None:
-        from af_pipeline.compiler import layouts
-
         self.home = home if isinstance(home, Home) else Home(Path(home))
         if not self.home.exists():
             raise UserError(f"{self.home.root} is not an activity-frames data folder (import a capture first, "
@@ -203,6 +203,7 @@ class Memory:
         """The event log (capture.log.EventLog), opened on first use: importing it loads DuckDB,
         which the MCP server should not pay for before it answers ``initialize``."""
         if self._log is None:
+            # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
             from capture.log import EventLog
 
             self._log = EventLog(self.home)
@@ -524,8 +525,6 @@ class Memory:
     def day_document(self, day: str, min_minutes: float = DEFAULT_MIN_MINUTES,
                      live: bool = False) -> tuple[dict[str, Any], str]:
         """(document, source) of one local day: published and verified, else compiled live."""
-        from af_pipeline.compiler import layouts
-
         min_minutes = self._check_min(min_minutes)
         layout = self.layout
         with self.lock:
@@ -538,6 +537,7 @@ class Memory:
             hit = self._docs.get(key)
             if hit is not None:
                 return hit
+            # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
             from af_pipeline.compiler.compile import CompileOptions, compile_day
 
             cap = self.day_capture(day)
@@ -561,8 +561,6 @@ class Memory:
     def published_text(self, day: str, fmt: str) -> str | None:
         """The verified published rendering of a day (json, yaml, md or the default-budget
         context block), or None when it cannot be served as published."""
-        from af_pipeline.compiler import layouts
-
         if fmt not in FORMAT_FILES or self.layout != layouts.DEFAULT_LAYOUT or \
                 not self._servable(day, DEFAULT_MIN_MINUTES, self.include_typed_text):
             return None
@@ -573,8 +571,6 @@ class Memory:
 
     def render(self, document: dict[str, Any], fmt: str = "json", budget_tokens: int = DEFAULT_BUDGET) -> str:
         """A document as json | yaml | md | context (typed text only if this Memory opted in)."""
-        from af_pipeline.compiler import emit
-
         if fmt not in emit.FORMATS:
             raise BadArgument(f"format must be one of {', '.join(emit.FORMATS)}, not {fmt!r}")
         return emit.render(document, fmt, include_typed_text=self.include_typed_text, budget_tokens=budget_tokens)
@@ -594,8 +590,6 @@ class Memory:
     def context(self, p: Period, budget_tokens: int = DEFAULT_BUDGET,
                 min_minutes: float = DEFAULT_MIN_MINUTES) -> tuple[str, str]:
         """(block, source) for a period."""
-        from af_pipeline.compiler.emit import context_block
-
         self._check_budget(budget_tokens)
         if p.kind == "day" and budget_tokens == DEFAULT_BUDGET and min_minutes == DEFAULT_MIN_MINUTES:
             text = self.published_text(p.day, "context")
@@ -651,8 +645,6 @@ class Memory:
     def _row_titles(self, day: str, frames: Sequence[dict[str, Any]]) -> list[list[str]]:
         """Per frame, the distinct window titles of its snapshot rows and of its interruptions'
         rows, in row order."""
-        from af_pipeline.compiler.document import decode_refs
-
         try:
             window = self._window_titles(day)
         except (AfError, OSError, ValueError):
@@ -741,6 +733,7 @@ class Memory:
             return base, sources[0] if len(sources) == 1 else "; ".join(sources)
 
     def _piece(self, day: str, lo: int, hi: int, min_minutes: float) -> tuple[dict[str, Any], str] | None:
+        # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
         from af_pipeline.compiler.compile import CompileOptions, compile_day
 
         key = (day, lo, hi, min_minutes, self.include_typed_text, self._fingerprint(day))
@@ -964,8 +957,6 @@ class Memory:
 
     def steps(self, p: Period | None, frame_id: str | None, query: str | None, limit: int = 100,
               cursor: str | None = None, day: str | None = None) -> dict[str, Any]:
-        from af_pipeline.compiler.document import encode_refs
-
         if (frame_id is None) == (query is None or not query.strip()):
             raise BadArgument("give exactly one of frame_id (e.g. 2026-06-03/f-0012) or query (words to find a task)")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_STEPS:
@@ -1011,8 +1002,8 @@ class Memory:
         return [f for _, f in sorted(out, key=lambda r: r[0])]
 
     def _frame_steps(self, f: FrameRef) -> list[dict[str, Any]]:
+        # deferred: entities load the public suffix list (~0.6 s), see warm()
         from af_pipeline.compiler.actions import actions_for_day
-        from af_pipeline.compiler.document import decode_refs
         from af_pipeline.compiler.enrich import enrich
 
         cap = self.day_capture(f.day)
@@ -1109,6 +1100,7 @@ class Memory:
 
     def day_actions(self, day: str) -> list[Any]:
         """A day's action stream (the input of routine mining), cached while the day is."""
+        # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
         from af_pipeline.routines.report import day_actions
 
         with self.lock:
@@ -1137,6 +1129,7 @@ class Memory:
         return self.period(day, hours, start, end)
 
     def _mine(self, p: Period) -> tuple[list[str], list[list[Any]], Any]:
+        # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
         from af_pipeline.routines import miner
 
         known = set(self.days())
@@ -1154,6 +1147,7 @@ class Memory:
 
     def patterns(self, p: Period, top: int = 10) -> dict[str, Any]:
         """Workflow patterns: the same algorithm and output as ``af routines`` (patterns part)."""
+        # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
         from af_pipeline.routines import miner
 
         if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 50:
@@ -1179,6 +1173,7 @@ class Memory:
                     "note": "routine ids are hashes of their steps: get_plan(routine_id) with the same period"})
 
     def plan(self, routine_id: str, p: Period) -> dict[str, Any]:
+        # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
         from af_pipeline.routines import plans
 
         rid = (routine_id or "").strip()
@@ -1215,9 +1210,8 @@ class Memory:
         today's document, then the search index of the most recent days, newest first (the
         lock is taken day by day, so questions are answered in between). Best effort: a
         failure here surfaces on the call that needs it."""
-        from af_pipeline.compiler import tokens
+        # the compiler's imports (numpy, the suffix list), paid here in the background
         from af_pipeline.compiler.compile import compile_day  # noqa: F401
-        from af_pipeline.compiler.emit import context_block  # noqa: F401
 
         tokens.encoding()
         try:
@@ -1281,8 +1275,6 @@ def _score(fields: Sequence[tuple[str, str]], words: Sequence[str], phrase: str)
 
 def _evidence_summary(frame: dict[str, Any]) -> dict[str, Any]:
     """A frame's evidence in a few tokens: its row count and first and last row references."""
-    from af_pipeline.compiler.document import decode_refs
-
     try:
         refs = decode_refs(frame.get("evidence", {}).get("snapshots", []))
     except (ValueError, KeyError, TypeError):
@@ -1412,8 +1404,6 @@ def _shrink_frame(frame: dict[str, Any]) -> dict[str, Any]:
 def fit(payload: dict[str, Any], max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
     """The payload cut to max_tokens by dropping the tail of its longest list (top level or one
     level down), repeatedly; ``truncated`` says how many items each list lost."""
-    from af_pipeline.compiler import tokens
-
     out = json.loads(canonical_json(payload))  # a copy, never the cached document
     cut: dict[str, int] = {}
     while tokens.count(canonical_json(out)) > max_tokens:
@@ -1464,8 +1454,6 @@ def _page(head: dict[str, Any], list_key: str, items: list[Any], max_tokens: int
     """head plus as many items (from the cursor on) as fit max_tokens (cl100k, compact JSON).
     Pages after the first carry only the head's ``lean`` keys; a first page whose head leaves no
     room for an item carries the head alone (the next page goes on from the same item)."""
-    from af_pipeline.compiler import tokens
-
     offset = _cursor_offset(cursor, key)
     if offset > len(items):
         raise BadArgument(f"cursor {cursor!r} is past the end ({len(items)} items)")

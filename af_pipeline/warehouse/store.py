@@ -98,6 +98,7 @@ def replace_day(
     rows: Iterable[Sequence[Any]],
 ) -> int:
     """Replace one day's rows of a table (created on first use). Returns the rows written."""
+    # deferred: pandas (~0.3 s) only when rows are written; `af --help` imports this module
     import numpy as np
     import pandas as pd
 
@@ -148,6 +149,7 @@ def insert_frame(con: Any, table: str, select: str, frame: Any, prepare: Callabl
 def replace_table(con: Any, table: str, columns: Mapping[str, str], rows: Sequence[Sequence[Any]]) -> int:
     """Replace a whole table that is not per day (no ``day``/``seq`` columns: the routine tables)
     in one transaction; non-scalar cells are stored as canonical JSON. Returns the rows written."""
+    # deferred: pandas (~0.3 s) only when rows are written; `af --help` imports this module
     import pandas as pd
 
     names = list(columns)

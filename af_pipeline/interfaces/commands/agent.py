@@ -55,6 +55,7 @@ def register(sub: Any) -> None:
 
 
 def _mcp(args: argparse.Namespace) -> int:
+    # deferred: the MCP SDK, only for `af mcp`
     from af_pipeline.interfaces.mcp_server import serve
 
     home = resolve_home(args.home)
@@ -65,6 +66,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
 
 def _qa(args: argparse.Namespace) -> int:
+    # deferred: the QA harness (its oracle imports sqlglot), only for `af qa`
     from af_pipeline.interfaces.qa import report
 
     home = resolve_home(args.home)

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
+from af_pipeline.compiler.emit import raw_rows_tokens
 from af_pipeline.interfaces import cli
+from af_pipeline.interfaces.commands.importer import ImportTotals
+from af_pipeline.warehouse import day_work
 from capture.home import Home
+from capture.log import EventLog
+from capture.synth import bundled_sample
 
 DEFAULT_DEMO_HOME = "af-demo"
 
@@ -34,10 +40,8 @@ def _progress(msg: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from af_pipeline.interfaces.commands.importer import ImportTotals
+    # deferred: one importer, not needed for `af --help`
     from capture.importers.screenpipe import iter_screenpipe
-    from capture.log import EventLog
-    from capture.synth import bundled_sample
 
     started = time.monotonic()
     home = Home(args.home or DEFAULT_DEMO_HOME)
@@ -88,10 +92,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_pipeline(home: Home, days: list[str]) -> dict:
     """Build every day through Dagster (one run), certify each day, and collect the numbers."""
-    from af_pipeline.compiler.emit import raw_rows_tokens
-    from af_pipeline.warehouse import day_work
+    # deferred: the harness and the warehouse (~0.2 s), not needed for `af --help`
     from assets import certify as harness
-    from capture.log import EventLog
 
     print(f"[3/4] building {len(days)} day partitions through Dagster (one run)", file=sys.stderr)
     build = harness.run_build(home, days, _progress)
@@ -141,8 +143,6 @@ def _print_pipeline(home: Home, pipeline: dict) -> None:
 
 
 def _sample_zone(sample: Path) -> str:
-    import json
-
     truth = sample / "truth.json"
     if truth.is_file():
         tz = json.loads(truth.read_text(encoding="utf-8")).get("tz")

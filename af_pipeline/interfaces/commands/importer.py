@@ -12,6 +12,8 @@ from typing import Any
 from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.home import resolve_home
+from capture.importers.common import parse_screen_sizes
+from capture.log import EventLog
 from capture.model import ROW_KINDS
 
 _DESCRIPTION = """\
@@ -79,9 +81,6 @@ def _progress(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from capture.importers.common import parse_screen_sizes
-    from capture.log import EventLog
-
     home = resolve_home(args.home)
     try:
         # A new data folder is created only once the source has been read: a missing or
@@ -94,15 +93,18 @@ def run(args: argparse.Namespace) -> int:
     opts: dict[str, Any] = {"tz": settings.tz, "source_id": args.source_id, "progress": progress}
     batches: Iterable[Any]
     if args.source_kind == "screenpipe":
+        # deferred: only the importer of the source given
         from capture.importers.screenpipe import iter_screenpipe
 
         # One local day at a time: memory holds one day of element rows, not the whole database.
         batches = iter_screenpipe(path, screens=parse_screen_sizes(args.screen), **opts)
     elif args.source_kind == "activitywatch":
+        # deferred: only the importer of the source given
         from capture.importers.activitywatch import read_activitywatch
 
         batches = [read_activitywatch(path, **opts)]
     else:
+        # deferred: only the importer of the source given
         from capture.importers.rpm import read_rpm
 
         batches = [read_rpm(path, **opts)]

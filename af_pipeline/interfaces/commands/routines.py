@@ -196,6 +196,7 @@ def render(p: dict[str, Any]) -> str:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    # deferred: the replay engine drives Playwright, only for `af replay`
     from af_pipeline.routines import replay
 
     slots = replay.parse_slots(args.slot)

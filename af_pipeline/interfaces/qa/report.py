@@ -16,12 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from af_pipeline.compiler import tokens
-from af_pipeline.compiler.emit import DEFAULT_BUDGET, raw_rows_json
+from af_pipeline.compiler.compile import CompileOptions, compile_day
+from af_pipeline.compiler.emit import DEFAULT_BUDGET, context_block, raw_rows_json, to_json
 from af_pipeline.compiler.sessionize import PAPER_RULES, US
 from af_pipeline.interfaces.qa import grader, oracle, questions
 from af_pipeline.interfaces.qa.questions import CATEGORIES, Question
+from af_pipeline.interfaces.qa.readers import BlockReader, LLMConfig, LLMReader
 from capture.errors import UserError
 from capture.home import Home
+from capture.log import EventLog
 from capture.model import DayCapture
 
 DOCUMENT_MIN_MINUTES = 0.5  # the paper's document floor (6.1)
@@ -81,8 +84,6 @@ class BlockAnswerer:
     representation = "block"
 
     def __init__(self, minutes: str = "timeline") -> None:
-        from af_pipeline.interfaces.qa.readers import BlockReader
-
         self.reader = BlockReader(minutes=minutes)
         self.name = self.reader.name
 
@@ -98,10 +99,6 @@ def run(
     progress: Progress | None = None,
     window_tokens: int = questions.CONTEXT_WINDOW_TOKENS,
 ) -> dict[str, Any]:
-    from af_pipeline.compiler.compile import CompileOptions, compile_day
-    from af_pipeline.compiler.emit import context_block, to_json
-    from capture.log import EventLog
-
     say = progress or (lambda _m: None)
     if representation not in REPRESENTATIONS:
         raise UserError(f"--represent must be one of {', '.join(REPRESENTATIONS)}, not {representation!r}")
@@ -113,8 +110,6 @@ def run(
         # column is read too, beside it, to show what the per-stream convention costs
         answerers = [BlockAnswerer(), BlockAnswerer(minutes="per_monitor")]
     elif answerer == "llm":
-        from af_pipeline.interfaces.qa.readers import LLMConfig, LLMReader
-
         answerers = [LLMReader(LLMConfig.from_env())]
     else:
         raise UserError(f"--answerer must be block or llm, not {answerer!r}")
