@@ -11,7 +11,6 @@ exactly what ``dagster job execute -m assets.definitions -a defs -j certify --ta
 from __future__ import annotations
 
 import json
-import os
 import time
 import warnings
 from collections.abc import Callable
@@ -19,8 +18,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from capture.errors import UserError
+from af_pipeline.warehouse import publish
+from af_pipeline.warehouse.days import log_days
+from af_pipeline.warehouse.version import code_version
+from assets.instance import exclusive_run, instance
+from capture.errors import UserError, no_space
+from capture.files import atomic_write
 from capture.home import Home
+from capture.log import EventLog
+from capture.timeutil import days_between, parse_day
+from certification import history, rebuild
 
 CERTIFICATE_VERSION = 1
 # The console shows warnings and errors only: a range run records hundreds of events (one per
@@ -38,9 +45,6 @@ def _quiet() -> None:
 
 def select_days(home: Home, first: str | None, last: str | None) -> list[str]:
     """The log's days within [first, last] (each defaults to the log's first / last day)."""
-    from af_pipeline.warehouse.days import log_days
-    from capture.timeutil import parse_day
-
     for label, value in (("--from", first), ("--to", last)):
         if value is not None:
             try:
@@ -88,8 +92,6 @@ def _failures(result: Any) -> list[str]:
 
 def _no_space_in(err: Any) -> str | None:
     """A full disk anywhere in a step error's chain (Dagster wraps the OSError / DuckDB error)."""
-    from capture.errors import no_space
-
     seen = 0
     while err is not None and seen < 20:
         found = no_space(getattr(err, "message", "") or "")
@@ -103,8 +105,7 @@ def _no_space_in(err: Any) -> str | None:
 def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None) -> BuildOutcome:
     """Materialize every asset for the days in one run (single-run backfill, in-process)."""
     _quiet()
-    from assets.definitions import BUILD_JOB, build_definitions
-    from assets.instance import exclusive_run, instance
+    from assets.definitions import BUILD_JOB, build_definitions  # Dagster (~2 s): only when a run is made
 
     inst = instance(home)
     defs = build_definitions(home)
@@ -118,8 +119,6 @@ def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None)
 
 
 def _artifacts(home: Home, day: str) -> dict[str, Any]:
-    from af_pipeline.warehouse import publish
-
     manifest = publish.read_manifest(home.published_dir, day) or {}
     return {
         "sealed": bool(manifest.get("sealed", False)),
@@ -163,8 +162,6 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     The run covers every day partition from the first day to the last, days without capture
     included, and the certificate gives each of them its verdict: none is checked unreported."""
     _quiet()
-    from capture.timeutil import days_between
-    from certification import rebuild
 
     started = time.monotonic()
     # The independent rebuild (the longest part) starts first, in other processes, so it runs
@@ -172,11 +169,10 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     # data-quality checks; the two checks that need it wait for it.
     rebuild.start(home, include_typed_text=False)
     days = days_between(days[0], days[-1]) if days else days
-    from af_pipeline.warehouse.version import code_version
+    # Dagster and Great Expectations are imported only now, while the rebuild already runs.
     from assets.definitions import CERTIFY_JOB, build_definitions
-    from assets.instance import instance
-    from capture.log import EventLog
     from checks import invariants, quality
+
     inst = instance(home)
     defs = build_definitions(home)
     job = defs.resolve_job_def(CERTIFY_JOB)
@@ -186,7 +182,6 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     rebuild.start(home, bool(getattr(data_folder, "include_typed_text", False)))
     # One run for the whole range: Dagster's per-run overhead (~1.7 s) is paid once and each check
     # reads the warehouse once; every check still evaluates every day and can fail any of them.
-    from assets.instance import exclusive_run
 
     with exclusive_run(home, inst, "af certify", progress):
         result = job.execute_in_process(instance=inst, tags=_tags(days), raise_on_error=False, run_config=_QUIET_RUN)
@@ -225,14 +220,10 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
         "seconds": round(time.monotonic() - started, 2),
     }
     write_certificate(home, cert)
-    from certification import history
 
     history.record(home, cert)  # the certified head is kept even when a later certificate replaces this one
     return cert
 
 
 def write_certificate(home: Home, cert: dict[str, Any]) -> None:
-    path = home.certificate_path
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(cert, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(home.certificate_path, (json.dumps(cert, indent=2, sort_keys=True) + "\n").encode("utf-8"))

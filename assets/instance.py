@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from capture.files import atomic_write
 from capture.home import Home
 
 WAREHOUSE_POOL = "af_warehouse"
@@ -39,9 +40,7 @@ def prepare(home: Home) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "dagster.yaml"
     if not config.exists():
-        tmp = config.with_suffix(".yaml.tmp")
-        tmp.write_text(DAGSTER_YAML, encoding="utf-8")
-        os.replace(tmp, config)
+        atomic_write(config, DAGSTER_YAML.encode("utf-8"))
     return folder
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from assets.instance import exclusive_run, warehouse_lock
 from capture.errors import UserError
 from capture.home import Home
 from capture.log import EventLog
@@ -29,15 +30,11 @@ class DataFolder(dg.ConfigurableResource):
         # pool slot (assets/instance.py); `af` takes the lock before the run, so here it re-enters.
         from dagster._utils.interrupts import check_captured_interrupt
 
-        from assets.instance import exclusive_run
-
         run = context.run
         what = f"Dagster run {run.run_id[:8]} ({run.job_name})" if run else "a Dagster run"
         log = context.log
         say = (lambda m: log.warning(m)) if log is not None else (lambda _m: None)
         if context.instance is None:
-            from assets.instance import warehouse_lock
-
             with warehouse_lock(self.home, what, say, check_captured_interrupt):
                 yield self
             return

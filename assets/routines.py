@@ -2,19 +2,17 @@
 
 One multi-asset, because all four are views of one mining pass (mining and the holdout are the
 expensive part; doing them once per run is the point). The day assets stay as they are: these
-read the raw rows of every day in the warehouse, rebuild each day's action stream with
-af_pipeline (enrich, actions_for_day) and call the pure miner and plan compiler. Nothing here
-mines or prices anything itself.
+read the raw rows of every day in the warehouse and hand their action streams to
+af_pipeline.routines.report, the same report `af routines` prints. Nothing here mines or prices
+anything itself.
 
-Deterministic by construction: no wall-clock value is stored or hashed (report()'s timing entry
-is not used), tables are replaced whole in one transaction, and plan files are written
+Deterministic by construction: no wall-clock value is stored or hashed (the report's timings
+are not used), tables are replaced whole in one transaction, and plan files are written
 atomically from canonical JSON. The tables have no ``seq`` column on purpose: they are not per
 day, so the per-day rebuild comparison of the certification (store.digests) skips them.
 """
 
 
-import json
-import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,12 +21,13 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from af_pipeline.compiler.actions import Action
-from af_pipeline.routines import miner as R
-from af_pipeline.routines import plans
-from af_pipeline.warehouse import publish, store
+from af_pipeline.routines import miner, plans, report
+from af_pipeline.routines.report import INDEX
+from af_pipeline.warehouse import store
 from assets.day_assets import ENRICH_KINDS
 from assets.instance import WAREHOUSE_POOL
 from assets.resources import DataFolder
+from capture.files import sha256_file
 
 GROUP = "routines"
 ROUTINE_TABLE = "routine_table"
@@ -37,7 +36,6 @@ REPLAY_PLANS = "replay_plans"
 OVERHEAD = "overhead_ratio"
 THREE_ARM = "three_arm"
 PLANS_SUBDIR = "routines"  # <published>/routines/: not a day folder, so day readers skip it
-INDEX = "index.json"  # not manifest.json: published-day scanners look for that name
 PREVIEW_ROWS = 10
 
 ROUTINE_COLUMNS = {
@@ -75,89 +73,26 @@ THREE_ARM_COLUMNS = {
     "reduction_x": "DOUBLE",
     "label": "VARCHAR",
 }
-_PLAN_FILE = re.compile(r"^r-[0-9a-f]+\.(json|txt)$")
 
 
 class RoutinesConfig(dg.Config):
     top: int = 20  # routines compiled into plans and priced on the R ladder
-    train_fraction: float = R.PAPER_TRAIN_FRACTION  # holdout: share of active days fitted on
-
-
-def replace_table(con: Any, table: str, columns: dict[str, str], rows: Sequence[Sequence[Any]]) -> int:
-    """Replace a whole (not per-day) table in one transaction; JSON-encodes non-scalar cells."""
-    import pandas as pd
-
-    names = list(columns)
-    frame = pd.DataFrame(
-        {f"c{i}": pd.Series([store._cell(r[i], columns[n]) for r in rows], dtype=object) for i, n in enumerate(names)}
-    )
-    cols = ", ".join(f'"{n}" {t}' for n, t in columns.items())
-    select = ", ".join(f"CAST(c{i} AS {columns[n]})" for i, n in enumerate(names))
-    store.insert_frame(
-        con, table, select, frame if rows else None,
-        prepare=lambda: con.execute(f'CREATE OR REPLACE TABLE "{table}" ({cols})'),
-    )
-    return len(rows)
+    train_fraction: float = miner.PAPER_TRAIN_FRACTION  # holdout: share of active days fitted on
 
 
 def action_days(con: Any, log: dg.DagsterLogManager | None = None) -> list[list[Action]]:
     """Every warehouse day's action stream (oldest first), days without actions left out."""
-    from af_pipeline.compiler.actions import actions_for_day
-    from af_pipeline.compiler.enrich import enrich
-
     if store.RAW_DAYS not in store.tables(con):
         return []
     days = [str(d) for (d,) in con.execute(f"SELECT day FROM {store.RAW_DAYS} ORDER BY day").fetchall()]
     out = []
     for i, day in enumerate(days):
-        acts = actions_for_day(day, enrich(store.load_capture(con, day, ENRICH_KINDS, lazy_elements=True)))
+        acts = report.day_actions(store.load_capture(con, day, ENRICH_KINDS, lazy_elements=True))
         if acts:
             out.append(acts)
         if log is not None and (i % 10 == 0 or i == len(days) - 1):
             log.info(f"routines: read day {i + 1}/{len(days)} ({day})")
     return out
-
-
-def plan_files(compiled: Sequence[dict[str, Any]]) -> dict[str, bytes]:
-    """The published plan files: <routine>.json (guarded plan), <routine>.txt (minimal script)."""
-    files: dict[str, bytes] = {}
-    for plan in compiled:
-        body = json.dumps(plan, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        files[f"{plan['routine']}.json"] = body.encode("utf-8")
-        files[f"{plan['routine']}.txt"] = plans.minimal_script(plan).encode("utf-8")
-    return files
-
-
-def write_plans(folder: Path, compiled: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Write the plan files atomically, then the index (last), then drop plans no longer in the top.
-
-    Returns the index: per plan its rank, name and the sha256 of both files."""
-    folder.mkdir(parents=True, exist_ok=True)
-    files = plan_files(compiled)
-    for name, data in files.items():
-        path = folder / name
-        if not path.exists() or path.read_bytes() != data:
-            publish._atomic_write(path, data)
-    index = {
-        "plans": [
-            {
-                "rank": i,
-                "routine": p["routine"],
-                "name": p["name"],
-                "k": p["k"],
-                "occurrences": p["occurrences"],
-                "files": {
-                    ext: publish.sha256_bytes(files[f"{p['routine']}.{ext}"]) for ext in ("json", "txt")
-                },
-            }
-            for i, p in enumerate(compiled, start=1)
-        ],
-    }
-    publish._atomic_write(folder / INDEX, (json.dumps(index, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    for path in sorted(folder.iterdir()):
-        if _PLAN_FILE.match(path.name) and path.name not in files:
-            path.unlink()
-    return index
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> dg.MetadataValue:
@@ -223,19 +158,16 @@ def build_assets(raw_day: dg.AssetsDefinition) -> list[dg.AssetsDefinition]:
         with warehouse.get_connection() as con:
             days = action_days(con, context.log)
             context.log.info(f"routines: mining {sum(len(d) for d in days):,} actions over {len(days)} days")
-            result = R.mine_days(days)
-            h = R.recurrence(result)
-            ho = R.holdout(days, config.train_fraction) if len(days) >= 2 else None
-            compiled = [plans.compile_plan(r) for r in result.routines[: config.top]]
-            costs = [plans.plan_cost(p) for p in compiled]
-            table = result.to_dict(evidence=True)
-            n = replace_table(con, ROUTINE_TABLE, ROUTINE_COLUMNS, routine_rows(table["routines"]))
-            replace_table(con, RECURRENCE, RECURRENCE_COLUMNS, recurrence_rows(h.to_dict(), ho.to_dict() if ho else None))
-            lad, arms = plans.ladder(costs), plans.three_arm(costs)
-            replace_table(con, OVERHEAD, OVERHEAD_COLUMNS, overhead_rows(lad))
-            replace_table(con, THREE_ARM, THREE_ARM_COLUMNS, three_arm_rows(arms))
+            built = report.build(days, config.top, config.train_fraction)
+            h, ho, costs = built.recurrence, built.holdout, built.costs
+            table = built.mined.to_dict(evidence=True)
+            n = store.replace_table(con, ROUTINE_TABLE, ROUTINE_COLUMNS, routine_rows(table["routines"]))
+            store.replace_table(con, RECURRENCE, RECURRENCE_COLUMNS, recurrence_rows(h.to_dict(), ho.to_dict() if ho else None))
+            lad, arms = built.ladder, built.three_arm
+            store.replace_table(con, OVERHEAD, OVERHEAD_COLUMNS, overhead_rows(lad))
+            store.replace_table(con, THREE_ARM, THREE_ARM_COLUMNS, three_arm_rows(arms))
         folder = data_folder.published_dir / PLANS_SUBDIR
-        index = write_plans(folder, compiled)
+        index = report.publish_plans(folder, built.plans)
 
         yield dg.MaterializeResult(asset_key=ROUTINE_TABLE, metadata=routine_meta(table, n))
         yield dg.MaterializeResult(asset_key=RECURRENCE, metadata=recurrence_meta(h, ho))
@@ -303,7 +235,7 @@ def routine_meta(table: dict[str, Any], stored: int) -> dict[str, Any]:
     }
 
 
-def recurrence_meta(h: R.Recurrence, ho: R.Holdout | None) -> dict[str, Any]:
+def recurrence_meta(h: miner.Recurrence, ho: miner.Holdout | None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "table": RECURRENCE,
         "steps": h.steps,
@@ -329,7 +261,7 @@ def plans_meta(folder: Path, index: dict[str, Any], costs: Sequence[plans.PlanCo
     meta: dict[str, Any] = {
         "path": dg.MetadataValue.path(str(folder)),
         "plans": len(index["plans"]),
-        "index_sha256": publish.sha256_file(folder / INDEX),
+        "index_sha256": sha256_file(folder / INDEX),
         "top_plans": _md_table(
             ["#", "routine", "k", "occurrences", "plan tokens", "script tokens", "guard coverage", "name"],
             [

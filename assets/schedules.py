@@ -6,6 +6,7 @@ from typing import Any
 
 import dagster as dg
 
+from af_pipeline.warehouse.days import log_days
 from capture.home import Home
 from capture.timeutil import zone
 
@@ -30,7 +31,6 @@ def build_nightly(home: Home, job: Any, tz: str) -> dg.ScheduleDefinition:
     def nightly_compile(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
         local = context.scheduled_execution_time.astimezone(zone(tz))
         day = (local.date() - timedelta(days=1)).isoformat()
-        from af_pipeline.warehouse.days import log_days
 
         if day not in log_days(home):
             return dg.SkipReason(f"no capture for {day} in the event log")

@@ -13,6 +13,7 @@ import dagster as dg
 
 from af_pipeline.warehouse import publish
 from capture.home import Home
+from capture.log import EventLog
 
 MAX_RUNS_PER_TICK = 31
 
@@ -21,7 +22,6 @@ def days_needing_publish(home: Home) -> list[tuple[str, str]]:
     """(day, manifest entry hash) of sealed days without a sealed publication."""
     if not home.exists():
         return []
-    from capture.log import EventLog
 
     log = EventLog(home)
     latest: dict[str, dict[str, Any]] = {}

@@ -1,5 +1,8 @@
 """Errors a user can cause, each meant to be printed as one sentence (never a traceback)."""
 
+import errno
+import re
+
 
 class AfError(Exception):
     """Base of the errors the command line turns into a message and an exit code."""
@@ -24,9 +27,6 @@ def no_space(error: BaseException | str) -> str | None:
 
     Python raises OSError(ENOSPC) with the file name; DuckDB and Dagster only carry the text
     ("Could not write file \"PATH\": No space left on device")."""
-    import errno
-    import re
-
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
         where = error.filename or "the data folder"
         return f"no space left on device at {where}"

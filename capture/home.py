@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from capture.errors import UserError
+from capture.files import atomic_write
 from capture.timeutil import zone
 
 SETTINGS_FILE = "af.json"
@@ -166,12 +167,8 @@ class Home:
             return settings
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._tighten()
-        tmp = self.settings_path.with_suffix(".tmp")
         payload = dict(asdict(settings), created_unix=int(time.time()))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, self.settings_path)
+        atomic_write(self.settings_path, (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode("utf-8"), mode=0o600)
         return settings
 
     def _tighten(self) -> None:

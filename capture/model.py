@@ -8,22 +8,20 @@ same ref twice is a no-op.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 CAPTURE_SCHEMA_VERSION = 1
 
 # The kinds of rows the log stores, one Parquet file per kind per sealed day.
 ROW_KINDS: tuple[str, ...] = ("snapshots", "inputs", "elements", "presence", "streams")
 
-InputKind = Literal[
-    "click", "move", "scroll", "key", "text", "app_switch", "window_focus", "clipboard"
-]
 INPUT_KINDS: tuple[str, ...] = (
     "click", "move", "scroll", "key", "text", "app_switch", "window_focus", "clipboard"
 )
-ClipboardOp = Literal["copy", "cut", "paste"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,10 +185,23 @@ class DayCapture:
         return self.element_source.count if self.element_source is not None else len(self.elements)
 
 
+_SCALAR_TYPES = {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE", str: "VARCHAR"}
+_UnionType = type(int | None)
+
+
+def column_types(cls: type) -> dict[str, str]:
+    """DuckDB column types of a dataclass's fields, in field order: ``X | None`` is typed as X,
+    a scalar (bool, int, float, str) as its SQL type, anything else (lists, dicts) as VARCHAR
+    holding JSON text. The log's files and the warehouse's tables are both typed by this."""
+    hints = typing.get_type_hints(cls)
+    out: dict[str, str] = {}
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        base = args[0] if len(args) == 1 and typing.get_origin(hint) in (typing.Union, _UnionType) else hint
+        out[f.name] = _SCALAR_TYPES.get(base, "VARCHAR") if isinstance(base, type) else "VARCHAR"
+    return out
+
+
 def row_to_dict(row: Row) -> dict[str, Any]:
     return asdict(row)
-
-
-def row_from_dict(kind: str, data: dict[str, Any]) -> Row:
-    cls = CLASS_OF[kind]
-    return cls(**data)  # type: ignore[no-any-return]

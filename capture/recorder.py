@@ -24,12 +24,10 @@ import os
 import queue
 import re
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from capture.errors import CheckFailed, UserError
@@ -1060,11 +1058,3 @@ class _Screenshots:
             self.saved += 1
 
         self.worker.submit(write)
-
-
-def screens_dir(home: Home) -> Path:
-    return home.root / "screens"
-
-
-def warn(message: str) -> None:
-    print(f"af record: {message}", file=sys.stderr, flush=True)

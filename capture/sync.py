@@ -42,10 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from capture.errors import UserError
+from capture.files import atomic_write
 from capture.home import Home
 from capture.log import EventLog
 from capture.model import CaptureBatch
-from capture.timeutil import US, iso_utc
+from capture.timeutil import US, iso_utc, parse_ts
 
 SYNC_FILE = "sync.json"
 KINDS = ("screenpipe", "activitywatch")
@@ -104,14 +105,7 @@ def _load(home: Home) -> dict[str, Any]:
 
 
 def _save(home: Home, data: dict[str, Any]) -> None:
-    path = _path(home)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    atomic_write(_path(home), (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"), mode=0o600)
 
 
 def normalise(kind: str, location: str) -> str:
@@ -244,6 +238,7 @@ def _drop_known_streams(log: EventLog, batch: CaptureBatch) -> None:
 
 
 def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tuple[Iterable[CaptureBatch], dict[str, Any]]:
+    # deferred: only the importer of the source synced
     from capture.importers import screenpipe
 
     path = Path(source.location)
@@ -267,6 +262,7 @@ def _get_json(url: str) -> Any:
 
 def _activitywatch_batches(home: Home, source: Source, state: dict[str, Any], now_us: int
                            ) -> tuple[Iterable[CaptureBatch], dict[str, Any]]:
+    # deferred: only the importer of the source synced
     from capture.importers.activitywatch import read_activitywatch
 
     tz = home.settings().tz
@@ -311,8 +307,6 @@ def _activitywatch_batches(home: Home, source: Source, state: dict[str, Any], no
 
 
 def _newest_event_end(events: list[Any]) -> int | None:
-    from capture.timeutil import parse_ts
-
     best: int | None = None
     for ev in events:
         try:

@@ -10,11 +10,11 @@ manifest.json (each file's sha256, and the log segments the day was compiled fro
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from af_pipeline.warehouse import publish
+from capture.files import sha256_file
 from capture.log import EventLog, amendment_of, segment_name
 from certification import history
 
@@ -42,10 +42,6 @@ def verify_chain(log: EventLog) -> tuple[bool, list[str], str | None]:
         _VERIFY_CACHE.clear()
         _VERIFY_CACHE[key] = (report.ok, list(report.problems), report.head)
     return _VERIFY_CACHE[key]
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _chain_files(log: EventLog, day: str) -> dict[str, str]:
@@ -105,7 +101,7 @@ def check_day(log: EventLog, published_dir: Path, day: str, memo: dict[str, list
     # This day's segments, hashed now (not trusting the cache), against the chain's entries.
     for rel, sha in sorted(chained.items()):
         path = log.dir / rel
-        actual = _sha256(path) if path.is_file() else "missing"
+        actual = sha256_file(path) if path.is_file() else "missing"
         if actual != sha:
             problems.append(f"{day}: sealed segment {rel} is {actual[:12]}, the manifest chain records {sha[:12]}")
     for pday in publish.published_days(published_dir):

@@ -10,12 +10,12 @@ the last certified head: the entry at the certified position must still have tha
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from capture.files import canonical_json, sha256_bytes
 from capture.home import Home
 from capture.log import EventLog
 
@@ -28,7 +28,7 @@ def history_path(home: Home) -> Path:
 
 def _hash(record: dict[str, Any]) -> str:
     body = {k: v for k, v in record.items() if k != "hash"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return sha256_bytes(canonical_json(body).encode("utf-8"))
 
 
 def read(home: Home) -> tuple[list[dict[str, Any]], list[str]]:
@@ -75,7 +75,7 @@ def record(home: Home, cert: dict[str, Any]) -> None:
     rec["hash"] = _hash(rec)
     path = history_path(home)
     with open(path, "ab") as fh:
-        fh.write(json.dumps(rec, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+        fh.write(canonical_json(rec).encode("utf-8") + b"\n")
         fh.flush()
         os.fsync(fh.fileno())
 

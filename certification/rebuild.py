@@ -26,20 +26,29 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from af_pipeline.compiler.categories import rules_in
-from af_pipeline.warehouse import store
+from af_pipeline.warehouse import day_work, store
+from af_pipeline.warehouse.days import log_days
+from af_pipeline.warehouse.version import code_version
 from capture.errors import CheckFailed
 from capture.home import Home
+from capture.log import EventLog
+from capture.timeutil import days_between
 
 # Zones with odd offsets far from usual machine zones (+12:45, -03:30, +05:45).
 ALTERNATE_ZONES = ("Pacific/Chatham", "America/St_Johns", "Asia/Kathmandu")
@@ -77,8 +86,6 @@ atexit.register(lambda: clear())  # the temporary build folders go when the proc
 
 def log_state(home: Home) -> tuple:
     """What a fresh build depends on: the chain head and the open days' segment sizes."""
-    from capture.log import EventLog
-
     log = EventLog(home)
     sizes = []
     if log.open_dir.exists():
@@ -88,8 +95,6 @@ def log_state(home: Home) -> tuple:
 
 
 def _key(home: Home, include_typed_text: bool) -> tuple:
-    from af_pipeline.warehouse.version import code_version
-
     # Not keyed by the folder's path: the same chain head, open days and code give the same
     # build wherever the folder lives (certifying a copy reuses it).
     # the category rules are an input of every document: a changed categories.json is a new build
@@ -129,9 +134,6 @@ def start(home: Home, include_typed_text: bool = False) -> None:
     certification) then overlaps the append-only and data-quality checks.
     ``fresh_build`` waits for it, or starts it itself if nobody did.
     """
-    from capture.log import EventLog
-    from capture.timeutil import days_between
-
     key = _key(home, include_typed_text)
     if key in _CACHE or key in _PENDING:
         return
@@ -193,9 +195,6 @@ def _die_with_parent() -> None:
     instead of rebuilding for nobody."""
     parent = os.environ.get(PARENT_ENV)
     if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
         try:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
@@ -254,16 +253,6 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
     The same per-day steps the Dagster assets run (af_pipeline/warehouse/day_work.py), day by day on a fresh
     warehouse, without Dagster: its start-up and per-event bookkeeping would cost more than the
     days themselves, and nothing here is for the UI."""
-    import time
-
-    import duckdb
-
-    from af_pipeline.warehouse import day_work as steps
-    from af_pipeline.warehouse.days import log_days
-    from af_pipeline.warehouse.version import code_version
-    from capture.log import EventLog
-    from capture.timeutil import days_between
-
     out.mkdir(parents=True, exist_ok=True)
     logged = log_days(home)
     days = days_between(first or logged[0], last or logged[-1]) if logged else []
@@ -280,7 +269,8 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
         started = time.monotonic()
         rules = rules_in(home.root)
         for i, day in enumerate(days):
-            steps.build_day(con, log, day, published_dir, include_typed_text, version, steps.now_iso(), rules)
+            day_work.build_day(con, log, day, published_dir, include_typed_text, version, day_work.now_iso(),
+                               rules)
             if progress:
                 print(f"rebuilt {day} ({i + 1}/{len(days)}, {time.monotonic() - started:.1f} s)", flush=True)
         digests = store.digests(con, days)

@@ -9,22 +9,17 @@ document has the same canonical hash.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
+from af_pipeline.compiler.emit import canonical_bytes
 from af_pipeline.warehouse import publish
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+from capture.files import sha256_bytes, sha256_file
 
 
 def canonical_sha_of_file(path: Path) -> str:
-    from af_pipeline.compiler.emit import canonical_bytes
-
     try:
-        return sha256(canonical_bytes(json.loads(path.read_text(encoding="utf-8"))))
+        return sha256_bytes(canonical_bytes(json.loads(path.read_text(encoding="utf-8"))))
     except (OSError, ValueError) as exc:
         return f"unreadable ({exc})"
 
@@ -48,7 +43,7 @@ def compare(published_dir: Path, fresh_published: Path, day: str, warehouse_sha:
         if name == "document.json":
             continue
         path = folder / name
-        actual = sha256(path.read_bytes()) if path.is_file() else "missing"
+        actual = sha256_file(path) if path.is_file() else "missing"
         if actual != meta["sha256"]:
             problems.append(f"{day}: published {name} is {actual[:12]}, a recompile gives {str(meta['sha256'])[:12]}")
     return problems

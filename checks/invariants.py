@@ -18,7 +18,9 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 from dagster_duckdb import DuckDBResource
 
+from af_pipeline.warehouse import store
 from assets.resources import DataFolder
+from certification import appendonly, rebuild, recompile
 
 MAX_LISTED = 20  # problems shown in the UI; the count is always complete
 
@@ -124,8 +126,6 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
     def byte_identical_recompile(
         context: dg.AssetCheckExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
     ) -> CheckEvents:
-        from certification import rebuild, recompile
-
         fresh = rebuild.fresh_build(data_folder.home, data_folder.include_typed_text)
         with warehouse.get_connection() as con:
 
@@ -151,9 +151,6 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
     def rebuild_equals_incremental(
         context: dg.AssetCheckExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
     ) -> CheckEvents:
-        from af_pipeline.warehouse import store
-        from certification import rebuild
-
         days = _days(context)
         # Our side first (one scan per table), while the other process may still be building.
         with warehouse.get_connection() as con:
@@ -171,8 +168,6 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
         "and every earlier sealed day match their manifests and the segments they came from.",
     )
     def append_only(context: dg.AssetCheckExecutionContext, data_folder: DataFolder) -> CheckEvents:
-        from certification import appendonly
-
         log = data_folder.log()
         memo: dict[str, list[str] | None] = {}  # each earlier published day verified once per run
         return verdict(

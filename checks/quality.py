@@ -20,11 +20,12 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from af_pipeline.compiler.sessionize import PAPER_RULES, US
 from checks.invariants import RUN_FIRST, CheckEvents, verdict
 
 RAW_QUALITY = "raw_rows_quality"
 FRAMES_QUALITY = "frames_quality"
-DWELL_CAP_US = 90 * 1_000_000  # af_pipeline.compiler.sessionize.PAPER_RULES.dwell_s, in microseconds
+DWELL_CAP_US = PAPER_RULES.dwell_s * US
 
 
 def _in_days(days: Sequence[str]) -> str:

@@ -15,6 +15,7 @@ import duckdb
 import pytest
 from dagster_support import TZ, corpus, days_of, new_home
 
+from af_pipeline.routines import report
 from assets import routines as RA
 from assets.definitions import ROUTINES_JOB, build_definitions
 from assets.resources import resources_for
@@ -187,7 +188,7 @@ def test_stale_plans_are_removed_when_a_routine_leaves_the_top(tmp_path):
     (folder / "r-000000000000.json").write_text("{}")
     (folder / "notes.txt").write_text("mine")  # not a plan file: left alone
     plan = {"routine": "r-abcdefabcdef", "name": "x", "k": 1, "occurrences": 3, "steps": [{"source_op": "click", "target": "Go"}]}
-    index = RA.write_plans(folder, [plan])
+    index = report.publish_plans(folder, [plan])
     assert sorted(p.name for p in folder.iterdir()) == ["index.json", "notes.txt", "r-abcdefabcdef.json", "r-abcdefabcdef.txt"]
     assert index["plans"][0]["rank"] == 1
 
@@ -201,3 +202,24 @@ def test_no_built_day_gives_empty_results_not_an_error(tmp_path):
     assert meta[RA.ROUTINE_TABLE]["routines"] == 0 and meta[RA.REPLAY_PLANS]["plans"] == 0
     assert meta[RA.RECURRENCE]["holdout"] == "needs at least 2 active days"
     assert json.loads((home.published_dir / RA.PLANS_SUBDIR / RA.INDEX).read_text()) == {"plans": []}
+
+
+def test_af_routines_the_assets_and_get_plan_give_the_same_plans(mined, tmp_path):
+    """One routine report: `af routines --plans-dir` (the log), the replay_plans asset (the
+    warehouse) and the MCP server's get_plan (a period) write the same plan bytes."""
+    from af_pipeline import Memory
+    from af_pipeline.interfaces import cli
+
+    home, days, _, _, first_files, _ = mined
+    published = {name: data for name, data in first_files.items() if name != RA.INDEX}
+    assert published, "the planted routine gives at least one plan"
+    out = tmp_path / "plans"
+    assert cli.main(["routines", "--home", str(home.root), "--top", str(RA.RoutinesConfig().top),
+                     "--plans-dir", str(out)]) == 0
+    assert _plan_bytes(out) == published
+    memory = Memory(home)
+    period = memory.period(start=days[0], end=days[-1])
+    for name, data in published.items():
+        if name.endswith(".json"):
+            answer = memory.plan(name.removesuffix(".json"), period)
+            assert report.plan_files([answer["plan"]])[name] == data

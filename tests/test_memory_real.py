@@ -11,7 +11,8 @@ import pytest
 
 from af_pipeline import Memory
 from af_pipeline.compiler import tokens
-from af_pipeline.interfaces.memory import DEFAULT_MAX_TOKENS, compact_json
+from af_pipeline.interfaces.memory import DEFAULT_MAX_TOKENS
+from capture.files import canonical_json
 from capture.home import Home
 from capture.log import EventLog
 from capture.timeutil import parse_ts
@@ -31,7 +32,7 @@ def mem(tmp_path_factory: pytest.TempPathFactory) -> Memory:
 
 
 def _size(payload: object) -> int:
-    return tokens.count(payload if isinstance(payload, str) else compact_json(payload))
+    return tokens.count(payload if isinstance(payload, str) else canonical_json(payload))
 
 
 def test_a_frame_with_hundreds_of_interruptions_fits_the_cap(mem: Memory) -> None:

@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 
 from af_pipeline.compiler.actions import actions_for_day
-from af_pipeline.routines import miner as R
-from af_pipeline.routines import plans, replay
+from af_pipeline.routines import miner, plans, replay
 from capture.model import InputEvent
 
 PAGES = Path(__file__).parent / "pages"
@@ -132,7 +131,7 @@ def mined_plan(url: str, thanks: str | None = None) -> dict[str, Any]:
         if thanks:
             rows.append(Enr(ev("click"), thanks, "Add another response", "AXLink"))
     acts = actions_for_day("2026-03-02", rows)
-    res = R.mine_days([acts])
+    res = miner.mine_days([acts])
     top = res.routines[0]
     assert top.k == (8 if thanks else 6) and top.count == 3
     return plans.compile_plan(top)

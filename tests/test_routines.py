@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from af_pipeline.compiler.actions import Action, actions_for_day, clean_name
-from af_pipeline.routines import miner as R
-from af_pipeline.routines import plans
+from af_pipeline.routines import miner, plans
 from capture.model import InputEvent
 
 DAY = "2026-03-02"
@@ -175,7 +174,7 @@ def test_miner_finds_exactly_the_grams_brute_force_finds(raw_sessions):
             symbols.extend(f"click:{c}" for c in x)
     named = {"click:a", "click:b", "click:c"}  # "d" names nothing
     actions = mk([s if s != "click:d" else "click:?" for s in symbols], session_breaks=tuple(breaks[1:]))
-    res = R.mine_days([actions])  # no length cap: grams as long as what repeats
+    res = miner.mine_days([actions])  # no length cap: grams as long as what repeats
     got = {}
     for lv in res.levels:
         for g in range(len(lv)):
@@ -219,7 +218,7 @@ def test_a_case_longer_than_60_actions_is_one_routine_not_a_shifted_family():
     stream: list[str] = []
     for n in range(4):
         stream += case + [f"click:receipt{j} [button]" for j in range(n + 1)] + ["app:Mail"]
-    res = R.mine_days([mk(stream)])
+    res = miner.mine_days([mk(stream)])
     top = res.routines[0]
     assert top.k == 90 + 1 and top.count == 4  # the claim (and the first receipt line every claim has)
     assert top.symbols[:90] == tuple(case)
@@ -230,7 +229,7 @@ def test_a_case_longer_than_60_actions_is_one_routine_not_a_shifted_family():
 def test_back_to_back_identical_cases_give_the_case_not_every_rotation():
     case = ["click:a [cell]", "copy:a [cell]", "click:Name [textbox]", "paste:Name", "click:b [cell]",
             "copy:b [cell]", "click:Email [textbox]", "paste:Email", "click:Submit [button]"]
-    res = R.mine_days([mk(case * 4 + ["app:X"] + case * 3)])
+    res = miner.mine_days([mk(case * 4 + ["app:X"] + case * 3)])
     # Not "case, case" (3 times), nor its rotations ("copy a .. click a", "copy b .. paste Name"):
     # the case itself, with all 7 repetitions.
     assert [(r.symbols, r.count) for r in res.routines] == [(tuple(case), 7)]
@@ -241,7 +240,7 @@ def test_maximality_is_by_positions_not_by_substring_text():
     # maximality would drop it; by positions it must stay, with its own 6 occurrences.
     body = ["click:x", "click:a", "click:b", "click:c", "click:y", "app:Z"] * 3
     alone = [s for q in "QRS" for s in ("click:a", "click:b", "click:c", f"app:{q}")]
-    res = R.mine_days([mk(body + alone)])
+    res = miner.mine_days([mk(body + alone)])
     by = {r.symbols: r for r in res.routines}
     assert ("click:x", "click:a", "click:b", "click:c", "click:y", "app:Z") in by
     abc = by[("click:a", "click:b", "click:c")]
@@ -252,21 +251,21 @@ def test_maximality_is_by_positions_not_by_substring_text():
 
 def test_non_overlapping_occurrences_are_counted():
     # a b a b a b a: "a b a" starts at 0, 2, 4 but only 2 of those do not overlap.
-    res = R.mine_days([mk(["click:a", "click:b"] * 3 + ["click:a"])])
+    res = miner.mine_days([mk(["click:a", "click:b"] * 3 + ["click:a"])])
     assert all(r.symbols != ("click:a", "click:b", "click:a") for r in res.routines)
     # (a b) x 6: "a b a b" starts at 0, 2, 4, 6, 8; greedy non-overlapping keeps 0, 4, 8.
-    res = R.mine_days([mk(["click:a", "click:b"] * 6)])
+    res = miner.mine_days([mk(["click:a", "click:b"] * 6)])
     by = {r.symbols: (r.count, r.raw_count) for r in res.routines}
     assert by == {("click:a", "click:b", "click:a", "click:b"): (3, 5)}
 
 
 def test_routines_need_two_named_targets_and_never_cross_sessions():
     # A loop over one target plus anonymous steps is not a routine.
-    res = R.mine_days([mk(["click:a", "click:?", "copy"] * 5)])
+    res = miner.mine_days([mk(["click:a", "click:?", "copy"] * 5)])
     assert res.routines == []
     # The same three steps split by a session cut every time never form a gram.
     syms = ["click:a", "click:b", "click:c"] * 4
-    res = R.mine_days([mk(syms, session_breaks=(2, 5, 8, 11))])
+    res = miner.mine_days([mk(syms, session_breaks=(2, 5, 8, 11))])
     # Sessions are [a b] [c a b] [c a b] [c a b] [c]: "b c" only ever happens across a cut.
     assert [r.symbols for r in res.routines] == [("click:c", "click:a", "click:b")]
 
@@ -274,20 +273,20 @@ def test_routines_need_two_named_targets_and_never_cross_sessions():
 def test_occurrences_carry_evidence_and_ranking_is_by_count():
     d1 = mk(["click:a", "click:b", "click:c", "app:Z"] * 2, day="2026-03-02")
     d2 = mk(["click:a", "click:b", "click:c", "click:q"] * 2, day="2026-03-03")
-    res = R.mine_days([d1, d2])
+    res = miner.mine_days([d1, d2])
     top = res.routines[0]
     assert top.symbols == ("click:a", "click:b", "click:c") and top.count == 4
     assert [o.day for o in top.occurrences] == ["2026-03-02"] * 2 + ["2026-03-03"] * 2
     assert top.occurrences[0].refs == ("2026-03-02:0", "2026-03-02:1", "2026-03-02:2")
-    assert top.id == R.routine_id(top.symbols)
+    assert top.id == miner.routine_id(top.symbols)
     assert json.loads(json.dumps(res.to_dict()))["routines"][0]["count"] == 4
 
 
 def test_recurrence_raw_versus_specific():
     # 12 steps: "a b c" x3 (9 steps, 2+ targets), then "d ? d" patterns that recur without targets.
     steps = ["click:a", "click:b", "click:c"] * 3 + ["click:?", "copy"] * 6
-    res = R.mine_days([mk(steps)])
-    h = R.recurrence(res)
+    res = miner.mine_days([mk(steps)])
+    h = miner.recurrence(res)
     assert h.steps == 21
     assert h.specific == 9
     assert h.raw == 21
@@ -299,14 +298,14 @@ def test_holdout_counts_only_routines_known_from_training_days():
     train = [mk(["click:a", "click:b", "click:c", "app:Z"] * 2, day=f"2026-03-0{d}") for d in (1, 2)]
     # Test day: the known routine once (3 steps), then a new routine 3 times (9 steps) unseen before.
     test = mk(["click:a", "click:b", "click:c"] + ["click:x", "click:y", "click:z"] * 3, day="2026-03-03")
-    ho = R.holdout(train + [test], train_fraction=2 / 3)
+    ho = miner.holdout(train + [test], train_fraction=2 / 3)
     assert ho.train_days == ("2026-03-01", "2026-03-02") and ho.test_days == ("2026-03-03",)
     assert ho.test_steps == 12 and ho.test_hits == 3
     assert ho.out_of_sample == 0.25
     assert ho.in_sample > ho.out_of_sample
-    assert R.split_days(51) == 40
+    assert miner.split_days(51) == 40
     with pytest.raises(ValueError):
-        R.split_days(10, 1.5)
+        miner.split_days(10, 1.5)
 
 
 # ------------------------------------------------------------------------------ workflow patterns
@@ -328,7 +327,7 @@ def test_workflow_patterns():
             t += 10
         rows.extend(click(t + i * 0.2, "Next page") for i in range(4))
         day_rows.append(actions_for_day(day, [Enr(**{**r.__dict__, "event": r.event.__class__(**{**_evd(r.event), "ts_us": r.event.ts_us + d * 86_400 * SEC})}) for r in rows], template_of=path_template))
-    wp = R.workflow_patterns(day_rows, tz="UTC")
+    wp = miner.workflow_patterns(day_rows, tz="UTC")
     assert wp.url_loops[0]["templates"] == ["mail.example.com/inbox", "cal.example.com/week", "mail.example.com/inbox"]
     assert wp.url_loops[0]["count"] == 12
     pairs = {(r["from"], r["to"]) for r in wp.app_switch_habits}
@@ -346,7 +345,7 @@ def _evd(e: InputEvent) -> dict[str, object]:
 # ------------------------------------------------------------------------------ plans and R
 
 
-def compose_routine() -> R.Routine:
+def compose_routine() -> miner.Routine:
     rows = []
     t = 0.0
     for to in ("ann@x.org", "bob@y.org", "cy@z.org"):
@@ -354,7 +353,7 @@ def compose_routine() -> R.Routine:
         rows += [key(t + 2 + i * 0.1, c) for i, c in enumerate(to)]
         rows += [click(t + 6, "Send", "AXButton"), click(t + 7, "Inbox", "AXLink")]
         t += 20
-    res = R.mine_days([acts(rows)])
+    res = miner.mine_days([acts(rows)])
     return res.routines[0]
 
 
@@ -419,9 +418,9 @@ def test_destructive_words():
 @settings(max_examples=100, deadline=None)
 def test_signature_matching_equals_brute_force(seq, sigs):
     syms = [f"click:{c}" for c in seq]
-    corpus = R.encode([mk(syms)])
+    corpus = miner.encode([mk(syms)])
     signatures = [tuple(f"click:{c}" for c in s) for s in sigs]
-    got = R.match_signatures(corpus, signatures).tolist()
+    got = miner.match_signatures(corpus, signatures).tolist()
     want = [False] * len(syms)
     for sig in signatures:
         k = len(sig)
@@ -436,12 +435,12 @@ _DETERMINISM_SCRIPT = """
 import hashlib, json, sys
 sys.path.insert(0, "tests")
 from test_routines import mk
-from af_pipeline.routines import plans, miner as R
+from af_pipeline.routines import miner, plans
 days = [mk([f"click:{'abcdefg'[(d * 7 + i * i) % 7]}" for i in range(300)], day=f"2026-03-{d + 1:02d}") for d in range(4)]
-res = R.mine_days(days)
-out = {"table": res.to_dict(), "h": R.recurrence(res).to_dict(), "holdout": R.holdout(days).to_dict(),
+res = miner.mine_days(days)
+out = {"table": res.to_dict(), "h": miner.recurrence(res).to_dict(), "holdout": miner.holdout(days).to_dict(),
        "plans": [plans.compile_plan(r) for r in res.routines[:5]],
-       "patterns": R.workflow_patterns(days, "Europe/Paris", res).to_dict()}
+       "patterns": miner.workflow_patterns(days, "Europe/Paris", res).to_dict()}
 print(hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest())
 """
 

@@ -10,8 +10,7 @@ import pytest
 
 from af_pipeline.compiler.actions import Action, actions_for_day
 from af_pipeline.compiler.enrich import enrich
-from af_pipeline.routines import miner as R
-from af_pipeline.routines import plans, replay
+from af_pipeline.routines import miner, plans, replay
 from capture.model import DayCapture
 from capture.timeutil import day_bounds, days_between, local_day
 
@@ -40,10 +39,10 @@ def rpm_days() -> list[list[Action]]:
 
 
 def test_rpm_copy_from_sheet_paste_into_form_routine_is_found(rpm_days):
-    res = R.mine_days(rpm_days)
+    res = miner.mine_days(rpm_days)
     # The task: copy a cell of the sheet (the copy names its column), click a form field, paste
     # into that same field.
-    def copy_paste(r: R.Routine) -> bool:
+    def copy_paste(r: miner.Routine) -> bool:
         s = r.symbols
         for i in range(len(s) - 2):
             if s[i].startswith("copy:column ") and s[i].endswith(" [cell]") and s[i + 1].startswith("click:") \
@@ -62,7 +61,7 @@ def test_rpm_copy_from_sheet_paste_into_form_routine_is_found(rpm_days):
     starts = [o.start_us for o in top.occurrences]
     assert starts == sorted(starts) and len(set(starts)) == top.count
     assert all(ref.split(":")[-3] == "line" for o in top.occurrences for ref in o.refs)
-    h = R.recurrence(res)
+    h = miner.recurrence(res)
     assert h.h_specific > 0.9  # a log of one task repeated: almost every step is routine
     # Routines are as long as the work that repeats (no 60-step cap), and reported maximal.
     assert max(r.k for r in res.routines) > 60
@@ -70,7 +69,7 @@ def test_rpm_copy_from_sheet_paste_into_form_routine_is_found(rpm_days):
 
 
 def test_rpm_routine_compiles_to_a_browser_replayable_plan(rpm_days):
-    res = R.mine_days(rpm_days)
+    res = miner.mine_days(rpm_days)
     plan = plans.compile_plan(res.routines[0])
     surfaces = [(s["source_op"], s["surface"]) for s in plan["steps"]]
     assert ("copy", "desktop") in surfaces or ("copy", "web") in surfaces
@@ -114,7 +113,7 @@ def _event_id(ref: str) -> int | None:
     return int(tail) if head.endswith(":ui_events") and tail.isdigit() else None
 
 
-def covered(planted: list[dict], routine: R.Routine, share: float = 0.6) -> int:
+def covered(planted: list[dict], routine: miner.Routine, share: float = 0.6) -> int:
     """Planted occurrences with at least ``share`` of their events inside one mined occurrence."""
     mined = [{_event_id(r) for r in o.refs} for o in routine.occurrences]
     hits = 0
@@ -127,7 +126,7 @@ def covered(planted: list[dict], routine: R.Routine, share: float = 0.6) -> int:
 
 def test_planted_routines_of_the_sample_corpus_are_found(sample):
     truth, days = sample
-    res = R.mine_days(days)
+    res = miner.mine_days(days)
     assert res.routines
     for name, spec in sorted(truth["routines"].items()):
         planted = spec["occurrences"]
@@ -137,5 +136,5 @@ def test_planted_routines_of_the_sample_corpus_are_found(sample):
         assert covered(planted, best) >= 3, f"planted routine {name} not found"
         # ...and the routine found is specific work, naming the planted targets.
         assert len(best.targets) >= 2
-    h = R.recurrence(res)
+    h = miner.recurrence(res)
     assert 0 < h.h_specific <= h.h_raw < 1

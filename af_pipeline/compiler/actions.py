@@ -317,22 +317,3 @@ def sessions(actions: Sequence[Action]) -> list[list[Action]]:
             key = k
         out[-1].append(a)
     return out
-
-
-def action_to_dict(a: Action) -> dict[str, Any]:
-    return {
-        "symbol": a.symbol,
-        "op": a.op,
-        "target": a.target,
-        "role": a.role,
-        "named": a.named,
-        "app": a.app,
-        "url_template": a.url_template,
-        "day": a.day,
-        "stream": a.stream,
-        "ts_us": a.ts_us,
-        "end_us": a.end_us,
-        "session": a.session,
-        "refs": list(a.refs),
-        "repeat": a.repeat,
-    }

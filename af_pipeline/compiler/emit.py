@@ -18,6 +18,7 @@ from typing import Any
 
 from af_pipeline.compiler import tokens
 from af_pipeline.compiler.document import strip_typed_text
+from capture.files import canonical_json
 from capture.model import DayCapture
 from capture.timeutil import iso_utc, next_day
 
@@ -42,7 +43,7 @@ def _measured(doc: dict[str, Any], include_typed_text: bool) -> dict[str, Any]:
 
 
 def _json_text(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+    return canonical_json(doc) + "\n"
 
 
 def canonical_bytes(doc: dict[str, Any]) -> bytes:

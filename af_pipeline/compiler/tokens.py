@@ -14,8 +14,10 @@ import hashlib
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import tiktoken
+if TYPE_CHECKING:
+    import tiktoken
 
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 # cl100k_base's pre-tokenisation pattern and special tokens, as tiktoken defines them.
@@ -65,6 +67,8 @@ def _ranks() -> dict[bytes, int]:
 @lru_cache(maxsize=1)
 def encoding() -> tiktoken.Encoding:
     """The cl100k_base encoding, verified against the official file's hash."""
+    import tiktoken  # deferred: importing it costs ~0.1 s, and emit's importers (the MCP server) may never count
+
     return tiktoken.Encoding(
         name="cl100k_base", pat_str=_PAT, mergeable_ranks=_ranks(), special_tokens=_SPECIAL
     )

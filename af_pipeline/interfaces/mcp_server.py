@@ -11,11 +11,14 @@ Everything is read-only: the log and the published artifacts are only read, noth
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import Field
 
+from af_pipeline.about import __version__
+from af_pipeline.compiler import tokens
 from af_pipeline.interfaces.memory import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_TOKENS,
@@ -26,10 +29,10 @@ from af_pipeline.interfaces.memory import (
     BadArgument,
     Memory,
     Period,
-    compact_json,
     fit,
 )
 from capture.errors import AfError, UserError
+from capture.files import canonical_json
 from capture.home import Home
 from capture.timeutil import parse_day, parse_ts
 
@@ -75,12 +78,10 @@ DaysArg = Annotated[int | None, Field(description=f"The last N local days up to 
 
 def build_server(memory: Memory) -> Any:
     """The MCPServer: tools, prompts and resources over one Memory."""
+    # deferred: the MCP SDK, so the tests and helpers that import this module do not pay for it
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ResourceError, ToolError
     from mcp.types import ToolAnnotations
-
-    from af_pipeline.about import __version__
-    from af_pipeline.compiler import tokens
 
     server = MCPServer(
         name="activity-frames",
@@ -106,12 +107,12 @@ def build_server(memory: Memory) -> Any:
             raise ToolError(f"could not answer: {exc}") from None
         if isinstance(out, str):
             return out
-        text = compact_json(out)
+        text = canonical_json(out)
         # a last guard for every tool: no answer over the cap (the read model pages the big ones;
         # a token is at least one character, so only long answers need counting)
         if len(text) <= DEFAULT_MAX_TOKENS or tokens.count(text) <= DEFAULT_MAX_TOKENS:
             return text
-        return compact_json(fit(out))
+        return canonical_json(fit(out))
 
     def period(day: str | None, hours: float | None, start: str | None, end: str | None) -> Period:
         return memory.period(day=day, hours=hours, start=start, end=end)
@@ -293,7 +294,7 @@ def build_server(memory: Memory) -> Any:
     @server.resource("activity://capabilities", name="capabilities", mime_type="application/json",
                      description="What this memory covers: days, time zone, limits.")
     def capabilities() -> str:
-        return compact_json(memory.capabilities())
+        return canonical_json(memory.capabilities())
 
     @server.resource("activity://days", name="days", mime_type="application/json",
                      description="Days in the log (sealed or open) and which are published.")
@@ -301,7 +302,7 @@ def build_server(memory: Memory) -> Any:
         published = set(memory.published_days())
         rows = [{"day": s.day, "sealed": s.sealed, "published": s.day in published,
                  "snapshots": s.counts.get("snapshots", 0)} for s in memory.log.days()]
-        return compact_json({"tz": memory.tz, "days": rows})
+        return canonical_json({"tz": memory.tz, "days": rows})
 
     def published(day: str, name: str) -> str:
         try:
@@ -371,8 +372,6 @@ def serve(home: Home, include_typed_text: bool = False, now: str | None = None) 
     """Run the server on stdio until the client closes it. One-time costs (tokenizer, today's
     rows) are paid in a background thread, so ``initialize`` is answered at once; a first call
     that arrives meanwhile waits on the read model's lock."""
-    import threading
-
     clock = None
     if now is not None:
         try:

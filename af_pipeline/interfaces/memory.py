@@ -16,8 +16,9 @@ activity. It owns the rules they share:
 - **Stable frame ids.** A frame is always a frame of its day's document. Outside a single day's
   raw document, ids are day-qualified (``2026-06-03/f-0003``): the same frame keeps the same id
   whatever period it is served in. A bare ``f-0003`` is only accepted together with its day.
-- **One patterns algorithm.** Workflow patterns and routines come from ``af_pipeline.routines.miner``
-  (the same code as ``af routines``), over the period's action streams.
+- **One patterns algorithm.** Workflow patterns and routines come from ``af_pipeline.routines``
+  (``report.day_actions`` and the miner, the same code as ``af routines``), over the period's
+  action streams.
 
 Everything here is read-only: the log and the published folder are only read.
 """
@@ -37,7 +38,11 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from af_pipeline.compiler import emit, layouts, tokens
+from af_pipeline.compiler.document import decode_refs, encode_refs
+from af_pipeline.compiler.emit import DEFAULT_BUDGET, context_block
 from capture.errors import AfError, UserError
+from capture.files import canonical_json, sha256_file
 from capture.home import Home
 from capture.model import CLASS_OF, ROW_KINDS, DayCapture, StreamInfo
 from capture.timeutil import US, day_bounds, hhmmss, local_day, parse_day, to_datetime
@@ -46,7 +51,6 @@ MAX_PERIOD_DAYS = 31
 MAX_HOURS = 24.0 * MAX_PERIOD_DAYS
 MAX_SEARCH_DAYS = 366  # search reads a compact per-day index, so it may span a year
 DEFAULT_MIN_MINUTES = 0.0  # what `af build` publishes with, so published days are served as is
-DEFAULT_BUDGET = 1500
 DEFAULT_MAX_TOKENS = 20_000  # under the 25k output cap of common MCP clients
 MIN_MAX_TOKENS = 5000  # a busy day's ledger and coverage alone are ~3.5k tokens
 MAX_STEPS = 500
@@ -142,10 +146,6 @@ class _DayIndex:
     fields: list[list[tuple[str, str]]] | None = None  # per frame: (field kind, text)
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _casefold(text: object) -> str:
     return str(text or "").casefold()
 
@@ -156,11 +156,6 @@ def _is_day(name: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def compact_json(payload: Any) -> str:
-    """One line, no spaces: what every tool answers (pretty-printing costs a third more tokens)."""
-    return json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 class Memory:
@@ -178,8 +173,6 @@ class Memory:
         clock: Callable[[], int] | None = None,
         layout: str | None = None,
     ) -> None:
-        from af_pipeline.compiler import layouts
-
         self.home = home if isinstance(home, Home) else Home(Path(home))
         if not self.home.exists():
             raise UserError(f"{self.home.root} is not an activity-frames data folder (import a capture first, "
@@ -210,6 +203,7 @@ class Memory:
         """The event log (capture.log.EventLog), opened on first use: importing it loads DuckDB,
         which the MCP server should not pay for before it answers ``initialize``."""
         if self._log is None:
+            # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
             from capture.log import EventLog
 
             self._log = EventLog(self.home)
@@ -474,7 +468,7 @@ class Memory:
         path = self.published_dir(day) / name
         if not path.is_file():
             raise Tampered(f"{path} is listed in its manifest but missing: refusing it; rebuild with `af build`")
-        actual = _sha256(path)
+        actual = sha256_file(path)
         if actual != expected:
             raise Tampered(
                 f"{path} does not match its manifest (sha256 {actual[:12]}, published {str(expected)[:12]}): "
@@ -537,8 +531,6 @@ class Memory:
     def day_document(self, day: str, min_minutes: float = DEFAULT_MIN_MINUTES,
                      live: bool = False) -> tuple[dict[str, Any], str]:
         """(document, source) of one local day: published and verified, else compiled live."""
-        from af_pipeline.compiler import layouts
-
         min_minutes = self._check_min(min_minutes)
         layout = self.layout
         with self.lock:
@@ -551,6 +543,7 @@ class Memory:
             hit = self._docs.get(key)
             if hit is not None:
                 return hit
+            # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
             from af_pipeline.compiler.categories import rules_in
             from af_pipeline.compiler.compile import CompileOptions, compile_day
 
@@ -576,8 +569,6 @@ class Memory:
     def published_text(self, day: str, fmt: str) -> str | None:
         """The verified published rendering of a day (json, yaml, md or the default-budget
         context block), or None when it cannot be served as published."""
-        from af_pipeline.compiler import layouts
-
         if fmt not in FORMAT_FILES or self.layout != layouts.DEFAULT_LAYOUT or \
                 not self._servable(day, DEFAULT_MIN_MINUTES, self.include_typed_text):
             return None
@@ -588,8 +579,6 @@ class Memory:
 
     def render(self, document: dict[str, Any], fmt: str = "json", budget_tokens: int = DEFAULT_BUDGET) -> str:
         """A document as json | yaml | md | context (typed text only if this Memory opted in)."""
-        from af_pipeline.compiler import emit
-
         if fmt not in emit.FORMATS:
             raise BadArgument(f"format must be one of {', '.join(emit.FORMATS)}, not {fmt!r}")
         return emit.render(document, fmt, include_typed_text=self.include_typed_text, budget_tokens=budget_tokens)
@@ -609,8 +598,6 @@ class Memory:
     def context(self, p: Period | str, budget_tokens: int = DEFAULT_BUDGET,
                 min_minutes: float = DEFAULT_MIN_MINUTES) -> tuple[str, str]:
         """(block, source) for a period."""
-        from af_pipeline.compiler.emit import context_block
-
         p = self.as_period(p)
         self._check_budget(budget_tokens)
         if p.kind == "day" and budget_tokens == DEFAULT_BUDGET and min_minutes == DEFAULT_MIN_MINUTES:
@@ -667,8 +654,6 @@ class Memory:
     def _row_titles(self, day: str, frames: Sequence[dict[str, Any]]) -> list[list[str]]:
         """Per frame, the distinct window titles of its snapshot rows and of its interruptions'
         rows, in row order."""
-        from af_pipeline.compiler.document import decode_refs
-
         try:
             window = self._window_titles(day)
         except (AfError, OSError, ValueError):
@@ -759,6 +744,7 @@ class Memory:
             return base, sources[0] if len(sources) == 1 else "; ".join(sources)
 
     def _piece(self, day: str, lo: int, hi: int, min_minutes: float) -> tuple[dict[str, Any], str] | None:
+        # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
         from af_pipeline.compiler.compile import CompileOptions, compile_day
 
         key = (day, lo, hi, min_minutes, self.include_typed_text, self._fingerprint(day))
@@ -990,8 +976,6 @@ class Memory:
 
     def steps(self, p: Period | None, frame_id: str | None, query: str | None, limit: int = 100,
               cursor: str | None = None, day: str | None = None) -> dict[str, Any]:
-        from af_pipeline.compiler.document import encode_refs
-
         if (frame_id is None) == (query is None or not query.strip()):
             raise BadArgument("give exactly one of frame_id (e.g. 2026-06-03/f-0012) or query (words to find a task)")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_STEPS:
@@ -1037,8 +1021,8 @@ class Memory:
         return [f for _, f in sorted(out, key=lambda r: r[0])]
 
     def _frame_steps(self, f: FrameRef) -> list[dict[str, Any]]:
+        # deferred: entities load the public suffix list (~0.6 s), see warm()
         from af_pipeline.compiler.actions import actions_for_day
-        from af_pipeline.compiler.document import decode_refs
         from af_pipeline.compiler.enrich import enrich
 
         cap = self.day_capture(f.day)
@@ -1136,14 +1120,14 @@ class Memory:
 
     def day_actions(self, day: str) -> list[Any]:
         """A day's action stream (the input of routine mining), cached while the day is."""
-        from af_pipeline.compiler.actions import actions_for_day
-        from af_pipeline.compiler.enrich import enrich
+        # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
+        from af_pipeline.routines.report import day_actions
 
         with self.lock:
             key = (day, self._fingerprint(day))
             hit = self._actions.get(key)
             if hit is None:
-                hit = actions_for_day(day, enrich(self.day_capture(day)))
+                hit = day_actions(self.day_capture(day))
                 self._actions = {k: v for k, v in self._actions.items() if k[0] != day}
                 while len(self._actions) >= MAX_PERIOD_DAYS + 1:
                     self._actions.pop(next(iter(self._actions)))
@@ -1165,7 +1149,8 @@ class Memory:
         return self.period(day, hours, start, end)
 
     def _mine(self, p: Period) -> tuple[list[str], list[list[Any]], Any]:
-        from af_pipeline.routines import miner as R
+        # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
+        from af_pipeline.routines import miner
 
         known = set(self.days())
         chosen, per_day = [], []
@@ -1178,18 +1163,19 @@ class Memory:
                 per_day.append(acts)
         if not per_day:
             raise BadArgument(f"no input actions in {p.label}")
-        return chosen, per_day, R.mine_days(per_day)
+        return chosen, per_day, miner.mine_days(per_day)
 
     def patterns(self, p: Period | str, top: int = 10) -> dict[str, Any]:
         """Workflow patterns: the same algorithm and output as ``af routines`` (patterns part)."""
-        from af_pipeline.routines import miner as R
+        # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
+        from af_pipeline.routines import miner
 
         p = self.as_period(p)
         if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 50:
             raise BadArgument(f"top must be between 1 and 50, not {top!r}")
         with self.lock:
             chosen, per_day, mined = self._mine(p)
-            wp = R.workflow_patterns(per_day, self.tz, result=mined, top=top)
+            wp = miner.workflow_patterns(per_day, self.tz, result=mined, top=top)
         return fit({"period": p.to_json(self.tz), "active_days": chosen, **wp.to_dict()})
 
     def routines(self, p: Period | str, top: int = 10) -> dict[str, Any]:
@@ -1209,6 +1195,7 @@ class Memory:
                     "note": "routine ids are hashes of their steps: get_plan(routine_id) with the same period"})
 
     def plan(self, routine_id: str, p: Period | str) -> dict[str, Any]:
+        # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
         from af_pipeline.routines import plans
 
         p = self.as_period(p)
@@ -1246,9 +1233,8 @@ class Memory:
         today's document, then the search index of the most recent days, newest first (the
         lock is taken day by day, so questions are answered in between). Best effort: a
         failure here surfaces on the call that needs it."""
-        from af_pipeline.compiler import tokens
+        # the compiler's imports (numpy, the suffix list), paid here in the background
         from af_pipeline.compiler.compile import compile_day  # noqa: F401
-        from af_pipeline.compiler.emit import context_block  # noqa: F401
 
         tokens.encoding()
         try:
@@ -1312,8 +1298,6 @@ def _score(fields: Sequence[tuple[str, str]], words: Sequence[str], phrase: str)
 
 def _evidence_summary(frame: dict[str, Any]) -> dict[str, Any]:
     """A frame's evidence in a few tokens: its row count and first and last row references."""
-    from af_pipeline.compiler.document import decode_refs
-
     try:
         refs = decode_refs(frame.get("evidence", {}).get("snapshots", []))
     except (ValueError, KeyError, TypeError):
@@ -1443,17 +1427,15 @@ def _shrink_frame(frame: dict[str, Any]) -> dict[str, Any]:
 def fit(payload: dict[str, Any], max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
     """The payload cut to max_tokens by dropping the tail of its longest list (top level or one
     level down), repeatedly; ``truncated`` says how many items each list lost."""
-    from af_pipeline.compiler import tokens
-
-    out = json.loads(compact_json(payload))  # a copy, never the cached document
+    out = json.loads(canonical_json(payload))  # a copy, never the cached document
     cut: dict[str, int] = {}
-    while tokens.count(compact_json(out)) > max_tokens:
+    while tokens.count(canonical_json(out)) > max_tokens:
         lists = [(k, None, v) for k, v in out.items() if isinstance(v, list) and v]
         lists += [(k, k2, v2) for k, v in out.items() if isinstance(v, dict)
                   for k2, v2 in v.items() if isinstance(v2, list) and v2]
         if not lists:
             break
-        k, k2, longest = max(lists, key=lambda t: (len(compact_json(t[2])), t[0], t[1] or ""))
+        k, k2, longest = max(lists, key=lambda t: (len(canonical_json(t[2])), t[0], t[1] or ""))
         n = max(1, len(longest) // 10)
         del longest[-n:]
         name = k if k2 is None else f"{k}.{k2}"
@@ -1495,8 +1477,6 @@ def _page(head: dict[str, Any], list_key: str, items: list[Any], max_tokens: int
     """head plus as many items (from the cursor on) as fit max_tokens (cl100k, compact JSON).
     Pages after the first carry only the head's ``lean`` keys; a first page whose head leaves no
     room for an item carries the head alone (the next page goes on from the same item)."""
-    from af_pipeline.compiler import tokens
-
     offset = _cursor_offset(cursor, key)
     if offset > len(items):
         raise BadArgument(f"cursor {cursor!r} is past the end ({len(items)} items)")
@@ -1504,14 +1484,14 @@ def _page(head: dict[str, Any], list_key: str, items: list[Any], max_tokens: int
     shown = head if first or not lean else {k: head[k] for k in lean if k in head}
     base = dict(shown, total=len(items), offset=offset, next_cursor=_make_cursor(10**9, key))
     base[list_key] = []
-    room = max_tokens - tokens.count(compact_json(base))
+    room = max_tokens - tokens.count(canonical_json(base))
     if room <= 0:
         raise BadArgument(f"max_tokens {max_tokens} is too small for this answer's header "
                           f"({max_tokens - room} tokens); ask with a larger max_tokens")
     # estimate with ~3 characters a token (measured on documents), then check the real count
     take, est = 0, 0.0
     for it in items[offset:offset + limit] if limit else items[offset:]:
-        cost = len(compact_json(it)) / 2.9 + 1
+        cost = len(canonical_json(it)) / 2.9 + 1
         if est + cost > room * 0.97:
             break
         est += cost
@@ -1523,7 +1503,7 @@ def _page(head: dict[str, Any], list_key: str, items: list[Any], max_tokens: int
 
     while take > 0:
         out = build(take)
-        if tokens.count(compact_json(out)) <= max_tokens:
+        if tokens.count(canonical_json(out)) <= max_tokens:
             return out
         take -= max(1, take // 10)
     # nothing fits beside the first page's head: the head alone; later pages always progress

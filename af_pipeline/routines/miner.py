@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from af_pipeline.compiler.actions import Action
+from capture.timeutil import to_datetime
 
 MIN_K = 3
 MAX_K: int | None = None  # no fixed cap: a routine is as long as the work that repeats
@@ -977,8 +978,6 @@ def daily_habits(
     """Things done at about the same time of day: for each named action, the local time of its
     first occurrence on each active day; a habit when it happens on at least ``min_share`` of
     the active days (and at least 3) with an interquartile spread of at most ``max_spread_min``."""
-    from capture.timeutil import to_datetime
-
     active = [d for d in days if d]
     if not active:
         return []

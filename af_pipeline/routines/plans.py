@@ -15,7 +15,6 @@ R_info the script. C_agent and the three-arm comparison are MODELED, never bille
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import Any
 
 from af_pipeline.compiler import tokens
 from af_pipeline.routines.miner import Routine, Step
+from capture.files import canonical_json
 
 PLAN_VERSION = 1
 RESOLUTIONS: tuple[tuple[int, int], ...] = ((1280, 800), (1512, 982), (1728, 1117))
@@ -198,7 +198,7 @@ def minimal_script(plan: dict[str, Any]) -> str:
 
 def plan_text(plan: dict[str, Any]) -> str:
     """The canonical bytes of a plan: what is injected, hashed and token-counted."""
-    return json.dumps(plan, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return canonical_json(plan)
 
 
 # ---------------------------------------------------------------------------------------------

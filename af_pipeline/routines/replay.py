@@ -191,6 +191,7 @@ def preflight(plan: dict[str, Any], slots: dict[str, str], execute: bool, allow_
 
 
 def _default_template(url: str) -> str | None:
+    # deferred: the public suffix list (~0.6 s) only when a guard checks a URL
     from af_pipeline.compiler.entities import type_url
 
     ref = type_url(url)

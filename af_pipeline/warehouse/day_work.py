@@ -496,3 +496,17 @@ def artifact_bytes(doc: dict[str, Any], context_text: str, generated_at: str) ->
         "context.txt": context_text.encode("utf-8"),
         "view.html": view.render_day(doc, context_text).encode("utf-8"),
     }
+
+
+def built_day_totals(warehouse_path: Path) -> list[tuple[str, int, float, int, int]]:
+    """Per built day, oldest first: (day, frames, active minutes, document tokens, context-block
+    tokens), read from the warehouse without writing it (`af demo`'s summary table)."""
+    con = duckdb.connect(str(warehouse_path), read_only=True)
+    try:
+        rows = con.execute(
+            f"SELECT d.day, d.frames, d.active_min, d.tokens, c.tokens "
+            f"FROM {DOCUMENTS} d JOIN {CONTEXTS} c USING (day) ORDER BY d.day"
+        ).fetchall()
+    finally:
+        con.close()
+    return [(str(r[0]), int(r[1]), float(r[2]), int(r[3]), int(r[4])) for r in rows]

@@ -21,14 +21,13 @@ segment, the earlier ones with unchanged hashes.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from capture.errors import CheckFailed
+from capture.files import atomic_write, sha256_bytes, sha256_file
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
@@ -41,23 +40,6 @@ class Published:
     folder: Path
     manifest: dict[str, Any]
     written: bool  # False when an identical sealed day was already there
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    return sha256_bytes(path.read_bytes())
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def read_manifest(published_dir: Path, day: str) -> dict[str, Any] | None:
@@ -136,8 +118,8 @@ def publish_day(
         )
     folder.mkdir(parents=True, exist_ok=True)
     for name in sorted(files):
-        _atomic_write(folder / name, files[name])
-    _atomic_write(folder / MANIFEST, (json.dumps(new, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+        atomic_write(folder / name, files[name])
+    atomic_write(folder / MANIFEST, (json.dumps(new, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     return Published(day, folder, new, written=True)
 
 

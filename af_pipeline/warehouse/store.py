@@ -16,13 +16,13 @@ import collections
 import dataclasses
 import functools
 import json
-import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from capture.files import canonical_json
 from capture.log import (
     COLUMNS,
     NAMES,
@@ -33,7 +33,7 @@ from capture.log import (
     build_instances,
     column_values,
 )
-from capture.model import CLASS_OF, ROW_KINDS, DayCapture
+from capture.model import CLASS_OF, ROW_KINDS, DayCapture, column_types
 
 RAW_TABLES: dict[str, str] = {kind: f"raw_{kind}" for kind in ROW_KINDS}
 RAW_DAYS = "raw_days"
@@ -48,28 +48,9 @@ RAW_DAYS_COLUMNS = {
 # meta): how tests and benchmarks see that a build reads each day's rows once
 LOADS: collections.Counter[str] = collections.Counter()
 
-_SCALAR_TYPES = {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE", str: "VARCHAR"}
-_UnionType = type(int | None)
-
 
 class SchemaChanged(Exception):
     """A table exists with other columns than the code now writes (the code changed)."""
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def columns_of(cls: type) -> dict[str, str]:
-    """DuckDB column types for a dataclass: scalars map to SQL types, anything else to JSON text."""
-    hints = typing.get_type_hints(cls)
-    out: dict[str, str] = {}
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        base = args[0] if len(args) == 1 and typing.get_origin(hint) in (typing.Union, _UnionType) else hint
-        out[f.name] = _SCALAR_TYPES.get(base, "VARCHAR") if isinstance(base, type) else "VARCHAR"
-    return out
 
 
 def _cell(value: Any, sql_type: str) -> Any:
@@ -121,6 +102,7 @@ def replace_day(
     rows: Iterable[Sequence[Any]],
 ) -> int:
     """Replace one day's rows of a table (created on first use). Returns the rows written."""
+    # deferred: pandas (~0.3 s) only when rows are written; `af --help` imports this module
     import numpy as np
     import pandas as pd
 
@@ -168,9 +150,28 @@ def insert_frame(con: Any, table: str, select: str, frame: Any, prepare: Callabl
         raise
 
 
+def replace_table(con: Any, table: str, columns: Mapping[str, str], rows: Sequence[Sequence[Any]]) -> int:
+    """Replace a whole table that is not per day (no ``day``/``seq`` columns: the routine tables)
+    in one transaction; non-scalar cells are stored as canonical JSON. Returns the rows written."""
+    # deferred: pandas (~0.3 s) only when rows are written; `af --help` imports this module
+    import pandas as pd
+
+    names = list(columns)
+    frame = pd.DataFrame(
+        {f"c{i}": pd.Series([_cell(r[i], columns[n]) for r in rows], dtype=object) for i, n in enumerate(names)}
+    )
+    cols = ", ".join(f"{_quote(n)} {t}" for n, t in columns.items())
+    select = ", ".join(f"CAST(c{i} AS {columns[n]})" for i, n in enumerate(names))
+    insert_frame(
+        con, table, select, frame if rows else None,
+        prepare=lambda: con.execute(f"CREATE OR REPLACE TABLE {_quote(table)} ({cols})"),
+    )
+    return len(rows)
+
+
 def replace_records(con: duckdb.DuckDBPyConnection, table: str, day: str, cls: type, records: Sequence[Any]) -> int:
     """replace_day for a list of dataclass instances of one type."""
-    columns = columns_of(cls)
+    columns = column_types(cls)
     names = list(columns)
     return replace_day(con, table, day, columns, ([getattr(r, n) for n in names] for r in records))
 
@@ -320,10 +321,3 @@ def digests(con: duckdb.DuckDBPyConnection, days: Sequence[str]) -> dict[str, di
         for day, digest in found.items():
             out[day][table] = digest
     return out
-
-
-def count_day(con: duckdb.DuckDBPyConnection, table: str, day: str) -> int:
-    if table not in tables(con):
-        return 0
-    (n,) = con.execute(f"SELECT count(*) FROM {_quote(table)} WHERE day = ?", [day]).fetchone() or (0,)
-    return int(n)

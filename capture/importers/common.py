@@ -11,7 +11,6 @@ import math
 import os
 import re
 import sqlite3
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -152,12 +151,8 @@ class BadText(str):
     __slots__ = ()
 
 
-def decode_text(raw: bytes) -> str:
-    """SQLite text factory that never fails: invalid UTF-8 becomes U+FFFD in a BadText."""
-    return _decode_text(raw)
-
-
 def _decode_text(raw: bytes) -> str:
+    """SQLite text factory that never fails: invalid UTF-8 becomes U+FFFD in a BadText."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -405,7 +400,3 @@ class Progress:
     def say(self, message: str) -> None:
         if self.sink is not None:
             self.sink(f"{self.label}: {message}")
-
-
-def stderr_progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)

@@ -36,7 +36,6 @@ limit, and every line swallowed by an unterminated quote.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import re
 from bisect import bisect_right
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from capture.errors import UserError
+from capture.files import sha256_file
 from capture.importers.common import (
     HINT,
     MAX_APP,
@@ -130,14 +130,10 @@ def read_rpm(
 
 def _content_digest(p: Path) -> str:
     """A hash of the whole file: two different logs saved under one name are two sources."""
-    h = hashlib.sha256()
     try:
-        with open(p, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
+        return sha256_file(p)[:12]
     except OSError as exc:
         raise UserError(f"{p} cannot be read ({exc.strerror or exc})") from None
-    return h.hexdigest()[:12]
 
 
 def _rows(reader: Any, batch: ImportBatch, file: str) -> list[tuple[int, list[str]]]:

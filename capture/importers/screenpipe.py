@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from capture.errors import UserError
+from capture.files import canonical_json
 from capture.importers.common import (
     MAX_APP,
     MAX_ELEMENT_TEXT,
@@ -1096,8 +1097,7 @@ def _bounds_json(raw: Any) -> tuple[str, Box] | None:
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in vals):
         return None
     nums = [round(float(v), 1) for v in vals if isinstance(v, (int, float))]
-    text = json.dumps({"left": nums[0], "top": nums[1], "width": nums[2], "height": nums[3]},
-                      sort_keys=True, separators=(",", ":"))
+    text = canonical_json({"left": nums[0], "top": nums[1], "width": nums[2], "height": nums[3]})
     return text, (nums[0], nums[1], nums[2], nums[3])
 
 

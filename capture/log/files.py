@@ -7,12 +7,14 @@ A new file's directory is fsync'd too, so the file itself survives power loss, n
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any
+
+from capture import files
+from capture.files import sha256_file as sha256_file  # the log parts import it from here
+
 
 # fsync makes a landed record survive power loss, not just a killed process. Tests that only
 # check logic may turn it off to run faster; nothing else should.
@@ -20,15 +22,8 @@ FSYNC = True
 
 
 def canonical_json(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+    """The log's records as bytes: capture.files' one canonical text, UTF-8 encoded."""
+    return files.canonical_json(obj).encode("utf-8")
 
 
 def fsync_dir(path: Path) -> None:

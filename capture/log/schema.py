@@ -4,12 +4,11 @@ total sort order (the order read_day returns and sealed files are written in), i
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from capture.model import CLASS_OF, ROW_KINDS
+from capture.model import CLASS_OF, ROW_KINDS, column_types
 
 # Plausible capture times (1990 .. 2100); anything else is a broken clock and cannot be given a day.
 TS_MIN_US = 631_152_000 * 1_000_000
@@ -34,17 +33,7 @@ def sort_key(kind: str) -> Callable[[Any], tuple[Any, ...]]:
     return lambda r: (r.ts_us, r.ref)
 
 
-def _column_types(cls: type) -> dict[str, str]:
-    """DuckDB column types of a capture dataclass, in field order."""
-    hints = typing.get_type_hints(cls)
-    out: dict[str, str] = {}
-    for f in fields(cls):
-        args = [a for a in typing.get_args(hints[f.name]) if a is not type(None)] or [hints[f.name]]
-        out[f.name] = {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE"}.get(args[0], "VARCHAR")
-    return out
-
-
-COLUMNS: dict[str, dict[str, str]] = {kind: _column_types(CLASS_OF[kind]) for kind in ROW_KINDS}
+COLUMNS: dict[str, dict[str, str]] = {kind: column_types(CLASS_OF[kind]) for kind in ROW_KINDS}
 NAMES: dict[str, tuple[str, ...]] = {kind: tuple(COLUMNS[kind]) for kind in ROW_KINDS}
 # Quoted column lists for SQL ("window" is a reserved word in DuckDB).
 SELECT_SQL: dict[str, str] = {kind: ", ".join(f'"{n}"' for n in NAMES[kind]) for kind in ROW_KINDS}

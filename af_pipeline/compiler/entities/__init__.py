@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 from af_pipeline.compiler.entities import hosts
 from af_pipeline.compiler.entities._shape import is_id, shape, shape_at
-from af_pipeline.compiler.entities._url import MAX_ENTITY, Url, _segments, _split_query, clean, parse
+from af_pipeline.compiler.entities._url import MAX_ENTITY, Url, clean, parse, segments, split_query
 
 __all__ = [
     "LAYERS",
@@ -314,7 +314,7 @@ def _hash_route(u: Url) -> Url:
     if u.segs or not frag.startswith(("/", "!/")):
         return u
     route, _, query = frag.lstrip("!").partition("?")
-    return u._replace(segs=_segments(route), query=u.query or _split_query(query))
+    return u._replace(segs=segments(route), query=u.query or split_query(query))
 
 
 def type_url(url: str) -> PageRef:

@@ -158,7 +158,7 @@ def _unq(text: str) -> str:
     return unquote(text) if "%" in text else text
 
 
-def _split_query(query: str) -> dict[str, str]:
+def split_query(query: str) -> dict[str, str]:
     """First value of each key; keys lowercased. A plain split: parse_qsl is several times slower."""
     out: dict[str, str] = {}
     if not query:
@@ -173,7 +173,8 @@ def _split_query(query: str) -> dict[str, str]:
     return out
 
 
-def _segments(path: str) -> tuple[str, ...]:
+def segments(path: str) -> tuple[str, ...]:
+    """The decoded, non-empty segments of a URL path."""
     out = []
     for part in path.split("/"):
         if part:
@@ -212,8 +213,8 @@ def parse(raw: str) -> Url:
         port = parts.port
     except ValueError:
         port = None
-    segs = _segments(parts.path)
-    query = _split_query(parts.query)
+    segs = segments(parts.path)
+    query = split_query(parts.query)
     fragment = _unq(parts.fragment[:MAX_QUERY])
 
     # Browsers map hosts through IDNA (NFKC, case folded): full-width "ｅｘａｍｐｌｅ.com" is example.com.

@@ -2,9 +2,10 @@
 
 A parser is a pure function ``(Url) -> Hit | None``: the page kind, the entity and the template,
 or None to let the next layer (search parameter, heuristics, fallback) try. Register it with
-``@host("site.com", ...)`` for registrable domains, ``@label("google")`` for a brand under any
-public suffix (google.co.uk, amazon.de), or ``@prefix("gitlab")`` for self-hosted instances whose
-first host label names the product (gitlab.acme.com).
+``@site("site.com", ...)`` for registrable domains (and every host under them),
+``@exact_host("news.ycombinator.com")`` for one host exactly, ``@label("google")`` for a brand under
+any public suffix (google.co.uk, amazon.de), or ``@prefix("gitlab")`` for self-hosted instances
+whose first host label names the product (gitlab.acme.com).
 """
 
 from __future__ import annotations
@@ -35,19 +36,23 @@ def _register(table: dict[str, Parser], keys: tuple[str, ...]) -> Callable[[Pars
     return deco
 
 
-def exact(*hosts: str) -> Callable[[Parser], Parser]:
+def exact_host(*hosts: str) -> Callable[[Parser], Parser]:
+    """Register a parser for these hosts exactly (after "www." removal)."""
     return _register(BY_HOST, hosts)
 
 
-def host(*sites: str) -> Callable[[Parser], Parser]:
+def site(*sites: str) -> Callable[[Parser], Parser]:
+    """Register a parser for these registrable domains and every host under them."""
     return _register(BY_SITE, sites)
 
 
 def label(*labels: str) -> Callable[[Parser], Parser]:
+    """Register a parser for a brand label under any public suffix (google.co.uk, amazon.de)."""
     return _register(BY_LABEL, labels)
 
 
 def prefix(*labels: str) -> Callable[[Parser], Parser]:
+    """Register a parser for self-hosted products named by the first host label (gitlab.acme.com)."""
     return _register(BY_PREFIX, labels)
 
 
@@ -67,10 +72,6 @@ def lookup(u: Url) -> Parser | None:
     return fn
 
 
-def e(value: str | None) -> str | None:
-    return clean(value)
-
-
 def words(slug: str) -> str | None:
     """A title slug as words: ``Mobile-App-v2`` -> ``Mobile App v2``."""
     return clean(slug.replace("-", " ").replace("_", " ").replace("+", " "))
@@ -78,45 +79,45 @@ def words(slug: str) -> str | None:
 
 # --------------------------------------------------------------------------- professional network
 
-@host("linkedin.com")
+@site("linkedin.com")
 def linkedin(u: Url) -> Hit | None:
     s0, s1 = u.lseg(0), u.seg(1)
     if not u.segs:
         return "feed", None, tpl(u, "/")
     if s0 == "in" and s1:
-        return "profile", e(s1), tpl(u, "/in/{profile}")
+        return "profile", clean(s1), tpl(u, "/in/{profile}")
     if s0 in ("company", "school", "showcase") and s1:
-        return "company", e(s1), tpl(u, f"/{s0}/{{company}}")
+        return "company", clean(s1), tpl(u, f"/{s0}/{{company}}")
     if s0 == "search" and u.lseg(1) == "results":
         what = u.lseg(2)
         kind = {"people": "people_search", "companies": "company_search", "jobs": "job_search"}.get(what, "search")
         return kind, u.q("keywords"), tpl(u, f"/search/results/{what or 'all'}", "keywords={query}")
     if s0 == "jobs":
         if u.lseg(1) == "view" and u.seg(2):
-            return "job", e(u.seg(2)), tpl(u, "/jobs/view/{job}")
+            return "job", clean(u.seg(2)), tpl(u, "/jobs/view/{job}")
         if u.q("currentjobid"):
             return "job", u.q("currentjobid"), tpl(u, "/jobs/" + (u.lseg(1) or ""), "currentJobId={job}")
         return "job_search", u.q("keywords"), tpl(u, "/jobs/search", "keywords={query}")
     if s0 == "feed" and u.lseg(1) == "update" and u.seg(2):
-        return "post", e(u.seg(2)), tpl(u, "/feed/update/{post}")
+        return "post", clean(u.seg(2)), tpl(u, "/feed/update/{post}")
     if s0 in ("posts", "pulse") and s1:
-        return ("post" if s0 == "posts" else "article"), e(s1), tpl(u, f"/{s0}/{{post}}")
+        return ("post" if s0 == "posts" else "article"), clean(s1), tpl(u, f"/{s0}/{{post}}")
     if s0 == "feed":
         return "feed", None, tpl(u, "/feed/")
     if s0 == "messaging":
         thread = u.seg(2) if u.lseg(1) == "thread" else None
-        return "message", e(thread), tpl(u, "/messaging/thread/{thread}" if thread else "/messaging/")
+        return "message", clean(thread), tpl(u, "/messaging/thread/{thread}" if thread else "/messaging/")
     if s0 == "sales":
         if u.lseg(1) in ("lead", "people") and u.seg(2):
-            return "profile", e(u.seg(2).split(",")[0]), tpl(u, f"/sales/{u.lseg(1)}/{{profile}}")
+            return "profile", clean(u.seg(2).split(",")[0]), tpl(u, f"/sales/{u.lseg(1)}/{{profile}}")
         if u.lseg(1) == "company" and u.seg(2):
-            return "company", e(u.seg(2)), tpl(u, "/sales/company/{company}")
+            return "company", clean(u.seg(2)), tpl(u, "/sales/company/{company}")
         if u.lseg(1) == "search":
             return "people_search", u.q("keywords", "query"), tpl(u, "/sales/search/" + u.lseg(2))
     if s0 == "events" and s1:
-        return "event", e(s1), tpl(u, "/events/{event}")
+        return "event", clean(s1), tpl(u, "/events/{event}")
     if s0 == "groups" and s1:
-        return "community", e(s1), tpl(u, "/groups/{group}")
+        return "community", clean(s1), tpl(u, "/groups/{group}")
     if s0 == "mynetwork":
         return "network", None, tpl(u, "/mynetwork/")
     if s0 == "notifications":
@@ -138,12 +139,12 @@ _GH_RESERVED = frozenset(
 )
 
 
-@host("github.com")
+@site("github.com")
 def github(u: Url) -> Hit | None:
     if u.host == "gist.github.com":
         if len(u.segs) >= 2:
-            return "gist", e(f"{u.seg(0)}/{u.seg(1)}"), tpl(u, "/{owner}/{gist}")
-        return "gist", e(u.seg(0)), tpl(u, "/{owner}" if u.segs else "/")
+            return "gist", clean(f"{u.seg(0)}/{u.seg(1)}"), tpl(u, "/{owner}/{gist}")
+        return "gist", clean(u.seg(0)), tpl(u, "/{owner}" if u.segs else "/")
     if u.host not in ("github.com", "m.github.com"):
         return None
     s0 = u.lseg(0)
@@ -155,23 +156,23 @@ def github(u: Url) -> Hit | None:
     if s0 == "notifications":
         return "notifications", u.q("query"), tpl(u, "/notifications")
     if s0 == "settings":
-        return "settings", e(u.seg(1)), tpl(u, "/settings/" + u.lseg(1))
+        return "settings", clean(u.seg(1)), tpl(u, "/settings/" + u.lseg(1))
     if s0 in ("pulls", "issues"):
         kind = "pull_request_list" if s0 == "pulls" else "issue_list"
         return kind, u.q("q"), tpl(u, f"/{s0}")
     if s0 in ("login", "session", "sessions", "signup", "join", "password_reset"):
         return "sign_in", None, tpl(u, f"/{s0}")
     if s0 in ("orgs", "users") and u.lseg(2) == "projects" and u.seg(3):
-        return "board", e(f"{u.seg(1)}/projects/{u.seg(3)}"), tpl(u, f"/{s0}/{{owner}}/projects/{{n}}")
+        return "board", clean(f"{u.seg(1)}/projects/{u.seg(3)}"), tpl(u, f"/{s0}/{{owner}}/projects/{{n}}")
     if s0 == "orgs" and u.seg(1):
-        return "organization", e(u.seg(1)), tpl(u, "/orgs/{org}/" + u.lseg(2))
+        return "organization", clean(u.seg(1)), tpl(u, "/orgs/{org}/" + u.lseg(2))
     if s0 == "new":
         return "create", "repo", tpl(u, "/new")
     if s0 in _GH_RESERVED:
         return None
     owner = u.seg(0)
     if len(u.segs) == 1:
-        return "profile", e(owner), tpl(u, "/{owner}")
+        return "profile", clean(owner), tpl(u, "/{owner}")
     name = u.seg(1)[:-4] if u.seg(1).endswith(".git") and len(u.seg(1)) > 4 else u.seg(1)  # clone URLs
     return _repo_page(u, f"{owner}/{name}", u.segs[2:], "/{owner}/{repo}", "#")
 
@@ -179,58 +180,58 @@ def github(u: Url) -> Hit | None:
 def _repo_page(u: Url, repo: str, rest: tuple[str, ...], base: str, mr_sep: str) -> Hit:
     """Pages inside one repository, shared by GitHub, GitLab (after /-/) and Bitbucket."""
     if not rest:
-        return "repo", e(repo), tpl(u, base)
+        return "repo", clean(repo), tpl(u, base)
     r0, r1 = rest[0].lower(), rest[1] if len(rest) > 1 else ""
     tab = rest[2].lower() if len(rest) > 2 else ""
     if r0 in ("pull", "merge_requests", "pull-requests", "pulls") and r1.isdigit():
-        return "pull_request", e(f"{repo}{mr_sep}{r1}"), tpl(u, f"{base}/{r0}/{{n}}" + (f"/{tab}" if tab else ""))
+        return "pull_request", clean(f"{repo}{mr_sep}{r1}"), tpl(u, f"{base}/{r0}/{{n}}" + (f"/{tab}" if tab else ""))
     if r0 in ("pulls", "merge_requests", "pull-requests"):
-        return "pull_request_list", e(repo), tpl(u, f"{base}/{r0}")
+        return "pull_request_list", clean(repo), tpl(u, f"{base}/{r0}")
     if r0 == "issues" and r1.isdigit():
-        return "issue", e(f"{repo}#{r1}"), tpl(u, f"{base}/issues/{{n}}")
+        return "issue", clean(f"{repo}#{r1}"), tpl(u, f"{base}/issues/{{n}}")
     if r0 == "issues" and r1 == "new":
-        return "issue_new", e(repo), tpl(u, f"{base}/issues/new")
+        return "issue_new", clean(repo), tpl(u, f"{base}/issues/new")
     if r0 == "issues":
-        return "issue_list", e(repo), tpl(u, f"{base}/issues")
+        return "issue_list", clean(repo), tpl(u, f"{base}/issues")
     if r0 in ("blob", "src", "raw", "blame", "edit") and len(rest) > 2:
-        return "file", e(f"{repo}:{'/'.join(rest[2:])}"), tpl(u, f"{base}/{r0}/{{ref}}/{{path}}")
+        return "file", clean(f"{repo}:{'/'.join(rest[2:])}"), tpl(u, f"{base}/{r0}/{{ref}}/{{path}}")
     if r0 == "tree":
-        return "repo", e(repo), tpl(u, f"{base}/tree/{{ref}}" + ("/{path}" if len(rest) > 2 else ""))
+        return "repo", clean(repo), tpl(u, f"{base}/tree/{{ref}}" + ("/{path}" if len(rest) > 2 else ""))
     if r0 == "commit" and r1:
-        return "commit", e(f"{repo}@{r1[:12]}"), tpl(u, f"{base}/commit/{{sha}}")
+        return "commit", clean(f"{repo}@{r1[:12]}"), tpl(u, f"{base}/commit/{{sha}}")
     if r0 == "commits":
-        return "commit_list", e(repo), tpl(u, f"{base}/commits" + ("/{ref}" if r1 else ""))
+        return "commit_list", clean(repo), tpl(u, f"{base}/commits" + ("/{ref}" if r1 else ""))
     if r0 == "actions":
         if r1 == "runs" and tab:
-            return "ci_run", e(f"{repo}/runs/{rest[2]}"), tpl(u, f"{base}/actions/runs/{{n}}")
-        return "ci_run_list", e(repo), tpl(u, f"{base}/actions")
+            return "ci_run", clean(f"{repo}/runs/{rest[2]}"), tpl(u, f"{base}/actions/runs/{{n}}")
+        return "ci_run_list", clean(repo), tpl(u, f"{base}/actions")
     if r0 in ("pipelines", "jobs", "pipelines-results") and r1:
-        return "ci_run", e(f"{repo}/{r0}/{r1}"), tpl(u, f"{base}/{r0}/{{n}}")
+        return "ci_run", clean(f"{repo}/{r0}/{r1}"), tpl(u, f"{base}/{r0}/{{n}}")
     if r0 in ("pipelines", "jobs"):
-        return "ci_run_list", e(repo), tpl(u, f"{base}/{r0}")
+        return "ci_run_list", clean(repo), tpl(u, f"{base}/{r0}")
     if r0 == "search":
         return "code_search", u.q("q", "search"), tpl(u, f"{base}/search", "q={query}")
     if r0 == "settings":
-        return "settings", e(repo), tpl(u, f"{base}/settings" + (f"/{r1.lower()}" if r1 else ""))
+        return "settings", clean(repo), tpl(u, f"{base}/settings" + (f"/{r1.lower()}" if r1 else ""))
     if r0 == "compare":
-        return "compare", e(repo), tpl(u, f"{base}/compare/{{range}}")
+        return "compare", clean(repo), tpl(u, f"{base}/compare/{{range}}")
     if r0 == "releases":
-        return "release", e(repo), tpl(u, f"{base}/releases" + ("/tag/{tag}" if r1 == "tag" else ""))
+        return "release", clean(repo), tpl(u, f"{base}/releases" + ("/tag/{tag}" if r1 == "tag" else ""))
     if r0 == "discussions" and r1.isdigit():
-        return "discussion", e(f"{repo}#{r1}"), tpl(u, f"{base}/discussions/{{n}}")
+        return "discussion", clean(f"{repo}#{r1}"), tpl(u, f"{base}/discussions/{{n}}")
     if r0 == "wiki":
-        return "wiki_page", e(f"{repo}:{r1}") if r1 else e(repo), tpl(u, f"{base}/wiki" + ("/{page}" if r1 else ""))
-    return "repo", e(repo), tpl(u, f"{base}/{r0}")
+        return "wiki_page", clean(f"{repo}:{r1}") if r1 else clean(repo), tpl(u, f"{base}/wiki" + ("/{page}" if r1 else ""))
+    return "repo", clean(repo), tpl(u, f"{base}/{r0}")
 
 
-@host("gitlab.com")
+@site("gitlab.com")
 @prefix("gitlab")
 def gitlab(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if not u.segs:
         return "dashboard", None, tpl(u, "/")
     if s0 == "dashboard":
-        return "dashboard", e(u.seg(1)), tpl(u, "/dashboard/" + u.lseg(1))
+        return "dashboard", clean(u.seg(1)), tpl(u, "/dashboard/" + u.lseg(1))
     if s0 == "search":
         kind = "code_search" if u.q("scope") == "blobs" else "search"
         return kind, u.q("search"), tpl(u, "/search", "search={query}")
@@ -243,16 +244,16 @@ def gitlab(u: Url) -> Hit | None:
         project = "/".join(u.segs[:cut])
         return _repo_page(u, project, u.segs[cut + 1:], "/{project}/-", "!")
     if len(u.segs) == 1:
-        return "profile", e(u.seg(0)), tpl(u, "/{namespace}")
-    return "repo", e("/".join(u.segs)), tpl(u, "/{project}")
+        return "profile", clean(u.seg(0)), tpl(u, "/{namespace}")
+    return "repo", clean("/".join(u.segs)), tpl(u, "/{project}")
 
 
-@host("bitbucket.org")
+@site("bitbucket.org")
 def bitbucket(u: Url) -> Hit | None:
     if not u.segs or u.lseg(0) in ("account", "dashboard"):
         return "dashboard", None, tpl(u, "/" + u.lseg(0))
     if len(u.segs) == 1:
-        return "profile", e(u.seg(0)), tpl(u, "/{workspace}")
+        return "profile", clean(u.seg(0)), tpl(u, "/{workspace}")
     return _repo_page(u, f"{u.seg(0)}/{u.seg(1)}", u.segs[2:], "/{workspace}/{repo}", "#")
 
 
@@ -280,24 +281,24 @@ def _gdocs(u: Url) -> Hit | None:
     if kind is None:
         return None
     if len(segs) >= 4 and segs[1] == "d" and segs[2] == "e":  # published forms: /forms/d/e/<id>/viewform
-        return kind, e(segs[3]), tpl(u, f"/{segs[0].lower()}/d/e/{{id}}")
+        return kind, clean(segs[3]), tpl(u, f"/{segs[0].lower()}/d/e/{{id}}")
     if len(segs) >= 3 and segs[1] in ("d", "e"):
-        return kind, e(segs[2]), tpl(u, f"/{segs[0].lower()}/{segs[1]}/{{id}}")
-    return "doc_list", e(kind), tpl(u, f"/{segs[0].lower()}/")
+        return kind, clean(segs[2]), tpl(u, f"/{segs[0].lower()}/{segs[1]}/{{id}}")
+    return "doc_list", clean(kind), tpl(u, f"/{segs[0].lower()}/")
 
 
 def _gdrive(u: Url) -> Hit | None:
     segs = _strip_user_index(u.segs)
     low = [s.lower() for s in segs]
     if "folders" in low and low.index("folders") + 1 < len(segs):
-        return "folder", e(segs[low.index("folders") + 1]), tpl(u, "/drive/folders/{id}")
+        return "folder", clean(segs[low.index("folders") + 1]), tpl(u, "/drive/folders/{id}")
     if len(segs) >= 3 and low[0] == "file" and low[1] == "d":
-        return "file", e(segs[2]), tpl(u, "/file/d/{id}")
+        return "file", clean(segs[2]), tpl(u, "/file/d/{id}")
     if low[:1] == ["open"] and u.q("id"):
         return "file", u.q("id"), tpl(u, "/open", "id={id}")
     if "search" in low or u.q("q"):
         return "search", u.q("q"), tpl(u, "/drive/search", "q={query}")
-    return "folder", e(segs[1] if len(segs) > 1 else None), tpl(u, "/" + "/".join(low[:2]))
+    return "folder", clean(segs[1] if len(segs) > 1 else None), tpl(u, "/" + "/".join(low[:2]))
 
 
 def _gmail(u: Url) -> Hit | None:
@@ -312,19 +313,19 @@ def _gmail(u: Url) -> Hit | None:
             return "message", None, tpl(u, "/chat/")
         return "inbox", "inbox", tpl(u, "/mail/#inbox")
     if parts[0].split("?")[0].lower() == "settings":
-        return "settings", e(parts[1]) if len(parts) > 1 else None, tpl(u, "/mail/#settings")
+        return "settings", clean(parts[1]) if len(parts) > 1 else None, tpl(u, "/mail/#settings")
     if parts[0].lower() == "chat" and len(parts) > 2:
         kind = "message" if parts[1].lower() == "dm" else "channel"
-        return kind, e(parts[2]), tpl(u, f"/mail/#chat/{parts[1].lower()}/{{conversation}}")
+        return kind, clean(parts[2]), tpl(u, f"/mail/#chat/{parts[1].lower()}/{{conversation}}")
     head = parts[0].split("?")[0].lower()
     if head in ("search", "advanced-search") and len(parts) > 1:
-        return "search", e(parts[1].replace("+", " ")), tpl(u, "/mail/#search/{query}")
+        return "search", clean(parts[1].replace("+", " ")), tpl(u, "/mail/#search/{query}")
     last = parts[-1].split("?")[0]
     if len(parts) >= 2 and len(last) >= 16 and last.isalnum():
-        return "email", e(last), tpl(u, f"/mail/#{head}/{{message}}")
+        return "email", clean(last), tpl(u, f"/mail/#{head}/{{message}}")
     if head in ("label", "category") and len(parts) > 1:
-        return "inbox", e(parts[1].replace("+", " ")), tpl(u, f"/mail/#{head}/{{label}}")
-    return "inbox", e(head), tpl(u, f"/mail/#{head}")
+        return "inbox", clean(parts[1].replace("+", " ")), tpl(u, f"/mail/#{head}/{{label}}")
+    return "inbox", clean(head), tpl(u, f"/mail/#{head}")
 
 
 def _gcal(u: Url) -> Hit | None:
@@ -337,7 +338,7 @@ def _gcal(u: Url) -> Hit | None:
         key = "eventedit" if "eventedit" in segs else "event"
         idx = segs.index(key)
         ident = raw[idx + 1] if idx + 1 < len(raw) else None
-        return "event", e(ident), tpl(u, f"/calendar/r/{key}" + ("/{id}" if ident else ""))
+        return "event", clean(ident), tpl(u, f"/calendar/r/{key}" + ("/{id}" if ident else ""))
     view = next((s for s in segs if s in ("day", "week", "month", "year", "agenda", "customday", "schedule")), None)
     return "calendar", view, tpl(u, "/calendar/r" + (f"/{view}" if view else ""))
 
@@ -348,7 +349,7 @@ _MEET_CODE = re.compile(r"^[a-z]{3}-[a-z]{4}-[a-z]{3}$")
 def _gmeet(u: Url) -> Hit | None:
     code = u.lseg(0)
     if _MEET_CODE.match(code) or (code and code not in ("landing", "new", "_meet") and len(u.segs) == 1):
-        return "meeting", e(code), tpl(u, "/{meeting}")
+        return "meeting", clean(code), tpl(u, "/{meeting}")
     return "meeting", None, tpl(u, "/" + code)
 
 
@@ -361,7 +362,7 @@ def _gmaps(u: Url, segs: tuple[str, ...], base: str) -> Hit:
     if low[:1] == ["dir"]:
         stops = [words(s) for s in segs[1:] if not s.startswith(("@", "data="))]
         route = " → ".join(s for s in stops if s)
-        return "directions", e(route), tpl(u, base + "/dir/{route}")
+        return "directions", clean(route), tpl(u, base + "/dir/{route}")
     return "map", u.q("q", "query", "daddr"), tpl(u, base + "/")
 
 
@@ -382,30 +383,30 @@ def google(u: Url) -> Hit | None:
         return _gmaps(u, u.segs[1:] if u.lseg(0) == "maps" else u.segs, "/maps")
     if sub in ("gemini", "bard", "aistudio", "notebooklm"):
         chat = u.seg(-1) if len(u.segs) >= 2 else None
-        return "ai_chat", e(chat), tpl(u, "/app/{chat}" if chat else "/" + u.lseg(0))
+        return "ai_chat", clean(chat), tpl(u, "/app/{chat}" if chat else "/" + u.lseg(0))
     if sub == "accounts":
         return "sign_in", None, tpl(u, "/" + u.lseg(0))
     if sub == "myaccount":
-        return "settings", e(u.seg(0)), tpl(u, "/" + u.lseg(0))
+        return "settings", clean(u.seg(0)), tpl(u, "/" + u.lseg(0))
     if u.sub[:2] == ("console", "cloud"):
-        return "dashboard", e(u.seg(0)), tpl(u, "/" + u.lseg(0), "project={project}")
+        return "dashboard", clean(u.seg(0)), tpl(u, "/" + u.lseg(0), "project={project}")
     if sub == "keep":
-        return "note", e(u.fragment.split("/")[-1]) if "/" in u.fragment else None, tpl(u, "/")
+        return "note", clean(u.fragment.split("/")[-1]) if "/" in u.fragment else None, tpl(u, "/")
     if sub == "photos":
         return "photos", None, tpl(u, "/" + u.lseg(0))
     if sub == "colab" or u.sub[:2] == ("colab", "research"):
         nb = u.seg(1) if u.lseg(0) in ("drive", "github", "gist") else None
-        return "notebook", e(nb), tpl(u, f"/{u.lseg(0)}/{{notebook}}" if nb else "/")
+        return "notebook", clean(nb), tpl(u, f"/{u.lseg(0)}/{{notebook}}" if nb else "/")
     if sub == "chat":
         room = u.seg(1) if u.lseg(0) in ("room", "dm") else None
-        return ("message" if u.lseg(0) == "dm" else "channel"), e(room), tpl(u, f"/{u.lseg(0)}/{{conversation}}")
+        return ("message" if u.lseg(0) == "dm" else "channel"), clean(room), tpl(u, f"/{u.lseg(0)}/{{conversation}}")
     if sub == "play" and u.q("id"):
         return "product", u.q("id"), tpl(u, "/store/apps/details", "id={app}")
     if sub in ("analytics", "lookerstudio", "datastudio", "search") and u.segs:
         report = u.seg(1) if u.lseg(0) in ("reporting", "u") else None
-        return "dashboard", e(report), tpl(u, "/" + u.lseg(0))
+        return "dashboard", clean(report), tpl(u, "/" + u.lseg(0))
     if sub == "console" and u.sub[1:2] == ("firebase",):
-        return "dashboard", e(u.seg(1)) if u.lseg(0) == "project" else None, tpl(u, "/project/{project}")
+        return "dashboard", clean(u.seg(1)) if u.lseg(0) == "project" else None, tpl(u, "/project/{project}")
     if sub == "translate":
         return "translate", u.q("text"), tpl(u, "/", "text={text}")
     if sub == "news":
@@ -432,17 +433,17 @@ def _outlook(u: Url) -> Hit | None:
         raw = [s for s in u.segs[1:] if not s.isdigit()]
         if "id" in rest and rest.index("id") + 1 < len(raw):
             folder = rest[0] if rest[0] != "id" else "inbox"
-            return "email", e(raw[rest.index("id") + 1]), tpl(u, f"/mail/{folder}/id/{{message}}")
+            return "email", clean(raw[rest.index("id") + 1]), tpl(u, f"/mail/{folder}/id/{{message}}")
         if "compose" in rest or "new" in rest:
             return "email_compose", None, tpl(u, "/mail/deeplink/compose")
         if "search" in rest:
             return "search", u.q("q", "query"), tpl(u, "/mail/search")
         folder = rest[0] if rest else "inbox"
-        return "inbox", e(folder), tpl(u, f"/mail/{folder}")
+        return "inbox", clean(folder), tpl(u, f"/mail/{folder}")
     if low[0] == "calendar":
         if "item" in low or "read" in low or "compose" in low:
             ident = u.segs[-1] if len(u.segs) > 2 else None
-            return "event", e(ident), tpl(u, "/calendar/item/{id}")
+            return "event", clean(ident), tpl(u, "/calendar/item/{id}")
         view = low[2] if len(low) > 2 and low[1] == "view" else None
         return "calendar", view, tpl(u, "/calendar/view" + (f"/{view}" if view else ""))
     if low[0] in ("people", "contacts"):
@@ -455,9 +456,9 @@ def _teams(u: Url) -> Hit | None:
     frag = u.fragment.lower()
     if "meetup-join" in low or low[:1] == ["meet"] or "meeting" in frag:
         ident = u.seg(1) if low[:1] == ["meet"] else None
-        return "meeting", e(ident), tpl(u, "/meet/{id}" if ident else "/l/meetup-join/{id}")
+        return "meeting", clean(ident), tpl(u, "/meet/{id}" if ident else "/l/meetup-join/{id}")
     if low[:2] == ["l", "channel"] and len(u.segs) > 3:
-        return "channel", e(u.seg(3)), tpl(u, "/l/channel/{id}/{name}")
+        return "channel", clean(u.seg(3)), tpl(u, "/l/channel/{id}/{name}")
     if low[:2] == ["l", "message"] or low[:2] == ["l", "chat"] or "conversations" in frag or "chat" in frag:
         return "message", None, tpl(u, "/l/chat/{id}")
     if "calendar" in frag or "calendar" in low:
@@ -465,7 +466,7 @@ def _teams(u: Url) -> Hit | None:
     return "message", None, tpl(u, "/" + (low[0] if low else ""))
 
 
-@host("office.com", "office365.com", "live.com", "microsoft.com", "sharepoint.com", "microsoftonline.com",
+@site("office.com", "office365.com", "live.com", "microsoft.com", "sharepoint.com", "microsoftonline.com",
       "cloud.microsoft")
 def microsoft(u: Url) -> Hit | None:
     sub = u.sub[0] if u.sub else ""
@@ -491,14 +492,14 @@ def _sharepoint(u: Url) -> Hit | None:
     if s0 in _SP_KINDS:
         kind = _SP_KINDS[s0]
         name = u.q("file") or next((s for s in reversed(u.segs) if "." in s and not s.lower().endswith(".aspx")), None)
-        return kind, e(name) or u.q("d"), tpl(u, f"/{s0}/r/{{path}}")
+        return kind, clean(name) or u.q("d"), tpl(u, f"/{s0}/r/{{path}}")
     name = u.q("file")
     if name and "." in name:
         ext = name.rsplit(".", 1)[1].lower()
         kind = {"docx": "doc", "doc": "doc", "xlsx": "sheet", "xls": "sheet", "pptx": "slides", "ppt": "slides"}.get(ext, "file")
-        return kind, e(name), tpl(u, "/_layouts/15/Doc.aspx", "file={name}")
+        return kind, clean(name), tpl(u, "/_layouts/15/Doc.aspx", "file={name}")
     if s0 in ("sites", "teams") and u.seg(1):
-        return "site", e(u.seg(1)), tpl(u, f"/{s0}/{{site}}/" + u.lseg(2))
+        return "site", clean(u.seg(1)), tpl(u, f"/{s0}/{{site}}/" + u.lseg(2))
     ident = u.q("id")
     if s0 == "personal" or ident:
         return "folder", words(ident.rsplit("/", 1)[-1]) if ident else None, tpl(u, "/personal/{user}")
@@ -507,16 +508,16 @@ def _sharepoint(u: Url) -> Hit | None:
 
 # --------------------------------------------------------------------------- meetings and chat
 
-@host("zoom.us", "zoom.com", "zoomgov.com")
+@site("zoom.us", "zoom.com", "zoomgov.com")
 def zoom(u: Url) -> Hit | None:
     s0, s1 = u.lseg(0), u.seg(1)
     if s0 in ("j", "s", "w") and s1:
-        return "meeting", e(s1), tpl(u, f"/{s0}/{{meeting}}")
+        return "meeting", clean(s1), tpl(u, f"/{s0}/{{meeting}}")
     if s0 == "wc":
         ident = next((s for s in u.segs[1:] if s.isdigit()), None)
-        return "meeting", e(ident), tpl(u, "/wc/{meeting}/join")
+        return "meeting", clean(ident), tpl(u, "/wc/{meeting}/join")
     if s0 == "my" and s1:
-        return "meeting", e(s1), tpl(u, "/my/{room}")
+        return "meeting", clean(s1), tpl(u, "/my/{room}")
     if s0 == "rec":
         return "recording", None, tpl(u, "/rec/" + u.lseg(1) + "/{id}")
     if s0 in ("signin", "signup", "saml", "sso"):
@@ -531,22 +532,22 @@ def zoom(u: Url) -> Hit | None:
 _SLACK_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
 
 
-@host("slack.com")
+@site("slack.com")
 def slack(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if s0 == "client":
         conv = next((s for s in u.segs[2:] if _SLACK_ID.match(s)), None)
         if conv:
             kind = "message" if conv.startswith("D") else "channel"
-            return kind, e(conv), tpl(u, "/client/{team}/{conversation}")
+            return kind, clean(conv), tpl(u, "/client/{team}/{conversation}")
         view = u.lseg(2) or None
         return "inbox", view, tpl(u, "/client/{team}" + (f"/{view}" if view else ""))
     if s0 == "archives" and u.seg(1):
         if len(u.segs) > 2:
-            return "message", e(u.seg(1)), tpl(u, "/archives/{conversation}/{message}")
-        return "channel", e(u.seg(1)), tpl(u, "/archives/{conversation}")
+            return "message", clean(u.seg(1)), tpl(u, "/archives/{conversation}/{message}")
+        return "channel", clean(u.seg(1)), tpl(u, "/archives/{conversation}")
     if s0 == "messages" and u.seg(1):
-        return "channel", e(u.seg(1)), tpl(u, "/messages/{conversation}")
+        return "channel", clean(u.seg(1)), tpl(u, "/messages/{conversation}")
     if s0 in ("signin", "ssb", "sign_in_with_password", "workspace-signin", "get-started"):
         return "sign_in", None, tpl(u, "/" + s0)
     if s0 == "search" or u.q("query"):
@@ -554,20 +555,20 @@ def slack(u: Url) -> Hit | None:
     return None
 
 
-@host("discord.com", "discord.gg", "discordapp.com")
+@site("discord.com", "discord.gg", "discordapp.com")
 def discord(u: Url) -> Hit | None:
     if u.site == "discord.gg" or u.lseg(0) == "invite":
         code = u.seg(-1) if u.segs else None
-        return "community", e(code), tpl(u, "/invite/{code}")
+        return "community", clean(code), tpl(u, "/invite/{code}")
     if u.lseg(0) == "channels":
         guild, chan, msg = u.seg(1), u.seg(2), u.seg(3)
         if guild == "@me":
-            return "message", e(chan), tpl(u, "/channels/@me/{conversation}" if chan else "/channels/@me")
+            return "message", clean(chan), tpl(u, "/channels/@me/{conversation}" if chan else "/channels/@me")
         if msg:
-            return "message", e(f"{guild}/{chan}/{msg}"), tpl(u, "/channels/{server}/{channel}/{message}")
+            return "message", clean(f"{guild}/{chan}/{msg}"), tpl(u, "/channels/{server}/{channel}/{message}")
         if chan:
-            return "channel", e(f"{guild}/{chan}"), tpl(u, "/channels/{server}/{channel}")
-        return "community", e(guild), tpl(u, "/channels/{server}")
+            return "channel", clean(f"{guild}/{chan}"), tpl(u, "/channels/{server}/{channel}")
+        return "community", clean(guild), tpl(u, "/channels/{server}")
     if u.lseg(0) in ("login", "register"):
         return "sign_in", None, tpl(u, "/" + u.lseg(0))
     if u.lseg(0) == "app":
@@ -575,14 +576,14 @@ def discord(u: Url) -> Hit | None:
     return None
 
 
-@exact("web.whatsapp.com", "web.telegram.org", "messenger.com", "messages.google.com", "signal.org",
+@exact_host("web.whatsapp.com", "web.telegram.org", "messenger.com", "messages.google.com", "signal.org",
        "app.element.io", "chat.zulip.org", "web.skype.com")
 def web_messaging(u: Url) -> Hit | None:
     if u.host == "messenger.com" and u.lseg(0) == "t" and u.seg(1):
-        return "message", e(u.seg(1)), tpl(u, "/t/{conversation}")
+        return "message", clean(u.seg(1)), tpl(u, "/t/{conversation}")
     frag = u.fragment.strip("/")
     who = frag.split("/")[-1] if frag else None
-    return "message", e(who.lstrip("@") if who and who.startswith("@") else None), tpl(u, "/")
+    return "message", clean(who.lstrip("@") if who and who.startswith("@") else None), tpl(u, "/")
 
 
 # --------------------------------------------------------------------------- video and social
@@ -590,25 +591,25 @@ def web_messaging(u: Url) -> Hit | None:
 _YT_ID = re.compile(r"^[A-Za-z0-9_-]{6,}$")
 
 
-@host("youtube.com", "youtu.be", "youtube-nocookie.com")
+@site("youtube.com", "youtu.be", "youtube-nocookie.com")
 def youtube(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if u.site == "youtu.be" and u.seg(0):
-        return "video", e(u.seg(0)), tpl(u, "/{video}")
+        return "video", clean(u.seg(0)), tpl(u, "/{video}")
     if s0 == "watch" and u.q("v"):
         return "video", u.q("v"), tpl(u, "/watch", "v={video}")
     if s0 in ("shorts", "live", "embed", "v") and _YT_ID.match(u.seg(1)):
-        return "video", e(u.seg(1)), tpl(u, f"/{s0}/{{video}}")
+        return "video", clean(u.seg(1)), tpl(u, f"/{s0}/{{video}}")
     if s0 == "results":
         return "search", u.q("search_query", "q"), tpl(u, "/results", "search_query={query}")
     if u.seg(0).startswith("@"):
-        return "channel", e(u.seg(0)), tpl(u, "/{channel}" + ("/" + u.lseg(1) if len(u.segs) > 1 else ""))
+        return "channel", clean(u.seg(0)), tpl(u, "/{channel}" + ("/" + u.lseg(1) if len(u.segs) > 1 else ""))
     if s0 in ("channel", "c", "user") and u.seg(1):
-        return "channel", e(u.seg(1)), tpl(u, f"/{s0}/{{channel}}")
+        return "channel", clean(u.seg(1)), tpl(u, f"/{s0}/{{channel}}")
     if s0 == "playlist" and u.q("list"):
         return "playlist", u.q("list"), tpl(u, "/playlist", "list={playlist}")
     if not u.segs or s0 == "feed":
-        return "feed", e(u.seg(1)) if s0 == "feed" else None, tpl(u, "/" + "/".join(u.segs[:2]).lower())
+        return "feed", clean(u.seg(1)) if s0 == "feed" else None, tpl(u, "/" + "/".join(u.segs[:2]).lower())
     if s0 == "account" or s0 == "studio":
         return "settings", None, tpl(u, "/" + s0)
     return None
@@ -618,7 +619,7 @@ _X_RESERVED = frozenset({"home", "explore", "notifications", "messages", "search
                          "login", "logout", "tos", "privacy", "hashtag", "signup", "intent", "share"})
 
 
-@host("x.com", "twitter.com", "t.co")
+@site("x.com", "twitter.com", "t.co")
 def twitter(u: Url) -> Hit | None:
     if u.site == "t.co":
         return None  # a shortened link; the browser lands on the target
@@ -628,47 +629,47 @@ def twitter(u: Url) -> Hit | None:
     if s0 == "search":
         return "search", u.q("q"), tpl(u, "/search", "q={query}")
     if s0 == "hashtag" and u.seg(1):
-        return "search", e("#" + u.seg(1)), tpl(u, "/hashtag/{tag}")
+        return "search", clean("#" + u.seg(1)), tpl(u, "/hashtag/{tag}")
     if s0 == "notifications":
         return "notifications", None, tpl(u, "/notifications")
     if s0 == "messages" or (s0 == "i" and u.lseg(1) in ("chat", "messages")):
-        return "message", e(u.seg(1)) if s0 == "messages" else None, tpl(u, "/messages" + ("/{conversation}" if u.seg(1) else ""))
+        return "message", clean(u.seg(1)) if s0 == "messages" else None, tpl(u, "/messages" + ("/{conversation}" if u.seg(1) else ""))
     if s0 == "i" and u.lseg(1) == "grok":
         return "ai_chat", u.q("conversation"), tpl(u, "/i/grok")
     if s0 == "settings":
-        return "settings", e(u.seg(1)), tpl(u, "/settings/" + u.lseg(1))
+        return "settings", clean(u.seg(1)), tpl(u, "/settings/" + u.lseg(1))
     if s0 in ("login", "logout", "signup") or (s0 == "i" and u.lseg(1) == "flow"):
         return "sign_in", None, tpl(u, "/" + s0)
     if s0 in ("explore",):
         return "feed", None, tpl(u, "/explore")
     if s0 == "i" and u.lseg(1) == "lists" and u.seg(2):
-        return "feed", e(u.seg(2)), tpl(u, "/i/lists/{list}")
+        return "feed", clean(u.seg(2)), tpl(u, "/i/lists/{list}")
     if s0 in _X_RESERVED:
         return None
     user = u.seg(0)
     if u.lseg(1) == "status" and u.seg(2):
-        return "post", e(f"@{user}/{u.seg(2)}"), tpl(u, "/{user}/status/{post}")
-    return "profile", e("@" + user), tpl(u, "/{user}" + ("/" + u.lseg(1) if len(u.segs) > 1 else ""))
+        return "post", clean(f"@{user}/{u.seg(2)}"), tpl(u, "/{user}/status/{post}")
+    return "profile", clean("@" + user), tpl(u, "/{user}" + ("/" + u.lseg(1) if len(u.segs) > 1 else ""))
 
 
-@host("reddit.com", "redd.it")
+@site("reddit.com", "redd.it")
 def reddit(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if u.site == "redd.it" and u.seg(0):
-        return "post", e(u.seg(0)), tpl(u, "/{post}")
+        return "post", clean(u.seg(0)), tpl(u, "/{post}")
     if s0 == "r" and u.seg(1):
         sub = u.seg(1)
         if u.lseg(2) == "comments" and u.seg(3):
-            return "post", e(f"r/{sub}/{u.seg(3)}"), tpl(u, "/r/{subreddit}/comments/{post}" + ("/{slug}" if u.seg(4) else ""))
+            return "post", clean(f"r/{sub}/{u.seg(3)}"), tpl(u, "/r/{subreddit}/comments/{post}" + ("/{slug}" if u.seg(4) else ""))
         if u.lseg(2) == "search":
             return "search", u.q("q"), tpl(u, "/r/{subreddit}/search", "q={query}")
         if u.lseg(2) == "wiki":
-            return "wiki_page", e(f"r/{sub}"), tpl(u, "/r/{subreddit}/wiki")
-        return "community", e(f"r/{sub}"), tpl(u, "/r/{subreddit}" + ("/" + u.lseg(2) if u.seg(2) else ""))
+            return "wiki_page", clean(f"r/{sub}"), tpl(u, "/r/{subreddit}/wiki")
+        return "community", clean(f"r/{sub}"), tpl(u, "/r/{subreddit}" + ("/" + u.lseg(2) if u.seg(2) else ""))
     if s0 in ("user", "u") and u.seg(1):
-        return "profile", e(f"u/{u.seg(1)}"), tpl(u, f"/{s0}/{{user}}")
+        return "profile", clean(f"u/{u.seg(1)}"), tpl(u, f"/{s0}/{{user}}")
     if s0 == "comments" and u.seg(1):
-        return "post", e(u.seg(1)), tpl(u, "/comments/{post}")
+        return "post", clean(u.seg(1)), tpl(u, "/comments/{post}")
     if s0 == "search":
         return "search", u.q("q"), tpl(u, "/search", "q={query}")
     if s0 == "message" or s0 == "chat":
@@ -688,7 +689,7 @@ _FB_RESERVED = frozenset({"login", "login.php", "settings", "notifications", "fr
                           "permalink.php", "help", "privacy", "ads", "business", "dialog", "sharer"})
 
 
-@host("facebook.com", "fb.com", "fb.watch")
+@site("facebook.com", "fb.com", "fb.watch")
 def facebook(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if not u.segs:
@@ -697,19 +698,19 @@ def facebook(u: Url) -> Hit | None:
         return "profile", u.q("id"), tpl(u, "/profile.php", "id={profile}")
     if s0 == "groups" and u.seg(1):
         if u.lseg(2) in ("posts", "permalink") and u.seg(3):
-            return "post", e(f"{u.seg(1)}/{u.seg(3)}"), tpl(u, "/groups/{group}/posts/{post}")
-        return "community", e(u.seg(1)), tpl(u, "/groups/{group}")
+            return "post", clean(f"{u.seg(1)}/{u.seg(3)}"), tpl(u, "/groups/{group}/posts/{post}")
+        return "community", clean(u.seg(1)), tpl(u, "/groups/{group}")
     if s0 == "events" and u.seg(1):
-        return "event", e(u.seg(1)), tpl(u, "/events/{event}")
+        return "event", clean(u.seg(1)), tpl(u, "/events/{event}")
     if s0 == "marketplace":
         if u.lseg(1) == "item" and u.seg(2):
-            return "product", e(u.seg(2)), tpl(u, "/marketplace/item/{item}")
+            return "product", clean(u.seg(2)), tpl(u, "/marketplace/item/{item}")
         return "search", u.q("query"), tpl(u, "/marketplace/" + u.lseg(1))
     if s0 == "messages" or (s0 == "t" and u.seg(1)):
         conv = u.seg(2) if s0 == "messages" and u.lseg(1) == "t" else None
-        return "message", e(conv), tpl(u, "/messages/t/{conversation}" if conv else "/messages")
+        return "message", clean(conv), tpl(u, "/messages/t/{conversation}" if conv else "/messages")
     if s0 in ("watch", "reel", "reels") or u.site == "fb.watch":
-        return "video", u.q("v") or e(u.seg(1)), tpl(u, f"/{s0}", "v={video}")
+        return "video", u.q("v") or clean(u.seg(1)), tpl(u, f"/{s0}", "v={video}")
     if s0 == "search":
         return "search", u.q("q"), tpl(u, "/search/" + u.lseg(1), "q={query}")
     if s0 in ("photo", "photo.php", "permalink.php", "story.php"):
@@ -724,42 +725,42 @@ def facebook(u: Url) -> Hit | None:
         return None
     if u.lseg(1) in ("posts", "videos") and u.seg(2):
         kind = "post" if u.lseg(1) == "posts" else "video"
-        return kind, e(f"{u.seg(0)}/{u.seg(2)}"), tpl(u, f"/{{profile}}/{u.lseg(1)}/{{id}}")
-    return "profile", e(u.seg(0)), tpl(u, "/{profile}")
+        return kind, clean(f"{u.seg(0)}/{u.seg(2)}"), tpl(u, f"/{{profile}}/{u.lseg(1)}/{{id}}")
+    return "profile", clean(u.seg(0)), tpl(u, "/{profile}")
 
 
-@host("instagram.com")
+@site("instagram.com")
 def instagram(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if not u.segs:
         return "feed", None, tpl(u, "/")
     if s0 in ("p", "tv") and u.seg(1):
-        return "post", e(u.seg(1)), tpl(u, f"/{s0}/{{post}}")
+        return "post", clean(u.seg(1)), tpl(u, f"/{s0}/{{post}}")
     if s0 in ("reel", "reels") and u.seg(1):
-        return "video", e(u.seg(1)), tpl(u, "/reel/{video}")
+        return "video", clean(u.seg(1)), tpl(u, "/reel/{video}")
     if s0 == "stories" and u.seg(1):
-        return "story", e("@" + u.seg(1)), tpl(u, "/stories/{user}")
+        return "story", clean("@" + u.seg(1)), tpl(u, "/stories/{user}")
     if s0 == "explore":
         if u.lseg(1) == "tags" and u.seg(2):
-            return "search", e("#" + u.seg(2)), tpl(u, "/explore/tags/{tag}")
+            return "search", clean("#" + u.seg(2)), tpl(u, "/explore/tags/{tag}")
         if u.lseg(1) == "search":
             return "search", u.q("q"), tpl(u, "/explore/search", "q={query}")
         return "feed", None, tpl(u, "/explore")
     if s0 == "direct":
         conv = u.seg(2) if u.lseg(1) == "t" else None
-        return "message", e(conv), tpl(u, "/direct/t/{conversation}" if conv else "/direct/inbox")
+        return "message", clean(conv), tpl(u, "/direct/t/{conversation}" if conv else "/direct/inbox")
     if s0 == "accounts":
         kind = "sign_in" if u.lseg(1) in ("login", "emailsignup", "password") else "settings"
         return kind, None, tpl(u, "/accounts/" + u.lseg(1))
-    return "profile", e("@" + u.seg(0)), tpl(u, "/{user}")
+    return "profile", clean("@" + u.seg(0)), tpl(u, "/{user}")
 
 
-@host("tiktok.com")
+@site("tiktok.com")
 def tiktok(u: Url) -> Hit | None:
     if u.seg(0).startswith("@"):
         if u.lseg(1) == "video" and u.seg(2):
-            return "video", e(f"{u.seg(0)}/{u.seg(2)}"), tpl(u, "/{user}/video/{video}")
-        return "profile", e(u.seg(0)), tpl(u, "/{user}")
+            return "video", clean(f"{u.seg(0)}/{u.seg(2)}"), tpl(u, "/{user}/video/{video}")
+        return "profile", clean(u.seg(0)), tpl(u, "/{user}")
     if u.lseg(0) == "search":
         return "search", u.q("q"), tpl(u, "/search", "q={query}")
     if not u.segs or u.lseg(0) in ("foryou", "following", "explore"):
@@ -767,31 +768,31 @@ def tiktok(u: Url) -> Hit | None:
     return None
 
 
-@host("twitch.tv")
+@site("twitch.tv")
 def twitch(u: Url) -> Hit | None:
     if u.lseg(0) == "videos" and u.seg(1):
-        return "video", e(u.seg(1)), tpl(u, "/videos/{video}")
+        return "video", clean(u.seg(1)), tpl(u, "/videos/{video}")
     if u.lseg(0) == "search":
         return "search", u.q("term"), tpl(u, "/search", "term={query}")
     if not u.segs or u.lseg(0) in ("directory", "settings", "login", "subscriptions"):
         return None
-    return "channel", e(u.seg(0)), tpl(u, "/{channel}")
+    return "channel", clean(u.seg(0)), tpl(u, "/{channel}")
 
 
-@host("vimeo.com")
+@site("vimeo.com")
 def vimeo(u: Url) -> Hit | None:
     ident = next((s for s in u.segs if s.isdigit()), None)
     if ident:
-        return "video", e(ident), tpl(u, "/{video}")
+        return "video", clean(ident), tpl(u, "/{video}")
     if u.lseg(0) == "search":
         return "search", u.q("q"), tpl(u, "/search", "q={query}")
     return None
 
 
-@host("netflix.com")
+@site("netflix.com")
 def netflix(u: Url) -> Hit | None:
     if u.lseg(0) in ("watch", "title") and u.seg(1):
-        return "video", e(u.seg(1)), tpl(u, f"/{u.lseg(0)}/{{video}}")
+        return "video", clean(u.seg(1)), tpl(u, f"/{u.lseg(0)}/{{video}}")
     if u.lseg(0) == "search":
         return "search", u.q("q"), tpl(u, "/search", "q={query}")
     if u.lseg(0) in ("browse", ""):
@@ -799,19 +800,19 @@ def netflix(u: Url) -> Hit | None:
     return None
 
 
-@host("spotify.com")
+@site("spotify.com")
 def spotify(u: Url) -> Hit | None:
     segs = u.segs[1:] if u.lseg(0).startswith("intl-") else u.segs
     kinds = {"track": "audio", "episode": "audio", "album": "album", "playlist": "playlist",
              "artist": "artist", "show": "podcast"}
     if segs and segs[0].lower() in kinds and len(segs) > 1:
-        return kinds[segs[0].lower()], e(segs[1]), tpl(u, f"/{segs[0].lower()}/{{id}}")
+        return kinds[segs[0].lower()], clean(segs[1]), tpl(u, f"/{segs[0].lower()}/{{id}}")
     if segs and segs[0].lower() == "search":
-        return "search", e(segs[1]) if len(segs) > 1 else None, tpl(u, "/search/{query}")
+        return "search", clean(segs[1]) if len(segs) > 1 else None, tpl(u, "/search/{query}")
     return None
 
 
-@exact("news.ycombinator.com")
+@exact_host("news.ycombinator.com")
 def hackernews(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if s0 == "item" and u.q("id"):
@@ -819,31 +820,31 @@ def hackernews(u: Url) -> Hit | None:
     if s0 == "user" and u.q("id"):
         return "profile", u.q("id"), tpl(u, "/user", "id={user}")
     if s0 in ("", "news", "newest", "front", "ask", "show", "best", "jobs"):
-        return "feed", e(s0 or None), tpl(u, "/" + s0)
+        return "feed", clean(s0 or None), tpl(u, "/" + s0)
     return None
 
 
-@host("medium.com", "substack.com", "dev.to", "hashnode.dev", "hashnode.com")
+@site("medium.com", "substack.com", "dev.to", "hashnode.dev", "hashnode.com")
 def blogs(u: Url) -> Hit | None:
     s0 = u.seg(0)
     if u.site == "substack.com" and u.sub and u.sub[0] not in ("www", "on"):
         if u.lseg(0) == "p" and u.seg(1):
-            return "article", e(u.seg(1)), tpl(u, "/p/{article}")
-        return "publication", e(u.sub[0]), tpl(u, "/")
+            return "article", clean(u.seg(1)), tpl(u, "/p/{article}")
+        return "publication", clean(u.sub[0]), tpl(u, "/")
     if u.site == "substack.com" and s0.startswith("@"):
-        return "profile", e(s0), tpl(u, "/{user}")
+        return "profile", clean(s0), tpl(u, "/{user}")
     if u.site == "medium.com" and u.sub and u.sub[0] != "www" and u.seg(0):
-        return "article", e(u.seg(-1)), tpl(u, "/{article}")
+        return "article", clean(u.seg(-1)), tpl(u, "/{article}")
     if s0.startswith("@") or (u.site == "dev.to" and len(u.segs) == 1 and s0 not in ("search", "top")):
         if len(u.segs) >= 2:
-            return "article", e(u.seg(-1)), tpl(u, "/{user}/{article}")
-        return "profile", e(s0), tpl(u, "/{user}")
+            return "article", clean(u.seg(-1)), tpl(u, "/{user}/{article}")
+        return "profile", clean(s0), tpl(u, "/{user}")
     if u.lseg(0) == "p" and u.seg(1):
-        return "article", e(u.seg(1)), tpl(u, "/p/{article}")
+        return "article", clean(u.seg(1)), tpl(u, "/p/{article}")
     if u.lseg(0) == "search":
         return "search", u.q("q"), tpl(u, "/search", "q={query}")
     if len(u.segs) >= 2 and is_id(u.seg(-1)):
-        return "article", e(u.seg(-1)), tpl(u, "/{publication}/{article}")
+        return "article", clean(u.seg(-1)), tpl(u, "/{publication}/{article}")
     return None
 
 
@@ -852,22 +853,22 @@ def blogs(u: Url) -> Hit | None:
 _ISSUE_KEY = re.compile(r"^[A-Z][A-Z0-9_]+-\d+$")
 
 
-@host("atlassian.net", "atlassian.com", "jira.com")
+@site("atlassian.net", "atlassian.com", "jira.com")
 @prefix("jira", "confluence", "wiki")
 def atlassian(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     key = u.q("selectedissue")
     if low[:1] == ["browse"] and u.seg(1):
-        return "ticket", e(u.seg(1)), tpl(u, "/browse/{issue}")
+        return "ticket", clean(u.seg(1)), tpl(u, "/browse/{issue}")
     if key and _ISSUE_KEY.match(key):
         return "ticket", key, tpl(u, "/" + "/".join(low[:2]), "selectedIssue={issue}")
     if u.q("jql") or low[-1:] == ["issues"]:
         return "ticket_search", u.q("jql", "text"), tpl(u, "/issues", "jql={query}")
     if "boards" in low:
         proj = u.seg(low.index("projects") + 1) if "projects" in low else None
-        return "board", e(proj), tpl(u, "/jira/software/projects/{project}/boards/{n}")
+        return "board", clean(proj), tpl(u, "/jira/software/projects/{project}/boards/{n}")
     if "projects" in low and low.index("projects") + 1 < len(u.segs):
-        return "project", e(u.seg(low.index("projects") + 1)), tpl(u, "/jira/projects/{project}")
+        return "project", clean(u.seg(low.index("projects") + 1)), tpl(u, "/jira/projects/{project}")
     wiki = low[1:] if low[:1] == ["wiki"] else low
     off = len(low) - len(wiki)
     if wiki[:1] == ["spaces"] and len(wiki) > 1:
@@ -875,11 +876,11 @@ def atlassian(u: Url) -> Hit | None:
         if len(wiki) > 3 and wiki[2] == "pages":
             title = u.seg(off + 4) if len(wiki) > 4 else u.seg(off + 3)
             return "wiki_page", words(title), tpl(u, "/wiki/spaces/{space}/pages/{page}")
-        return "wiki", e(space), tpl(u, "/wiki/spaces/{space}")
+        return "wiki", clean(space), tpl(u, "/wiki/spaces/{space}")
     if wiki[:1] == ["display"] and len(wiki) > 1:
         if len(wiki) > 2:
             return "wiki_page", words(u.seg(off + 2)), tpl(u, "/display/{space}/{page}")
-        return "wiki", e(u.seg(off + 1)), tpl(u, "/display/{space}")
+        return "wiki", clean(u.seg(off + 1)), tpl(u, "/display/{space}")
     if "search" in wiki:
         return "search", u.q("text", "q", "jql"), tpl(u, "/wiki/search", "text={query}")
     if low[:1] == ["wiki"]:
@@ -891,20 +892,20 @@ def atlassian(u: Url) -> Hit | None:
     return None
 
 
-@host("linear.app")
+@site("linear.app")
 def linear(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if "issue" in low:
         i = low.index("issue")
         if i + 1 < len(u.segs):
-            return "ticket", e(u.segs[i + 1].upper()), tpl(u, "/{workspace}/issue/{issue}" + ("/{slug}" if i + 2 < len(u.segs) else ""))
+            return "ticket", clean(u.segs[i + 1].upper()), tpl(u, "/{workspace}/issue/{issue}" + ("/{slug}" if i + 2 < len(u.segs) else ""))
     if "project" in low:
         i = low.index("project")
         if i + 1 < len(u.segs):
             return "project", words(re.sub(r"-[0-9a-f]{8,}$", "", u.segs[i + 1])), tpl(u, "/{workspace}/project/{project}")
     if "team" in low:
         i = low.index("team")
-        return "board", e(u.seg(i + 1)), tpl(u, "/{workspace}/team/{team}/" + (low[i + 2] if i + 2 < len(low) else ""))
+        return "board", clean(u.seg(i + 1)), tpl(u, "/{workspace}/team/{team}/" + (low[i + 2] if i + 2 < len(low) else ""))
     if "inbox" in low:
         return "notifications", None, tpl(u, "/{workspace}/inbox")
     if low[:1] == ["login"]:
@@ -914,94 +915,94 @@ def linear(u: Url) -> Hit | None:
     return None
 
 
-@host("trello.com")
+@site("trello.com")
 def trello(u: Url) -> Hit | None:
     if u.lseg(0) == "b" and u.seg(1):
-        return "board", words(u.seg(2)) or e(u.seg(1)), tpl(u, "/b/{board}/{name}")
+        return "board", words(u.seg(2)) or clean(u.seg(1)), tpl(u, "/b/{board}/{name}")
     if u.lseg(0) == "c" and u.seg(1):
-        return "ticket", words(re.sub(r"^\d+-", "", u.seg(2))) or e(u.seg(1)), tpl(u, "/c/{card}/{name}")
+        return "ticket", words(re.sub(r"^\d+-", "", u.seg(2))) or clean(u.seg(1)), tpl(u, "/c/{card}/{name}")
     if u.lseg(0) in ("login", "signup"):
         return "sign_in", None, tpl(u, "/" + u.lseg(0))
     if len(u.segs) == 2 and u.lseg(1) == "boards":
-        return "board_list", e(u.seg(0)), tpl(u, "/{user}/boards")
+        return "board_list", clean(u.seg(0)), tpl(u, "/{user}/boards")
     return None
 
 
-@host("asana.com")
+@site("asana.com")
 def asana(u: Url) -> Hit | None:
     ids = [s for s in u.segs if s.isdigit() and s != "0"]
     if u.lseg(0) == "0" and len(ids) >= 2:
-        return "ticket", e(ids[-1]), tpl(u, "/0/{project}/{task}")
+        return "ticket", clean(ids[-1]), tpl(u, "/0/{project}/{task}")
     if u.lseg(0) in ("0", "1") and ids:
-        return "board", e(ids[0]), tpl(u, "/0/{project}/" + u.lseg(-1))
+        return "board", clean(ids[0]), tpl(u, "/0/{project}/" + u.lseg(-1))
     return None
 
 
-@host("monday.com")
+@site("monday.com")
 def monday(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if "pulses" in low and low.index("pulses") + 1 < len(u.segs):
-        return "ticket", e(u.segs[low.index("pulses") + 1]), tpl(u, "/boards/{board}/pulses/{item}")
+        return "ticket", clean(u.segs[low.index("pulses") + 1]), tpl(u, "/boards/{board}/pulses/{item}")
     if low[:1] == ["boards"] and u.seg(1):
-        return "board", e(u.seg(1)), tpl(u, "/boards/{board}")
+        return "board", clean(u.seg(1)), tpl(u, "/boards/{board}")
     return None
 
 
-@host("clickup.com")
+@site("clickup.com")
 def clickup(u: Url) -> Hit | None:
     if u.lseg(0) == "t" and u.seg(-1):
-        return "ticket", e(u.seg(-1)), tpl(u, "/t/{task}")
+        return "ticket", clean(u.seg(-1)), tpl(u, "/t/{task}")
     if "v" in [s.lower() for s in u.segs[:2]]:
         return "board", None, tpl(u, "/{team}/v/{view}")
     return None
 
 
-@host("zendesk.com", "freshdesk.com")
+@site("zendesk.com", "freshdesk.com")
 def helpdesk(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if "tickets" in low and low.index("tickets") + 1 < len(u.segs):
-        return "ticket", e(u.segs[low.index("tickets") + 1]), tpl(u, "/agent/tickets/{ticket}")
+        return "ticket", clean(u.segs[low.index("tickets") + 1]), tpl(u, "/agent/tickets/{ticket}")
     if "articles" in low:
         i = low.index("articles")
-        return "help", e(u.seg(i + 1)), tpl(u, "/hc/{locale}/articles/{article}")
+        return "help", clean(u.seg(i + 1)), tpl(u, "/hc/{locale}/articles/{article}")
     return None
 
 
-@host("sentry.io")
+@site("sentry.io")
 def sentry(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if "issues" in low:
         i = low.index("issues")
         if i + 1 < len(u.segs) and u.segs[i + 1].isdigit():
-            return "issue", e(u.segs[i + 1]), tpl(u, "/issues/{issue}")
+            return "issue", clean(u.segs[i + 1]), tpl(u, "/issues/{issue}")
         return "issue_list", None, tpl(u, "/issues")
     if "dashboard" in low or "dashboards" in low or "performance" in low:
         return "dashboard", None, tpl(u, "/dashboards")
     return None
 
 
-@host("force.com", "salesforce.com", "hubspot.com")
+@site("force.com", "salesforce.com", "hubspot.com")
 def crm(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if low[:2] == ["lightning", "r"] and len(u.segs) >= 4:
-        return "crm_record", e(f"{u.segs[2]}/{u.segs[3]}"), tpl(u, "/lightning/r/{object}/{id}/view")
+        return "crm_record", clean(f"{u.segs[2]}/{u.segs[3]}"), tpl(u, "/lightning/r/{object}/{id}/view")
     if low[:2] == ["lightning", "o"] and len(u.segs) >= 3:
-        return "crm_list", e(u.segs[2]), tpl(u, "/lightning/o/{object}/list")
+        return "crm_list", clean(u.segs[2]), tpl(u, "/lightning/o/{object}/list")
     if u.site == "hubspot.com" and len(u.segs) >= 4 and low[0] in ("contacts", "sales"):
-        return "crm_record", e(f"{u.segs[2]}/{u.segs[3]}"), tpl(u, f"/{low[0]}/{{portal}}/{{object}}/{{id}}")
+        return "crm_record", clean(f"{u.segs[2]}/{u.segs[3]}"), tpl(u, f"/{low[0]}/{{portal}}/{{object}}/{{id}}")
     return None
 
 
 # --------------------------------------------------------------------------- design
 
-@host("figma.com")
+@site("figma.com")
 def figma(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if s0 in ("file", "design", "board", "proto", "slides", "deck", "make") and u.seg(1):
         name = words(u.seg(2)) if len(u.segs) > 2 and u.lseg(2) != "branch" else None
-        return "design_file", name or e(u.seg(1)), tpl(u, f"/{s0}/{{key}}" + ("/{name}" if len(u.segs) > 2 else ""))
+        return "design_file", name or clean(u.seg(1)), tpl(u, f"/{s0}/{{key}}" + ("/{name}" if len(u.segs) > 2 else ""))
     if s0 == "files":
-        return "design_list", e(u.seg(-1)) if len(u.segs) > 1 else None, tpl(u, "/files/" + u.lseg(1))
+        return "design_list", clean(u.seg(-1)) if len(u.segs) > 1 else None, tpl(u, "/files/" + u.lseg(1))
     if s0 in ("community",):
         return "community", None, tpl(u, "/community")
     if s0 in ("login", "signup"):
@@ -1009,28 +1010,28 @@ def figma(u: Url) -> Hit | None:
     return None
 
 
-@host("miro.com", "canva.com", "excalidraw.com", "whimsical.com", "lucid.app")
+@site("miro.com", "canva.com", "excalidraw.com", "whimsical.com", "lucid.app")
 def boards(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if "board" in low and low.index("board") + 1 < len(u.segs):
-        return "design_file", e(u.segs[low.index("board") + 1]), tpl(u, "/app/board/{board}")
+        return "design_file", clean(u.segs[low.index("board") + 1]), tpl(u, "/app/board/{board}")
     if low[:1] == ["design"] and u.seg(1):
-        return "design_file", e(u.seg(1)), tpl(u, "/design/{design}/" + u.lseg(2))
+        return "design_file", clean(u.seg(1)), tpl(u, "/design/{design}/" + u.lseg(2))
     if u.site == "excalidraw.com" or "documents" in low:
-        return "design_file", e(u.seg(-1)) if u.segs else None, tpl(u, "/")
+        return "design_file", clean(u.seg(-1)) if u.segs else None, tpl(u, "/")
     return None
 
 
 # --------------------------------------------------------------------------- dashboards and consoles
 
-@host("grafana.net", "grafana.com")
+@site("grafana.net", "grafana.com")
 @prefix("grafana", "kibana")
 def grafana(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if s0 == "d" and u.seg(1):
-        return "dashboard", e(u.seg(2) or u.seg(1)), tpl(u, "/d/{uid}/{slug}")
+        return "dashboard", clean(u.seg(2) or u.seg(1)), tpl(u, "/d/{uid}/{slug}")
     if s0 in ("explore", "alerting", "dashboards", "app"):
-        return "dashboard", e(s0), tpl(u, "/" + s0)
+        return "dashboard", clean(s0), tpl(u, "/" + s0)
     if u.sub[:1] == ("kibana",) or "dashboards" in u.fragment:
         return "dashboard", None, tpl(u, "/app/" + u.lseg(1))
     if s0 == "login":
@@ -1038,16 +1039,16 @@ def grafana(u: Url) -> Hit | None:
     return None
 
 
-@host("datadoghq.com", "datadoghq.eu", "ddog-gov.com", "newrelic.com", "honeycomb.io")
+@site("datadoghq.com", "datadoghq.eu", "ddog-gov.com", "newrelic.com", "honeycomb.io")
 def observability(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if s0 in ("dashboard", "dashboards") and u.seg(1):
-        return "dashboard", words(u.seg(2)) or e(u.seg(1)), tpl(u, f"/{s0}/{{id}}/{{slug}}")
+        return "dashboard", words(u.seg(2)) or clean(u.seg(1)), tpl(u, f"/{s0}/{{id}}/{{slug}}")
     if s0 == "monitors" and u.seg(1):
-        return "dashboard", e(f"monitor {u.seg(1)}"), tpl(u, "/monitors/{id}")
+        return "dashboard", clean(f"monitor {u.seg(1)}"), tpl(u, "/monitors/{id}")
     if s0 in ("logs", "apm", "metric", "infrastructure", "monitors", "dashboard", "notebook", "incidents",
               "launchpad", "nr1-core", "traces"):
-        return "dashboard", e(s0), tpl(u, "/" + s0)
+        return "dashboard", clean(s0), tpl(u, "/" + s0)
     if s0 in ("login", "account"):
         return "sign_in", None, tpl(u, "/" + s0)
     return None
@@ -1056,7 +1057,7 @@ def observability(u: Url) -> Hit | None:
 @label("amazon")
 def amazon(u: Url) -> Hit | None:
     if "console" in u.sub:
-        return "dashboard", e(u.seg(0)), tpl(u, "/{service}/" + u.lseg(1))
+        return "dashboard", clean(u.seg(0)), tpl(u, "/{service}/" + u.lseg(1))
     if u.sub[:1] == ("signin",) or (u.lseg(0) == "ap" and u.lseg(1) == "signin"):
         return "sign_in", None, tpl(u, "/ap/signin")
     if u.sub and u.sub[0] in ("docs", "aws"):
@@ -1064,7 +1065,7 @@ def amazon(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     for marker in ("dp", "product"):
         if marker in low and low.index(marker) + 1 < len(u.segs):
-            return "product", e(u.segs[low.index(marker) + 1]), tpl(u, "/dp/{product}")
+            return "product", clean(u.segs[low.index(marker) + 1]), tpl(u, "/dp/{product}")
     if low[:1] == ["s"] or u.q("k"):
         return "search", u.q("k", "field-keywords"), tpl(u, "/s", "k={query}")
     if "cart" in low or "buy" in low or "checkout" in low:
@@ -1074,59 +1075,59 @@ def amazon(u: Url) -> Hit | None:
     return None
 
 
-@host("ebay.com", "ebay.co.uk", "ebay.de", "ebay.fr", "etsy.com", "aliexpress.com")
+@site("ebay.com", "ebay.co.uk", "ebay.de", "ebay.fr", "etsy.com", "aliexpress.com")
 def shops(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     for marker in ("itm", "listing", "item"):
         if marker in low and low.index(marker) + 1 < len(u.segs):
-            return "product", e(u.segs[low.index(marker) + 1].split(".")[0]), tpl(u, f"/{marker}/{{product}}")
+            return "product", clean(u.segs[low.index(marker) + 1].split(".")[0]), tpl(u, f"/{marker}/{{product}}")
     if "sch" in low or "search" in low or u.q("_nkw"):
         return "search", u.q("_nkw", "q", "searchtext"), tpl(u, "/search", "q={query}")
     return None
 
 
-@host("vercel.com", "netlify.com", "netlify.app", "heroku.com", "cloudflare.com", "render.com", "fly.io",
+@site("vercel.com", "netlify.com", "netlify.app", "heroku.com", "cloudflare.com", "render.com", "fly.io",
       "supabase.com", "azure.com", "digitalocean.com")
 def platforms(u: Url) -> Hit | None:
     if u.sub and u.sub[0] in ("docs", "developers", "blog", "community"):
         return None
     if (u.sub and u.sub[0] in ("portal", "dash", "dashboard", "app", "console", "cloud")) or u.lseg(0) in ("dashboard", "project"):
-        return "dashboard", e("/".join(u.segs[:2])) if u.segs else None, tpl(u, "/{account}/{project}" if u.segs else "/")
+        return "dashboard", clean("/".join(u.segs[:2])) if u.segs else None, tpl(u, "/{account}/{project}" if u.segs else "/")
     if u.site == "vercel.com" and u.segs and u.lseg(0) not in ("docs", "blog", "pricing", "login", "signup", "templates"):
-        return "dashboard", e("/".join(u.segs[:2])), tpl(u, "/{team}/{project}" + ("/" + u.lseg(2) if u.seg(2) else ""))
+        return "dashboard", clean("/".join(u.segs[:2])), tpl(u, "/{team}/{project}" + ("/" + u.lseg(2) if u.seg(2) else ""))
     return None
 
 
 # --------------------------------------------------------------------------- AI chat
 
-@host("chatgpt.com", "openai.com", "claude.ai", "anthropic.com", "perplexity.ai", "poe.com", "mistral.ai",
+@site("chatgpt.com", "openai.com", "claude.ai", "anthropic.com", "perplexity.ai", "poe.com", "mistral.ai",
       "deepseek.com", "grok.com", "character.ai", "you.com", "phind.com", "huggingface.co", "meta.ai")
 def ai_chat(u: Url) -> Hit | None:
     sub = u.sub[0] if u.sub else ""
     low = [s.lower() for s in u.segs]
     if u.site == "openai.com" and sub not in ("chat",):
-        return ("dashboard", e(u.seg(0)), tpl(u, "/" + u.lseg(0))) if sub == "platform" else None
+        return ("dashboard", clean(u.seg(0)), tpl(u, "/" + u.lseg(0))) if sub == "platform" else None
     if u.site == "anthropic.com":
-        return ("dashboard", e(u.seg(0)), tpl(u, "/" + u.lseg(0))) if sub in ("console", "platform") else None
+        return ("dashboard", clean(u.seg(0)), tpl(u, "/" + u.lseg(0))) if sub in ("console", "platform") else None
     if u.site in ("mistral.ai", "deepseek.com") and sub != "chat":
         return None
     if u.site == "huggingface.co":
         if low[:1] != ["chat"]:
             if len(u.segs) >= 2 and low[0] not in ("docs", "blog", "spaces", "datasets", "papers", "settings", "login"):
-                return "model", e(f"{u.seg(0)}/{u.seg(1)}"), tpl(u, "/{owner}/{model}")
+                return "model", clean(f"{u.seg(0)}/{u.seg(1)}"), tpl(u, "/{owner}/{model}")
             if low[:1] in (["spaces"], ["datasets"]) and len(u.segs) >= 3:
-                return low[0][:-1], e(f"{u.seg(1)}/{u.seg(2)}"), tpl(u, f"/{low[0]}/{{owner}}/{{name}}")
+                return low[0][:-1], clean(f"{u.seg(1)}/{u.seg(2)}"), tpl(u, f"/{low[0]}/{{owner}}/{{name}}")
             return None
         low, segs = low[1:], u.segs[1:]
     else:
         segs = u.segs
     for marker in ("c", "chat", "conversation", "search", "thread", "app", "s"):
         if marker in low and low.index(marker) + 1 < len(segs):
-            return "ai_chat", e(segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{chat}}")
+            return "ai_chat", clean(segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{chat}}")
     if low[:1] in (["g"], ["gpts"]) and len(segs) > 1:
-        return "ai_chat", e(segs[1]), tpl(u, "/g/{assistant}")
+        return "ai_chat", clean(segs[1]), tpl(u, "/g/{assistant}")
     if low[:1] in (["project"], ["projects"]) and len(segs) > 1:
-        return "ai_chat", e(segs[1]), tpl(u, f"/{low[0]}/{{project}}")
+        return "ai_chat", clean(segs[1]), tpl(u, f"/{low[0]}/{{project}}")
     if low[:1] in (["login"], ["auth"], ["signin"]):
         return "sign_in", None, tpl(u, "/" + low[0])
     if low[:1] == ["settings"]:
@@ -1140,19 +1141,19 @@ _STACK_SITES = ("stackoverflow.com", "stackexchange.com", "superuser.com", "serv
                 "askubuntu.com", "mathoverflow.net", "stackapps.com")
 
 
-@host(*_STACK_SITES)
+@site(*_STACK_SITES)
 def stackexchange(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if s0 in ("questions", "q") and u.seg(1).isdigit():
-        return "question", e(u.seg(2)) or e(u.seg(1)), tpl(u, "/questions/{n}/{slug}")
+        return "question", clean(u.seg(2)) or clean(u.seg(1)), tpl(u, "/questions/{n}/{slug}")
     if s0 == "questions" and u.lseg(1) == "tagged" and u.seg(2):
-        return "search", e(f"[{u.seg(2)}]"), tpl(u, "/questions/tagged/{tag}")
+        return "search", clean(f"[{u.seg(2)}]"), tpl(u, "/questions/tagged/{tag}")
     if s0 == "search":
         return "search", u.q("q"), tpl(u, "/search", "q={query}")
     if s0 in ("users", "u") and u.seg(1):
-        return "profile", e(u.seg(2)) or e(u.seg(1)), tpl(u, "/users/{n}/{user}")
+        return "profile", clean(u.seg(2)) or clean(u.seg(1)), tpl(u, "/users/{n}/{user}")
     if s0 == "a" and u.seg(1):
-        return "question", e(u.seg(1)), tpl(u, "/a/{n}")
+        return "question", clean(u.seg(1)), tpl(u, "/a/{n}")
     if s0 in ("questions", ""):
         return "feed", None, tpl(u, "/questions")
     return None
@@ -1162,7 +1163,7 @@ _WIKI_SITES = ("wikipedia.org", "wiktionary.org", "wikiquote.org", "wikibooks.or
                "wikimedia.org", "wikisource.org", "wikidata.org", "fandom.com")
 
 
-@host(*_WIKI_SITES)
+@site(*_WIKI_SITES)
 def wikipedia(u: Url) -> Hit | None:
     search = u.q("search")
     if search or (u.lseg(1).startswith("special:search")):
@@ -1171,16 +1172,16 @@ def wikipedia(u: Url) -> Hit | None:
         title = "/".join(u.segs[1:]).replace("_", " ")
         if ":" in title and title.split(":", 1)[0].lower() in ("special", "user", "talk", "help", "file", "category"):
             ns = title.split(":", 1)[0].lower()
-            return ("category" if ns == "category" else "article"), e(title), tpl(u, f"/wiki/{ns}:{{title}}")
-        return "article", e(title), tpl(u, "/wiki/{title}")
+            return ("category" if ns == "category" else "article"), clean(title), tpl(u, f"/wiki/{ns}:{{title}}")
+        return "article", clean(title), tpl(u, "/wiki/{title}")
     if u.q("title"):
-        return "article", e(u.q("title", "") and u.query.get("title", "").replace("_", " ")), tpl(u, "/w/index.php", "title={title}")
+        return "article", clean(u.q("title", "") and u.query.get("title", "").replace("_", " ")), tpl(u, "/w/index.php", "title={title}")
     if not u.segs:
         return "feed", None, tpl(u, "/")
     return None
 
 
-@host("notion.so", "notion.site", "notion.com")
+@site("notion.so", "notion.site", "notion.com")
 def notion(u: Url) -> Hit | None:
     if u.lseg(0) in ("login", "signup"):
         return "sign_in", None, tpl(u, "/" + u.lseg(0))
@@ -1190,31 +1191,31 @@ def notion(u: Url) -> Hit | None:
     m = re.match(r"^(?:(.*?)-)?([0-9a-fA-F]{32})$", last)
     if m:
         title = words(m.group(1)) if m.group(1) else None
-        return "doc", title or e(m.group(2)), tpl(u, "/{workspace}/{page}" if len(u.segs) > 1 else "/{page}")
+        return "doc", title or clean(m.group(2)), tpl(u, "/{workspace}/{page}" if len(u.segs) > 1 else "/{page}")
     if u.q("p"):
         return "doc", u.q("p"), tpl(u, "/{workspace}", "p={page}")
     return None
 
 
-@host("dropbox.com", "box.com")
+@site("dropbox.com", "box.com")
 def dropbox(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if low[:1] in (["s"], ["scl"], ["file"]) or (low[:1] == ["preview"]):
         name = next((s for s in reversed(u.segs) if "." in s), None)
-        return "file", e(name) or e(u.seg(-1)), tpl(u, f"/{low[0]}/{{id}}/{{name}}")
+        return "file", clean(name) or clean(u.seg(-1)), tpl(u, f"/{low[0]}/{{id}}/{{name}}")
     if low[:1] in (["home"], ["folder"]):
-        return "folder", e("/".join(u.segs[1:])) or "home", tpl(u, f"/{low[0]}/{{path}}")
+        return "folder", clean("/".join(u.segs[1:])) or "home", tpl(u, f"/{low[0]}/{{path}}")
     if low[:1] == ["paper"] or low[:1] == ["doc"]:
-        return "doc", e(u.seg(-1)), tpl(u, f"/{low[0]}/{{doc}}")
+        return "doc", clean(u.seg(-1)), tpl(u, f"/{low[0]}/{{doc}}")
     return None
 
 
-@host("icloud.com", "proton.me", "fastmail.com", "zoho.com", "yahoo.com", "aol.com", "gmx.net", "gmx.com")
+@site("icloud.com", "proton.me", "fastmail.com", "zoho.com", "yahoo.com", "aol.com", "gmx.net", "gmx.com")
 def mail_providers(u: Url) -> Hit | None:
     sub = u.sub[0] if u.sub else ""
     low = [s.lower() for s in u.segs]
     if sub in ("mail", "webmail") or low[:1] in (["mail"], ["mail2"]):
-        return "inbox", e(u.seg(1)) if low[:1] == ["mail"] and len(low) > 1 else None, tpl(u, "/mail/")
+        return "inbox", clean(u.seg(1)) if low[:1] == ["mail"] and len(low) > 1 else None, tpl(u, "/mail/")
     if sub == "calendar" or low[:1] == ["calendar"]:
         return "calendar", None, tpl(u, "/calendar/")
     if sub in ("search",) and u.site == "yahoo.com":
@@ -1226,7 +1227,7 @@ def mail_providers(u: Url) -> Hit | None:
 
 # --------------------------------------------------------------------------- search engines and maps
 
-@host("bing.com")
+@site("bing.com")
 def bing(u: Url) -> Hit | None:
     s0 = u.lseg(0)
     if s0 == "maps":
@@ -1240,15 +1241,15 @@ def bing(u: Url) -> Hit | None:
     return None
 
 
-@host("duckduckgo.com")
+@site("duckduckgo.com")
 def duckduckgo(u: Url) -> Hit | None:
     if not u.segs or u.lseg(0) in ("html", "lite"):
         return "search", u.q("q"), tpl(u, "/", "q={query}")
     return None
 
 
-@host("openstreetmap.org", "waze.com", "here.com", "citymapper.com")
-@exact("maps.apple.com", "maps.apple")
+@site("openstreetmap.org", "waze.com", "here.com", "citymapper.com")
+@exact_host("maps.apple.com", "maps.apple")
 def maps(u: Url) -> Hit | None:
     if u.lseg(0) == "directions" or u.q("daddr"):
         return "directions", u.q("daddr", "to", "route"), tpl(u, "/directions")
@@ -1264,50 +1265,50 @@ _NEWS_SITES = ("bbc.co.uk", "bbc.com", "theguardian.com", "nytimes.com", "cnn.co
 _DATE_PART = re.compile(r"^(19|20)\d\d$")
 
 
-@host(*_NEWS_SITES)
+@site(*_NEWS_SITES)
 def news(u: Url) -> Hit | None:
     if not u.segs:
         return "feed", None, tpl(u, "/")
     low = [s.lower() for s in u.segs]
     if u.site in ("bbc.co.uk", "bbc.com"):
         if low[:1] == ["iplayer"] and "episode" in low:
-            return "video", e(u.segs[low.index("episode") + 1]) if low.index("episode") + 1 < len(low) else None, tpl(u, "/iplayer/episode/{id}")
+            return "video", clean(u.segs[low.index("episode") + 1]) if low.index("episode") + 1 < len(low) else None, tpl(u, "/iplayer/episode/{id}")
         if low[:1] == ["sounds"] and len(low) > 2:
-            return "audio", e(u.seg(2)), tpl(u, "/sounds/play/{id}")
+            return "audio", clean(u.seg(2)), tpl(u, "/sounds/play/{id}")
         if len(low) >= 2 and low[1] == "articles" and len(low) > 2:
-            return "article", e(u.seg(2)), tpl(u, f"/{low[0]}/articles/{{article}}")
+            return "article", clean(u.seg(2)), tpl(u, f"/{low[0]}/articles/{{article}}")
         if low[0] in ("news", "sport") and re.search(r"\d{5,}$", low[-1]):
-            return "article", e(u.seg(-1)), tpl(u, f"/{low[0]}/{{article}}")
+            return "article", clean(u.seg(-1)), tpl(u, f"/{low[0]}/{{article}}")
         if low[0] == "weather":
-            return "weather", e(u.seg(1)) if len(u.segs) > 1 else None, tpl(u, "/weather/{place}")
+            return "weather", clean(u.seg(1)) if len(u.segs) > 1 else None, tpl(u, "/weather/{place}")
     if u.lseg(0) == "search" or u.q("q", "query"):
         return "search", u.q("q", "query", "text"), tpl(u, "/search", "q={query}")
     last = u.seg(-1)
     dated = any(_DATE_PART.match(s) for s in low[:-1])
     if dated or (len(low) >= 2 and is_id(last)) or last.endswith((".html", ".htm", ".ece", ".shtml")):
         section = low[0] if not _DATE_PART.match(low[0]) else "news"
-        return "article", e(re.sub(r"\.s?html?$|\.ece$", "", last)), tpl(u, f"/{section}/{{article}}")
-    return "feed", e(u.seg(0)), tpl(u, "/" + "/".join(low[:2]))
+        return "article", clean(re.sub(r"\.s?html?$|\.ece$", "", last)), tpl(u, f"/{section}/{{article}}")
+    return "feed", clean(u.seg(0)), tpl(u, "/" + "/".join(low[:2]))
 
 
 # --------------------------------------------------------------------------- developer references
 
-@host("npmjs.com", "pypi.org", "crates.io", "rubygems.org", "packagist.org", "nuget.org", "pkg.go.dev",
+@site("npmjs.com", "pypi.org", "crates.io", "rubygems.org", "packagist.org", "nuget.org", "pkg.go.dev",
       "docker.com", "mvnrepository.com", "hex.pm")
 def packages(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if u.host == "pkg.go.dev" and u.segs and low[0] != "search":
-        return "package", e("/".join(u.segs)), tpl(u, "/{module}")
+        return "package", clean("/".join(u.segs)), tpl(u, "/{module}")
     for marker in ("package", "packages", "project", "crates", "gems", "r", "_", "artifact"):
         if low[:1] == [marker] and len(u.segs) > 1:
             name = "/".join(u.segs[1:3]) if marker in ("r", "artifact") else u.seg(1)
-            return "package", e(name), tpl(u, f"/{marker}/{{package}}")
+            return "package", clean(name), tpl(u, f"/{marker}/{{package}}")
     if "search" in low or u.q("q"):
         return "search", u.q("q", "query"), tpl(u, "/search", "q={query}")
     return None
 
 
-@exact("developer.mozilla.org", "docs.python.org", "docs.rs", "learn.microsoft.com", "devdocs.io", "man7.org",
+@exact_host("developer.mozilla.org", "docs.python.org", "docs.rs", "learn.microsoft.com", "devdocs.io", "man7.org",
        "en.cppreference.com", "docs.github.com", "docs.gitlab.com")
 def references(u: Url) -> Hit | None:
     if not u.segs:
@@ -1315,39 +1316,39 @@ def references(u: Url) -> Hit | None:
     last = re.sub(r"\.(html?|php)$", "", u.seg(-1))
     if last in ("index", "") and len(u.segs) > 1:
         last = u.seg(-2)
-    return "documentation", e(last), shape(u)
+    return "documentation", clean(last), shape(u)
 
 
 # --------------------------------------------------------------------------- events and scheduling
 
-@host("calendly.com", "cal.com", "eventbrite.com", "eventbrite.co.uk", "meetup.com", "lu.ma", "luma.com")
+@site("calendly.com", "cal.com", "eventbrite.com", "eventbrite.co.uk", "meetup.com", "lu.ma", "luma.com")
 def events(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if u.site in ("calendly.com", "cal.com"):
         if low[:1] in (["app"], ["event_types"], ["bookings"]):
             return "calendar", None, tpl(u, "/app/" + (low[1] if len(low) > 1 else ""))
         if len(u.segs) >= 2:
-            return "event", e(f"{u.seg(0)}/{u.seg(1)}"), tpl(u, "/{user}/{event}")
+            return "event", clean(f"{u.seg(0)}/{u.seg(1)}"), tpl(u, "/{user}/{event}")
         if u.segs:
-            return "booking", e(u.seg(0)), tpl(u, "/{user}")
+            return "booking", clean(u.seg(0)), tpl(u, "/{user}")
         return None
     if "events" in low and low.index("events") + 1 < len(u.segs):
-        return "event", e(u.segs[low.index("events") + 1]), tpl(u, "/{group}/events/{event}")
+        return "event", clean(u.segs[low.index("events") + 1]), tpl(u, "/{group}/events/{event}")
     if low[:1] == ["e"] and u.seg(1):
-        return "event", e(u.seg(1)), tpl(u, "/e/{event}")
+        return "event", clean(u.seg(1)), tpl(u, "/e/{event}")
     if u.site in ("lu.ma", "luma.com") and len(u.segs) == 1 and low[0] not in ("home", "discover", "signin", "calendar"):
-        return "event", e(u.seg(0)), tpl(u, "/{event}")
+        return "event", clean(u.seg(0)), tpl(u, "/{event}")
     if u.site == "meetup.com" and len(u.segs) == 1 and low[0] not in ("find", "home", "login"):
-        return "community", e(u.seg(0)), tpl(u, "/{group}")
+        return "community", clean(u.seg(0)), tpl(u, "/{group}")
     if "find" in low or "search" in low or "discover" in low:
         return "search", u.q("keywords", "q", "query"), tpl(u, "/find", "keywords={query}")
     return None
 
 
-@host("githubusercontent.com")
+@site("githubusercontent.com")
 def github_raw(u: Url) -> Hit | None:
     if u.host == "raw.githubusercontent.com" and len(u.segs) >= 4:
-        return "file", e(f"{u.seg(0)}/{u.seg(1)}:{'/'.join(u.segs[3:])}"), tpl(u, "/{owner}/{repo}/{ref}/{path}")
+        return "file", clean(f"{u.seg(0)}/{u.seg(1)}:{'/'.join(u.segs[3:])}"), tpl(u, "/{owner}/{repo}/{ref}/{path}")
     return None
 
 
@@ -1356,37 +1357,37 @@ def github_raw(u: Url) -> Hit | None:
 _ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?(\.pdf)?$")
 
 
-@host("arxiv.org", "doi.org", "semanticscholar.org", "openreview.net", "aclanthology.org", "acm.org", "ieee.org")
+@site("arxiv.org", "doi.org", "semanticscholar.org", "openreview.net", "aclanthology.org", "acm.org", "ieee.org")
 def papers(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if u.site == "arxiv.org":
         if low[:1] in (["abs"], ["pdf"], ["html"]) and len(u.segs) > 1:
             ident = "/".join(u.segs[1:])
-            return "paper", e(re.sub(r"\.pdf$", "", ident)), tpl(u, f"/{low[0]}/{{paper}}")
+            return "paper", clean(re.sub(r"\.pdf$", "", ident)), tpl(u, f"/{low[0]}/{{paper}}")
         if low[:1] == ["list"]:
-            return "feed", e("/".join(u.segs[1:])), tpl(u, "/list/{category}/{period}")
+            return "feed", clean("/".join(u.segs[1:])), tpl(u, "/list/{category}/{period}")
         return None
     if u.site == "doi.org" and u.segs:
-        return "paper", e("/".join(u.segs)), tpl(u, "/{doi}")
+        return "paper", clean("/".join(u.segs)), tpl(u, "/{doi}")
     if u.site == "openreview.net" and u.q("id"):
         return "paper", u.q("id"), tpl(u, "/" + (low[0] if low else ""), "id={paper}")
     if "doi" in low:
         i = low.index("doi")
         rest = [s for s in u.segs[i + 1:] if s.lower() not in ("abs", "pdf", "full", "epdf")]
         if rest:
-            return "paper", e("/".join(rest[:2])), tpl(u, "/doi/{doi}")
+            return "paper", clean("/".join(rest[:2])), tpl(u, "/doi/{doi}")
     if u.site == "semanticscholar.org" and low[:1] == ["paper"]:
-        return "paper", e(u.seg(-1)), tpl(u, "/paper/{paper}")
+        return "paper", clean(u.seg(-1)), tpl(u, "/paper/{paper}")
     if u.site == "aclanthology.org" and u.segs:
-        return "paper", e(re.sub(r"\.pdf$", "", u.seg(0))), tpl(u, "/{paper}")
+        return "paper", clean(re.sub(r"\.pdf$", "", u.seg(0))), tpl(u, "/{paper}")
     if "document" in low and low.index("document") + 1 < len(u.segs):
-        return "paper", e(u.segs[low.index("document") + 1]), tpl(u, "/document/{paper}")
+        return "paper", clean(u.segs[low.index("document") + 1]), tpl(u, "/document/{paper}")
     return None
 
 
 # --------------------------------------------------------------------------- job boards
 
-@host("indeed.com", "glassdoor.com", "wellfound.com", "greenhouse.io", "lever.co", "welcometothejungle.com",
+@site("indeed.com", "glassdoor.com", "wellfound.com", "greenhouse.io", "lever.co", "welcometothejungle.com",
       "workable.com", "ashbyhq.com", "otta.com", "monster.com", "ziprecruiter.com")
 def job_boards(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
@@ -1395,11 +1396,11 @@ def job_boards(u: Url) -> Hit | None:
         return "job", job_id, tpl(u, "/" + "/".join(low[:1]), "jk={job}")
     if "jobs" in low and low.index("jobs") + 1 < len(u.segs):
         i = low.index("jobs")
-        return "job", e(u.segs[i + 1]), tpl(u, "/" + "/".join(["{company}"] * (i > 0)) + "/jobs/{job}" if i else "/jobs/{job}")
+        return "job", clean(u.segs[i + 1]), tpl(u, "/" + "/".join(["{company}"] * (i > 0)) + "/jobs/{job}" if i else "/jobs/{job}")
     if u.site in ("lever.co", "ashbyhq.com") and len(u.segs) >= 2:
-        return "job", e(u.seg(1)), tpl(u, "/{company}/{job}")
+        return "job", clean(u.seg(1)), tpl(u, "/{company}/{job}")
     if u.site in ("greenhouse.io", "lever.co", "ashbyhq.com", "workable.com") and u.segs:
-        return "company", e(u.seg(0)), tpl(u, "/{company}")
+        return "company", clean(u.seg(0)), tpl(u, "/{company}")
     if u.q("q", "keywords", "query", "sc.keyword"):
         return "job_search", u.q("q", "keywords", "query", "sc.keyword"), tpl(u, "/jobs", "q={query}")
     if low[:1] in (["jobs"], ["job"], ["job-listing"], ["viewjob"]):
@@ -1409,36 +1410,36 @@ def job_boards(u: Url) -> Hit | None:
 
 # --------------------------------------------------------------------------- more meetings, notebooks, CI, analytics
 
-@host("webex.com", "whereby.com", "gotomeeting.com", "goto.com", "jit.si", "around.co", "gather.town")
+@site("webex.com", "whereby.com", "gotomeeting.com", "goto.com", "jit.si", "around.co", "gather.town")
 def meetings(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     room = u.q("mtid", "mid", "room")
     if room:
         return "meeting", room, tpl(u, "/" + "/".join(low[:2]), "MTID={meeting}")
     if u.site in ("whereby.com", "jit.si", "around.co") and u.segs and low[0] not in ("user", "login", "information"):
-        return "meeting", e(u.seg(0)), tpl(u, "/{room}")
+        return "meeting", clean(u.seg(0)), tpl(u, "/{room}")
     for marker in ("meet", "join", "j"):
         if marker in low and low.index(marker) + 1 < len(u.segs):
-            return "meeting", e(u.segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{meeting}}")
+            return "meeting", clean(u.segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{meeting}}")
     return None
 
 
-@host("circleci.com", "buildkite.com", "travis-ci.com", "semaphoreci.com", "pagerduty.com", "opsgenie.com")
+@site("circleci.com", "buildkite.com", "travis-ci.com", "semaphoreci.com", "pagerduty.com", "opsgenie.com")
 def ci_and_incidents(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     for marker in ("builds", "workflows", "jobs"):
         if marker in low and low.index(marker) + 1 < len(u.segs):
-            return "ci_run", e("/".join(u.segs[: low.index(marker) + 2])), tpl(u, f"/{{pipeline}}/{marker}/{{n}}")
+            return "ci_run", clean("/".join(u.segs[: low.index(marker) + 2])), tpl(u, f"/{{pipeline}}/{marker}/{{n}}")
     if "pipelines" in low:
-        return "ci_run_list", e("/".join(u.segs[low.index("pipelines") + 1:][:3])), tpl(u, "/pipelines/{project}")
+        return "ci_run_list", clean("/".join(u.segs[low.index("pipelines") + 1:][:3])), tpl(u, "/pipelines/{project}")
     if "incidents" in low:
         i = low.index("incidents")
         ident = u.segs[i + 1] if i + 1 < len(u.segs) else None
-        return ("incident" if ident else "incident_list"), e(ident), tpl(u, "/incidents" + ("/{incident}" if ident else ""))
+        return ("incident" if ident else "incident_list"), clean(ident), tpl(u, "/incidents" + ("/{incident}" if ident else ""))
     return None
 
 
-@host("mixpanel.com", "amplitude.com", "posthog.com", "powerbi.com", "tableau.com", "looker.com",
+@site("mixpanel.com", "amplitude.com", "posthog.com", "powerbi.com", "tableau.com", "looker.com",
       "metabase.com", "hotjar.com", "segment.com", "plausible.io", "heap.io")
 def analytics(u: Url) -> Hit | None:
     if u.sub and u.sub[0] in ("docs", "help", "community", "www"):
@@ -1448,53 +1449,53 @@ def analytics(u: Url) -> Hit | None:
         return None  # the vendor's marketing site, not the product
     for marker in ("reports", "dashboard", "dashboards", "views", "insights", "board", "chart"):
         if marker in low and low.index(marker) + 1 < len(u.segs):
-            return "dashboard", e(u.segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{id}}")
+            return "dashboard", clean(u.segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{id}}")
     return "dashboard", None, tpl(u, "/" + "/".join(low[:1]))
 
 
-@host("codesandbox.io", "replit.com", "codepen.io", "stackblitz.com", "jsfiddle.net", "glitch.com",
+@site("codesandbox.io", "replit.com", "codepen.io", "stackblitz.com", "jsfiddle.net", "glitch.com",
       "kaggle.com", "observablehq.com", "vscode.dev", "github.dev")
 def sandboxes(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if u.site in ("vscode.dev", "github.dev"):
         repo = "/".join(u.segs[1:3]) if low[:1] in (["github"], ["gitlab"]) else "/".join(u.segs[:2])
-        return "repo", e(repo) if repo else None, tpl(u, "/github/{owner}/{repo}" if low[:1] == ["github"] else "/{owner}/{repo}")
+        return "repo", clean(repo) if repo else None, tpl(u, "/github/{owner}/{repo}" if low[:1] == ["github"] else "/{owner}/{repo}")
     if u.site == "kaggle.com":
         if low[:1] in (["code"], ["competitions"], ["datasets"], ["models"]) and len(u.segs) >= 2:
             kind = {"code": "notebook", "competitions": "competition", "datasets": "dataset", "models": "model"}[low[0]]
-            return kind, e("/".join(u.segs[1:3])), tpl(u, f"/{low[0]}/{{name}}")
+            return kind, clean("/".join(u.segs[1:3])), tpl(u, f"/{low[0]}/{{name}}")
         return None
     for marker in ("s", "p", "pen", "embed", "edit", "d", "sandbox"):
         if marker in low[:3] and low.index(marker) + 1 < len(u.segs):
-            return "sandbox", e(u.segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{sandbox}}")
+            return "sandbox", clean(u.segs[low.index(marker) + 1]), tpl(u, f"/{marker}/{{sandbox}}")
     if u.segs and u.seg(0).startswith("@") and len(u.segs) >= 2:
-        return "sandbox", e(f"{u.seg(0)}/{u.seg(1)}"), tpl(u, "/{user}/{sandbox}")
+        return "sandbox", clean(f"{u.seg(0)}/{u.seg(1)}"), tpl(u, "/{user}/{sandbox}")
     return None
 
 
-@host("coda.io", "quip.com", "evernote.com", "roamresearch.com", "craft.do", "dropbox.paper", "slite.com",
+@site("coda.io", "quip.com", "evernote.com", "roamresearch.com", "craft.do", "dropbox.paper", "slite.com",
       "nuclino.com", "airtable.com", "smartsheet.com")
 def docs_tools(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if u.site == "airtable.com" and u.segs and low[0].startswith("app"):
-        return "sheet", e(u.seg(0)), tpl(u, "/{base}/{table}")
+        return "sheet", clean(u.seg(0)), tpl(u, "/{base}/{table}")
     if u.site == "coda.io" and low[:1] == ["d"] and len(u.segs) > 1:
         return "doc", words(re.sub(r"_d[A-Za-z0-9\-]+$", "", u.seg(1))), tpl(u, "/d/{doc}")
     if u.site == "evernote.com" or u.site == "roamresearch.com":
         frag = [p for p in u.fragment.split("/") if p]
-        return "note", e(frag[-1]) if frag else None, tpl(u, "/")
+        return "note", clean(frag[-1]) if frag else None, tpl(u, "/")
     if u.site == "smartsheet.com" and low[:1] == ["sheets"] and len(u.segs) > 1:
-        return "sheet", e(u.seg(1)), tpl(u, "/sheets/{sheet}")
+        return "sheet", clean(u.seg(1)), tpl(u, "/sheets/{sheet}")
     if u.segs and len(u.seg(-1)) >= 8:
         return "doc", words(u.seg(-1)), tpl(u, "/{doc}")
     return None
 
 
-@host("quora.com")
+@site("quora.com")
 def quora(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     if low[:1] == ["profile"] and len(u.segs) > 1:
-        return "profile", e(u.seg(1)), tpl(u, "/profile/{user}")
+        return "profile", clean(u.seg(1)), tpl(u, "/profile/{user}")
     if low[:1] == ["search"]:
         return "search", u.q("q"), tpl(u, "/search", "q={query}")
     if len(u.segs) == 1 and "-" in u.seg(0):
@@ -1502,24 +1503,24 @@ def quora(u: Url) -> Hit | None:
     return None
 
 
-@host("airbnb.com", "airbnb.co.uk", "airbnb.fr", "booking.com", "tripadvisor.com", "expedia.com", "hotels.com",
+@site("airbnb.com", "airbnb.co.uk", "airbnb.fr", "booking.com", "tripadvisor.com", "expedia.com", "hotels.com",
       "vrbo.com")
 def travel(u: Url) -> Hit | None:
     low = [s.lower() for s in u.segs]
     for marker in ("rooms", "hotel", "h"):
         if marker in low and low.index(marker) + 1 < len(u.segs):
-            return "listing", e(re.sub(r"\.[a-z\-]*html?$", "", u.segs[-1])), tpl(u, f"/{marker}/{{listing}}")
+            return "listing", clean(re.sub(r"\.[a-z\-]*html?$", "", u.segs[-1])), tpl(u, f"/{marker}/{{listing}}")
     if u.segs and re.match(r"^(hotel|vacation|restaurant|attraction)_review", low[0]):
-        return "listing", e(u.seg(0)), tpl(u, "/{listing}")
+        return "listing", clean(u.seg(0)), tpl(u, "/{listing}")
     if low[:1] in (["s"], ["searchresults.html"], ["search"], ["hotel-search"]):
         return "search", u.q("ss", "query", "destination", "q") or (words(u.seg(1)) if len(u.segs) > 1 else None), tpl(u, "/s/{query}")
     return None
 
 
-@exact("apps.apple.com", "chromewebstore.google.com", "chrome.google.com", "addons.mozilla.org",
+@exact_host("apps.apple.com", "chromewebstore.google.com", "chrome.google.com", "addons.mozilla.org",
        "marketplace.visualstudio.com")
 def app_stores(u: Url) -> Hit | None:
     ident = u.q("itemname", "id") or next((s for s in reversed(u.segs) if s.startswith("id") or len(s) >= 20), None)
     if u.segs or ident:
-        return "product", e(ident) or e(u.seg(-1)), tpl(u, "/app/{app}")
+        return "product", clean(ident) or clean(u.seg(-1)), tpl(u, "/app/{app}")
     return None

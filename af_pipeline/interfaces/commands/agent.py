@@ -73,6 +73,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
 
 def _qa(args: argparse.Namespace) -> int:
+    # deferred: the QA harness (its oracle imports sqlglot), only for `af qa`
     from af_pipeline.interfaces.qa import report
 
     home = resolve_home(args.home)

@@ -52,6 +52,7 @@ def _say(msg: str) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    # deferred: the harness and the warehouse (~0.2 s), not needed for `af --help`
     from assets import certify as harness
 
     home = resolve_home(args.home)
@@ -72,6 +73,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_certify(args: argparse.Namespace) -> int:
+    # deferred: the harness and the warehouse (~0.2 s), not needed for `af --help`
     from assets import certify as harness
 
     home = resolve_home(args.home)

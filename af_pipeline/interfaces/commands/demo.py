@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
+from af_pipeline.compiler.emit import raw_rows_tokens
 from af_pipeline.interfaces import cli
+from af_pipeline.interfaces.commands.importer import ImportTotals
+from af_pipeline.warehouse import day_work
 from capture.home import Home
+from capture.log import EventLog
+from capture.synth import bundled_sample
 
 DEFAULT_DEMO_HOME = "af-demo"
 
@@ -34,10 +40,8 @@ def _progress(msg: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from af_pipeline.interfaces.commands.importer import _Totals
+    # deferred: one importer, not needed for `af --help`
     from capture.importers.screenpipe import iter_screenpipe
-    from capture.log import EventLog
-    from capture.synth import bundled_sample
 
     started = time.monotonic()
     home = Home(args.home or DEFAULT_DEMO_HOME)
@@ -51,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     print("[1/4] reading the sample capture and [2/4] landing it in the event log, day by day",
           file=sys.stderr)
     log = EventLog(home)
-    report = _Totals()
+    report = ImportTotals()
     # The user's zone decides which rows make a day: read in it, one local day per batch.
     for batch in iter_screenpipe(db, tz=home.settings().tz, progress=_progress):
         report.add(batch, log.append(batch, progress=_progress))
@@ -87,11 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_pipeline(home: Home, days: list[str]) -> dict:
     """Build every day through Dagster (one run), certify each day, and collect the numbers."""
-    import duckdb
-
-    from af_pipeline.compiler.emit import raw_rows_tokens
+    # deferred: the harness and the warehouse (~0.2 s), not needed for `af --help`
     from assets import certify as harness
-    from capture.log import EventLog
 
     print(f"[3/4] building {len(days)} day partitions through Dagster (one run)", file=sys.stderr)
     build = harness.run_build(home, days, _progress)
@@ -99,14 +100,7 @@ def _run_pipeline(home: Home, days: list[str]) -> dict:
         return {"ok": False, "build": {"ok": False, "failures": build.failures}, "days": []}
     print("[4/4] certifying every day (checks-only Dagster runs)", file=sys.stderr)
     cert = harness.run_certify(home, days, _progress)
-    con = duckdb.connect(str(home.warehouse_path), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT d.day, d.frames, d.active_min, d.tokens, c.tokens "
-            "FROM day_document d JOIN context_block c USING (day) ORDER BY d.day"
-        ).fetchall()
-    finally:
-        con.close()
+    rows = day_work.built_day_totals(home.warehouse_path)
     log = EventLog(home)
     table = [
         {"day": r[0], "frames": r[1], "active_min": r[2],
@@ -148,8 +142,6 @@ def _print_pipeline(home: Home, pipeline: dict) -> None:
 
 
 def _sample_zone(sample: Path) -> str:
-    import json
-
     truth = sample / "truth.json"
     if truth.is_file():
         tz = json.loads(truth.read_text(encoding="utf-8")).get("tz")

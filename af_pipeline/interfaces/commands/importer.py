@@ -12,6 +12,8 @@ from typing import Any
 from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.home import resolve_home
+from capture.importers.common import parse_screen_sizes
+from capture.log import EventLog
 from capture.model import ROW_KINDS
 
 _DESCRIPTION = """\
@@ -79,9 +81,6 @@ def _progress(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from capture.importers.common import parse_screen_sizes
-    from capture.log import EventLog
-
     home = resolve_home(args.home)
     try:
         # A new data folder is created only once the source has been read: a missing or
@@ -94,20 +93,23 @@ def run(args: argparse.Namespace) -> int:
     opts: dict[str, Any] = {"tz": settings.tz, "source_id": args.source_id, "progress": progress}
     batches: Iterable[Any]
     if args.source_kind == "screenpipe":
+        # deferred: only the importer of the source given
         from capture.importers.screenpipe import iter_screenpipe
 
         # One local day at a time: memory holds one day of element rows, not the whole database.
         batches = iter_screenpipe(path, screens=parse_screen_sizes(args.screen), **opts)
     elif args.source_kind == "activitywatch":
+        # deferred: only the importer of the source given
         from capture.importers.activitywatch import read_activitywatch
 
         batches = [read_activitywatch(path, **opts)]
     else:
+        # deferred: only the importer of the source given
         from capture.importers.rpm import read_rpm
 
         batches = [read_rpm(path, **opts)]
     log: EventLog | None = None
-    total = _Totals()
+    total = ImportTotals()
     with contextlib.ExitStack() as held:
         for batch in batches:
             if log is None:  # the data folder is made only once the source yields something
@@ -153,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _nothing_landed(path: Path, total: _Totals, notes: dict[str, int]) -> None:
+def _nothing_landed(path: Path, total: ImportTotals, notes: dict[str, int]) -> None:
     """A source of which nothing usable landed is an error (exit 2) with the reason.
 
     Re-importing a source whose rows are all already in the log is a success: they landed before.
@@ -167,7 +169,7 @@ def _nothing_landed(path: Path, total: _Totals, notes: dict[str, int]) -> None:
     raise UserError(f"{path}: nothing usable landed ({reason})")
 
 
-class _Totals:
+class ImportTotals:
     """The sum of the append reports of one import (a screenpipe import lands day by day)."""
 
     def __init__(self) -> None:

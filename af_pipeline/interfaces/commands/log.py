@@ -13,6 +13,7 @@ from capture.home import resolve_home
 from capture.log import DayStatus, EventLog
 from capture.model import ROW_KINDS
 from capture.timeutil import day_bounds
+from certification import history
 
 _DESCRIPTION = """\
 The event log holds every captured row, one segment per local day (in the time zone recorded in
@@ -133,7 +134,6 @@ def _status(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     log = _open(args)
     report = log.verify()
-    from certification import history
 
     # A chain that verifies on its own may still be shorter than one certified before.
     extra = [f"certification history: {p}" for p in history.chain_problems(log.home, log)]

@@ -61,6 +61,7 @@ def _say(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: python-xlib, mss and pynput, only for `af record`
     from capture.recorder import Exclusions, RecordOptions, record
     from capture.x11 import X11Desktop, display_name
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from af_pipeline.compiler.actions import Action, actions_for_day
+from af_pipeline.compiler.actions import Action
 from af_pipeline.interfaces import cli
-from af_pipeline.routines import miner as R
-from af_pipeline.routines import plans
+from af_pipeline.routines import miner, report
 from capture.errors import CheckFailed, UserError
 from capture.home import resolve_home
+from capture.log import EventLog
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--train-fraction",
         type=float,
-        default=R.PAPER_TRAIN_FRACTION,
+        default=miner.PAPER_TRAIN_FRACTION,
         metavar="F",
         help="share of active days the holdout fits on (default 40/51, the paper's split)",
     )
@@ -72,9 +71,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def load_actions(home_arg: str | None, last_days: int | None) -> tuple[list[list[Action]], str]:
     """The action stream of each active day in the log (oldest first) and the user's zone."""
-    from af_pipeline.compiler.enrich import enrich
-    from capture.log import EventLog
-
     home = resolve_home(home_arg)
     try:
         settings = home.settings()
@@ -92,7 +88,7 @@ def load_actions(home_arg: str | None, last_days: int | None) -> tuple[list[list
         msg = f"reading and enriching day {n}/{len(days)} ({day})"
         print("\r" + msg if tty else msg, end="" if tty else "\n", file=sys.stderr, flush=True)
         capture = log.read_day(day, lazy_elements=True)
-        acts = actions_for_day(day, enrich(capture))
+        acts = report.day_actions(capture)
         if acts:
             out.append(acts)
     if days and tty:
@@ -100,49 +96,8 @@ def load_actions(home_arg: str | None, last_days: int | None) -> tuple[list[list
     return out, settings.tz
 
 
-def report(
-    days: list[list[Action]], tz: str, top: int, train_fraction: float, evidence: bool = False
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Everything `af routines` shows, as one JSON-ready dict, plus the compiled plans.
-
-    The dict is a deterministic function of the actions, except its "timing" entry (wall-clock
-    mining and compile times), which a caller that stores or hashes the result should drop."""
-    t = time.perf_counter()
-    result = R.mine_days(days)
-    mine_s = time.perf_counter() - t
-    h = R.recurrence(result)
-    ho = R.holdout(days, train_fraction) if len(days) >= 2 else None
-    compiled, compile_ms = [], []
-    for routine in result.routines[:top]:
-        t = time.perf_counter()
-        compiled.append(plans.compile_plan(routine))
-        compile_ms.append((time.perf_counter() - t) * 1000)
-    costs = [plans.plan_cost(p) for p in compiled]
-    wp = R.workflow_patterns(days, tz, result=result, top=10)
-    table = result.to_dict(top=top, evidence=evidence)
-    for row, cost in zip(table["routines"], costs, strict=True):
-        row["plan"] = cost.to_dict()
-    payload = {
-        "days": len(days),
-        "steps": h.steps,
-        "timing": {
-            "mining_seconds": round(mine_s, 3),
-            "compile_ms_median": round(plans.quantile(compile_ms, 0.5), 3) if compile_ms else None,
-        },
-        "routines": table,
-        "recurrence": h.to_dict(),
-        "holdout": ho.to_dict() if ho else None,
-        "ladder": plans.ladder(costs),
-        "three_arm": plans.three_arm(costs),
-        "patterns": wp.to_dict(),
-    }
-    return payload, compiled
-
-
 def _no_input_message(home_arg: Any) -> str:
     """Why there is nothing to mine: no capture at all, or only sources that record no input."""
-    from capture.log import EventLog
-
     log = EventLog(resolve_home(home_arg))
     with_rows = [d.day for d in log.days() if d.counts.get("snapshots", 0) > 0]
     if not with_rows:
@@ -163,9 +118,15 @@ def run_routines(args: argparse.Namespace) -> int:
     if not days:
         raise UserError(_no_input_message(args.home))
     print(f"mining {sum(len(d) for d in days):,} actions over {len(days)} days", file=sys.stderr)
-    payload, compiled = report(days, tz, args.top, args.train_fraction, evidence=args.evidence)
+    built = report.build(days, args.top, args.train_fraction)
+    payload = report.to_dict(built, tz, args.top, evidence=args.evidence)
+    compiled = built.plans
     if args.plans_dir:
-        write_plans(Path(args.plans_dir), compiled)
+        folder = Path(args.plans_dir)
+        try:
+            report.write_plans(folder, compiled)
+        except OSError as exc:
+            raise UserError(f"cannot write plans to {folder}: {exc.strerror or exc}") from None
     if args.json:
         cli.emit_json(payload)
     else:
@@ -173,18 +134,6 @@ def run_routines(args: argparse.Namespace) -> int:
         if args.plans_dir:
             print(f"plans written to {args.plans_dir} ({len(compiled)} plans, .json and .txt)")
     return 0
-
-
-def write_plans(folder: Path, compiled: list[dict[str, Any]]) -> None:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        for plan in compiled:
-            (folder / f"{plan['routine']}.json").write_text(
-                json.dumps(plan, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
-            )
-            (folder / f"{plan['routine']}.txt").write_text(plans.minimal_script(plan), encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot write plans to {folder}: {exc.strerror or exc}") from None
 
 
 def _pct(x: float) -> str:
@@ -247,6 +196,7 @@ def render(p: dict[str, Any]) -> str:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    # deferred: the replay engine drives Playwright, only for `af replay`
     from af_pipeline.routines import replay
 
     slots = replay.parse_slots(args.slot)

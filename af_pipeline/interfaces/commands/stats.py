@@ -10,6 +10,7 @@ from typing import Any
 from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.home import resolve_home
+from capture.log import EventLog
 from capture.timeutil import parse_day
 
 _DESCRIPTION = """\
@@ -62,8 +63,6 @@ def _from_file(name: str) -> tuple[list[str], dict[str, Any]]:
 
 
 def _from_log(args: argparse.Namespace) -> tuple[list[str | None], dict[str, Any]]:
-    from capture.log import EventLog
-
     home = resolve_home(args.home)
     if not home.exists():
         raise UserError(f"{home.root} is not an activity-frames data folder yet (no {home.settings_path.name}); "
@@ -97,6 +96,7 @@ def _n(value: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: loading the public suffix list costs ~0.6 s
     from af_pipeline.compiler.entities import PSL_VERSION, coverage
 
     if args.top < 0:

@@ -16,15 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from af_pipeline.compiler import tokens
-from af_pipeline.compiler.emit import raw_rows_json
+from af_pipeline.compiler.compile import CompileOptions, compile_day
+from af_pipeline.compiler.emit import DEFAULT_BUDGET, context_block, raw_rows_json, to_json
+from af_pipeline.compiler.sessionize import PAPER_RULES, US
 from af_pipeline.interfaces.qa import grader, oracle, questions
 from af_pipeline.interfaces.qa.questions import CATEGORIES, Question
+from af_pipeline.interfaces.qa.readers import BlockReader, LLMConfig, LLMReader
 from capture.errors import UserError
 from capture.home import Home
+from capture.log import EventLog
 from capture.model import DayCapture
 
 DOCUMENT_MIN_MINUTES = 0.5  # the paper's document floor (6.1)
-BLOCK_BUDGET = 1500
 REPRESENTATIONS = ("block", "document", "raw")
 Progress = Callable[[str], None]
 
@@ -81,8 +84,6 @@ class BlockAnswerer:
     representation = "block"
 
     def __init__(self, minutes: str = "timeline") -> None:
-        from af_pipeline.interfaces.qa.readers import BlockReader
-
         self.reader = BlockReader(minutes=minutes)
         self.name = self.reader.name
 
@@ -98,10 +99,6 @@ def run(
     progress: Progress | None = None,
     window_tokens: int = questions.CONTEXT_WINDOW_TOKENS,
 ) -> dict[str, Any]:
-    from af_pipeline.compiler.compile import CompileOptions, compile_day
-    from af_pipeline.compiler.emit import context_block, to_json
-    from capture.log import EventLog
-
     say = progress or (lambda _m: None)
     if representation not in REPRESENTATIONS:
         raise UserError(f"--represent must be one of {', '.join(REPRESENTATIONS)}, not {representation!r}")
@@ -113,8 +110,6 @@ def run(
         # column is read too, beside it, to show what the per-stream convention costs
         answerers = [BlockAnswerer(), BlockAnswerer(minutes="per_monitor")]
     elif answerer == "llm":
-        from af_pipeline.interfaces.qa.readers import LLMConfig, LLMReader
-
         answerers = [LLMReader(LLMConfig.from_env())]
     else:
         raise UserError(f"--answerer must be block or llm, not {answerer!r}")
@@ -146,14 +141,14 @@ def run(
     say(f"{len(statuses)} active days; choosing the evaluated days")
     selection = questions.select_days(list(rows_of), lambda d: raw(d)[1], window=window_tokens)
     runner60 = oracle.DuckDBOracle()
-    runner90 = oracle.DuckDBOracle(cap_us=90 * 1_000_000)
+    runner90 = oracle.DuckDBOracle(cap_us=PAPER_RULES.dwell_s * US)
     evals: list[DayEval] = []
     for day in selection.days:
         say(f"{day}: oracle, compile, representations")
         o60 = oracle.oracle_log_day(log, day, runner60)
         o90 = oracle.oracle_log_day(log, day, runner90)
         doc = compile_day(cap(day), CompileOptions(min_minutes=DOCUMENT_MIN_MINUTES))
-        block = context_block(doc, budget_tokens=BLOCK_BUDGET)
+        block = context_block(doc, budget_tokens=DEFAULT_BUDGET)
         doc_json = to_json(doc)
         raw_text, raw_tokens = raw(day)
         texts = {"block": block, "document": doc_json}
@@ -187,7 +182,7 @@ def run(
     # busiest day of the whole log: the token-ratio target is measured there
     busiest = max(statuses, key=lambda s: (s.counts["snapshots"], s.day)).day
     bdoc = compile_day(cap(busiest), CompileOptions(min_minutes=DOCUMENT_MIN_MINUTES))
-    bblock = context_block(bdoc, budget_tokens=BLOCK_BUDGET)
+    bblock = context_block(bdoc, budget_tokens=DEFAULT_BUDGET)
     btokens = {"raw": raw(busiest)[1], "document": tokens.count(to_json(bdoc)), "block": tokens.count(bblock)}
 
     engines = None
