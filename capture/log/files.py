@@ -15,7 +15,6 @@ from typing import Any
 from capture import files
 from capture.files import sha256_file as sha256_file  # the log parts import it from here
 
-
 # fsync makes a landed record survive power loss, not just a killed process. Tests that only
 # check logic may turn it off to run faster; nothing else should.
 FSYNC = True
