@@ -101,15 +101,21 @@ def _no_space_in(err: Any) -> str | None:
 
 
 def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None) -> BuildOutcome:
-    """Materialize every asset for the days in one run (single-run backfill, in-process)."""
+    """Materialize every asset for the days in one run (single-run backfill, in-process).
+
+    ``days`` are days of the log (select_days); the run covers the day partitions from the first
+    to the last, which are exactly the log's days in between."""
     _quiet()
+    from af_pipeline.warehouse.days import log_days
     from assets.definitions import BUILD_JOB, build_definitions
     from assets.instance import exclusive_run, instance
+    from assets.partitions import register_days
 
     inst = instance(home)
     defs = build_definitions(home)
     job = defs.resolve_job_def(BUILD_JOB)
     with exclusive_run(home, inst, "af build", progress):
+        register_days(inst, log_days(home))  # a range run spans the partitions between its ends
         progress(f"building {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
         started = time.monotonic()
         tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
@@ -160,10 +166,12 @@ def _day_checks(result: Any, days: list[str]) -> tuple[dict[str, dict[str, Any]]
 def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: None) -> dict[str, Any]:
     """Run the checks-only job over the days in one run; return the certificate (also written to the folder).
 
-    The run covers every day partition from the first day to the last, days without capture
-    included, and the certificate gives each of them its verdict: none is checked unreported."""
+    The run covers every day partition from the first day to the last (a partition is a day of
+    the log, or one that was: a day removed from the log is still judged), and the certificate
+    gives each of them its verdict: none is checked unreported."""
     _quiet()
-    from capture.timeutil import days_between
+    from af_pipeline.warehouse.days import log_days
+    from assets.partitions import keys_in_range, register_days
     from certification import rebuild
 
     started = time.monotonic()
@@ -171,13 +179,14 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     # while this one imports Dagster and Great Expectations and runs the append-only and
     # data-quality checks; the two checks that need it wait for it.
     rebuild.start(home, include_typed_text=False)
-    days = days_between(days[0], days[-1]) if days else days
     from af_pipeline.warehouse.version import code_version
     from assets.definitions import CERTIFY_JOB, build_definitions
     from assets.instance import instance
     from capture.log import EventLog
     from checks import invariants, quality
     inst = instance(home)
+    register_days(inst, log_days(home))
+    days = keys_in_range(inst, days[0], days[-1]) if days else days
     defs = build_definitions(home)
     job = defs.resolve_job_def(CERTIFY_JOB)
     expected = {*invariants.INVARIANTS, quality.RAW_QUALITY, quality.FRAMES_QUALITY}

@@ -27,8 +27,7 @@ class DataFolder(dg.ConfigurableResource):
         # Every run of these definitions (af build, the nightly schedule, the UI) holds the data
         # folder's warehouse lock for its whole length and first settles runs that died holding a
         # pool slot (assets/instance.py); `af` takes the lock before the run, so here it re-enters.
-        from dagster._utils.interrupts import check_captured_interrupt
-
+        from assets.dagster_adapter import check_captured_interrupt
         from assets.instance import exclusive_run
 
         run = context.run
