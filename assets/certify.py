@@ -27,6 +27,19 @@ CERTIFICATE_VERSION = 1
 # check and day), and printing each as a debug line costs seconds. The run's full event log is
 # still stored in the instance for the UI.
 _QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# `af build` and `af certify` say what failed themselves (each step, day and check with its reason):
+# Dagster's own ERROR lines and stack traces stay in the run's log (the UI), not on the console.
+_SILENT = {"console": {"config": {"log_level": "CRITICAL"}}}
+
+
+def _run_config(verbose: bool, stages: bool) -> dict[str, Any]:
+    """Dagster's console log in full (--verbose), else silent with one line per stage (build)."""
+    if verbose:
+        return {}
+    loggers: dict[str, Any] = dict(_SILENT)
+    if stages:
+        loggers["progress"] = {"config": {"enabled": True}}
+    return {"loggers": loggers}
 Progress = Callable[[str], None]
 
 
@@ -100,11 +113,14 @@ def _no_space_in(err: Any) -> str | None:
     return None
 
 
-def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None) -> BuildOutcome:
+def run_build(
+    home: Home, days: list[str], progress: Progress = lambda _m: None, verbose: bool = False, stages: bool = False
+) -> BuildOutcome:
     """Materialize every asset for the days in one run (single-run backfill, in-process).
 
     ``days`` are days of the log (select_days); the run covers the day partitions from the first
-    to the last, which are exactly the log's days in between."""
+    to the last, which are exactly the log's days in between. ``stages`` prints one line per
+    finished step; ``verbose`` prints Dagster's own console log instead."""
     _quiet()
     from af_pipeline.warehouse.days import log_days
     from assets.definitions import BUILD_JOB, build_definitions
@@ -119,7 +135,9 @@ def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None)
         progress(f"building {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
         started = time.monotonic()
         tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
-        result = job.execute_in_process(instance=inst, tags=tags, raise_on_error=False)
+        result = job.execute_in_process(
+            instance=inst, tags=tags, raise_on_error=False, run_config=_run_config(verbose, stages)
+        )
     return BuildOutcome(result.success, days, time.monotonic() - started, result.run_id, _failures(result))
 
 
@@ -163,7 +181,9 @@ def _day_checks(result: Any, days: list[str]) -> tuple[dict[str, dict[str, Any]]
     return per_day, other_env
 
 
-def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: None) -> dict[str, Any]:
+def run_certify(
+    home: Home, days: list[str], progress: Progress = lambda _m: None, verbose: bool = False
+) -> dict[str, Any]:
     """Run the checks-only job over the days in one run; return the certificate (also written to the folder).
 
     The run covers every day partition from the first day to the last (a partition is a day of
@@ -198,7 +218,10 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     from assets.instance import exclusive_run
 
     with exclusive_run(home, inst, "af certify", progress):
-        result = job.execute_in_process(instance=inst, tags=_tags(days), raise_on_error=False, run_config=_QUIET_RUN)
+        result = job.execute_in_process(
+            instance=inst, tags=_tags(days), raise_on_error=False,
+            run_config=_QUIET_RUN if verbose else _run_config(False, False),
+        )
     checks_by_day, other_env = _day_checks(result, days)
     failed_steps = [f for f in _failures(result) if f.startswith("step ")]
     per_day: dict[str, Any] = {}

@@ -9,6 +9,8 @@ The rest of assets/ and checks/ speaks public Dagster only. What is here has no 
   check status only then), which needs the event log storage's latest-storage-id lookup, the
   non-exported AssetCheckEvaluationTargetMaterializationData, the check op's output name and a
   hand-made Output event;
+- the Dagster event behind a log record, read by the ``stage_progress`` logger that prints one
+  line per stage for ``af build`` (the record's ``dagster_meta`` attribute);
 - the interrupt flag Dagster sets when it swallows SIGINT/SIGTERM inside a run;
 - run and pool-slot bookkeeping used to settle runs killed mid-step (assets/instance.py).
 
@@ -19,6 +21,9 @@ upgrade fails there first, with the list of what to re-verify.
 from __future__ import annotations
 
 import functools
+import logging
+import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
@@ -53,6 +58,7 @@ __all__ = [
     "latest_materializations",
     "pool_holders",
     "run_pids",
+    "stage_progress",
 ]
 
 
@@ -175,4 +181,42 @@ def pool_holders(instance: dg.DagsterInstance) -> list[tuple[str, str]]:
         info = storage.get_concurrency_info(pool)
         holders = {s.run_id for s in info.claimed_slots} | {s.run_id for s in info.pending_steps}
         out += [(pool, run_id) for run_id in sorted(holders)]
+    return out
+
+
+# --- one line per stage (af build) --------------------------------------------------------------
+
+
+class _StageLines(logging.Handler):
+    """Prints a line when a step (an asset or a check) ends: its name, its outcome, its time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "dagster_meta", None) or {}
+        event = meta.get("dagster_event") if isinstance(meta, dict) else None
+        step = getattr(event, "step_key", None)
+        if event is None or not step:
+            return
+        kind = event.event_type_value
+        if kind == "STEP_START":
+            self.started[step] = time.monotonic()
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE"):
+            took = time.monotonic() - self.started.pop(step, time.monotonic())
+            outcome = "done" if kind == "STEP_SUCCESS" else "FAILED"
+            print(f"  {step:<28} {outcome} ({took:.1f} s)", file=sys.stderr, flush=True)
+
+
+@dg.logger(
+    config_schema={"enabled": dg.Field(bool, default_value=False)},
+    description="One line per finished step on stderr (af build turns it on; off in every other run).",
+)
+def stage_progress(init_context: dg.InitLoggerContext) -> logging.Logger:
+    out = logging.Logger("activity_frames.progress", logging.DEBUG)
+    if init_context.logger_config["enabled"]:
+        out.addHandler(_StageLines())
+    else:
+        out.disabled = True
     return out

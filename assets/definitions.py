@@ -13,6 +13,7 @@ import dagster as dg
 from af_pipeline.warehouse.days import home_zone
 from assets import day_assets as derive
 from assets import routines
+from assets.dagster_adapter import stage_progress
 from assets.partitions import day_partitions
 from assets.resources import resources_for
 from assets.schedules import build_nightly
@@ -64,6 +65,8 @@ def build_definitions(home: Home | None = None) -> dg.Definitions:
         schedules=[build_nightly(home, build, home_zone(home))],
         sensors=[build_sealed_sensor(home, build)],
         resources=resources_for(home),
+        # Dagster's console log as usual, plus the stage lines `af build` turns on (off by default).
+        loggers={"console": dg.colored_console_logger, "progress": stage_progress},
         executor=dg.in_process_executor,
     )
 

@@ -340,3 +340,17 @@ def test_webserver_loads_workspace_yaml(tmp_path):
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def test_certify_without_a_day_refuses_with_a_sentence(tmp_path):
+    """The UI's "Execute all" on the partitioned checks launches the certify job with no partition."""
+    from assets.dagster_adapter import NO_PARTITION
+
+    home = new_home(tmp_path)
+    EventLog(home).append(only_days(corpus(), {"2026-06-01"}))
+    result = build_definitions(home).resolve_job_def("certify").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False
+    )
+    assert not result.success
+    failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failures and {f.step_failure_data.user_failure_data.description for f in failures} == {NO_PARTITION}
