@@ -65,6 +65,21 @@ def instance(home: Home):  # -> dg.DagsterInstance (imported lazily: Dagster is 
     return dg.DagsterInstance.get()
 
 
+def announce_days(home: Home, days: list[str] | None = None) -> None:
+    """Make the log's days (or ``days``) partitions of the folder's Dagster instance, if it has one.
+
+    ``af import`` and ``af sync`` call this after landing rows, so an open UI shows a new day at
+    once (the sensor would add it on its next tick, ``af build`` before its run). A folder no
+    Dagster command has used yet has no instance: nothing is created and Dagster is not imported.
+    """
+    if not (home.dagster_home / "dagster.yaml").exists():
+        return
+    from af_pipeline.warehouse.days import log_days
+    from assets.partitions import register_days
+
+    register_days(instance(home), days if days is not None else log_days(home))
+
+
 # --- One run at a time, and runs whose process is gone never keep the warehouse ------------------
 #
 # Dagster's pool slots live in the instance's SQLite and are freed only when the run that claimed

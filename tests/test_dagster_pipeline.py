@@ -354,3 +354,19 @@ def test_certify_without_a_day_refuses_with_a_sentence(tmp_path):
     assert not result.success
     failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     assert failures and {f.step_failure_data.user_failure_data.description for f in failures} == {NO_PARTITION}
+
+
+def test_af_import_makes_the_new_days_partitions_of_the_folders_instance(tmp_path):
+    """With the UI open on a folder (its Dagster instance exists), an import's days appear at once."""
+    from af_pipeline.interfaces import cli
+    from assets.instance import instance, prepare
+
+    out = tmp_path / "corpus"
+    assert cli.main(["synth", "--days", "1", "--out", str(out)]) == 0
+    home = Home(tmp_path / "home")
+    home.init(tz="Europe/Paris")
+    prepare(home)
+    defs = build_definitions(home)
+    assert cli.main(["import", "screenpipe", str(out / "screenpipe.sqlite"), "--home", str(home.root), "--quiet"]) == 0
+    days = [d.day for d in EventLog(home).days()]
+    assert days and _keys(defs, instance(home)) == days
