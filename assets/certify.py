@@ -125,13 +125,16 @@ def run_build(
     from af_pipeline.warehouse.days import log_days
     from assets.definitions import BUILD_JOB, build_definitions
     from assets.instance import exclusive_run, instance
-    from assets.partitions import register_days
+    from assets.partitions import keys_in_range, register_days
 
     inst = instance(home)
     defs = build_definitions(home)
     job = defs.resolve_job_def(BUILD_JOB)
     with exclusive_run(home, inst, "af build", progress):
         register_days(inst, log_days(home))  # a range run spans the partitions between its ends
+        days = keys_in_range(inst, days[0], days[-1])  # calendar days without capture are no partitions
+        if not days:
+            raise UserError(f"the event log in {home.root} has no days in the range to build")
         progress(f"building {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
         started = time.monotonic()
         tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
