@@ -356,7 +356,7 @@ def test_certify_without_a_day_refuses_with_a_sentence(tmp_path):
     assert failures and {f.step_failure_data.user_failure_data.description for f in failures} == {NO_PARTITION}
 
 
-def test_af_import_makes_the_new_days_partitions_of_the_folders_instance(tmp_path):
+def test_af_import_makes_the_new_days_partitions_of_the_folders_instance(tmp_path, capsys):
     """With the UI open on a folder (its Dagster instance exists), an import's days appear at once."""
     from af_pipeline.interfaces import cli
     from assets.instance import instance, prepare
@@ -370,3 +370,10 @@ def test_af_import_makes_the_new_days_partitions_of_the_folders_instance(tmp_pat
     assert cli.main(["import", "screenpipe", str(out / "screenpipe.sqlite"), "--home", str(home.root), "--quiet"]) == 0
     days = [d.day for d in EventLog(home).days()]
     assert days and _keys(defs, instance(home)) == days
+    # `af build` says one line per stage, not Dagster's dozens of log lines per day.
+    capsys.readouterr()
+    assert cli.main(["build", "--home", str(home.root)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    stages = [line.split()[0] for line in err if " done (" in line]
+    assert sorted(stages) == sorted([*build_definitions(home).resolve_job_def("build").graph.node_dict]), err
+    assert len(err) == len(stages) + 1 and "building 1 day(s)" in err[0], err
