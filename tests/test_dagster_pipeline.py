@@ -305,8 +305,11 @@ def _graphql(port: int, query: str) -> dict:
 
 
 def test_webserver_loads_workspace_yaml(tmp_path):
+    from assets.instance import announce_days
+
     home = new_home(tmp_path)
     EventLog(home).append(only_days(corpus(), {"2026-06-01"}))
+    announce_days(home)
     port = _free_port()
     env = dict(os.environ, AF_HOME=str(home.root), DAGSTER_HOME=str(home.dagster_home))
     exe = Path(sys.executable).with_name("dagster-webserver")
@@ -334,6 +337,12 @@ def test_webserver_loads_workspace_yaml(tmp_path):
         loc = _graphql(port, "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }")
         entries = loc["data"]["workspaceOrError"]["locationEntries"]
         assert [(e["name"], e["loadStatus"]) for e in entries] == [("activity_frames", "LOADED")]
+        # The UI's partitions are the log's days, and a day landing later shows without a reload.
+        query = '{ assetNodeOrError(assetKey: {path: ["raw_day"]}) { ... on AssetNode { partitionKeys } } }'
+        assert _graphql(port, query)["data"]["assetNodeOrError"]["partitionKeys"] == ["2026-06-01"]
+        EventLog(home).append(only_days(corpus(), {"2026-06-02"}))
+        announce_days(home)  # what `af import` / `af sync` do after landing rows
+        assert _graphql(port, query)["data"]["assetNodeOrError"]["partitionKeys"] == ["2026-06-01", "2026-06-02"]
     finally:
         proc.terminate()
         try:
