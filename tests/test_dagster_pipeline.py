@@ -183,8 +183,10 @@ def test_a_partition_without_capture_is_refused_with_a_sentence(tmp_path, capsys
 
 
 def test_a_range_gives_each_day_partition_its_own_numbers(built):
+    from assets.instance import instance as folder_instance
+
     home, days, _ = built
-    instance = dg.DagsterInstance.get()
+    instance = folder_instance(home)  # the folder's own instance (later tests point DAGSTER_HOME elsewhere)
     tokens = {}
     for day in days:
         rec = instance.fetch_materializations(
