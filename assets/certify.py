@@ -22,11 +22,12 @@ from af_pipeline.warehouse import publish
 from af_pipeline.warehouse.days import log_days
 from af_pipeline.warehouse.version import code_version
 from assets.instance import exclusive_run, instance
+from assets.partitions import keys_in_range, register_days
 from capture.errors import UserError, no_space
 from capture.files import atomic_write
 from capture.home import Home
 from capture.log import EventLog
-from capture.timeutil import days_between, parse_day
+from capture.timeutil import parse_day
 from certification import history, rebuild
 
 CERTIFICATE_VERSION = 1
@@ -34,6 +35,19 @@ CERTIFICATE_VERSION = 1
 # check and day), and printing each as a debug line costs seconds. The run's full event log is
 # still stored in the instance for the UI.
 _QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# `af build` and `af certify` say what failed themselves (each step, day and check with its reason):
+# Dagster's own ERROR lines and stack traces stay in the run's log (the UI), not on the console.
+_SILENT = {"console": {"config": {"log_level": "CRITICAL"}}}
+
+
+def _run_config(verbose: bool, stages: bool) -> dict[str, Any]:
+    """Dagster's console log in full (--verbose), else silent with one line per stage (build)."""
+    if verbose:
+        return {}
+    loggers: dict[str, Any] = dict(_SILENT)
+    if stages:
+        loggers["progress"] = {"config": {"enabled": True}}
+    return {"loggers": loggers}
 Progress = Callable[[str], None]
 
 
@@ -102,8 +116,14 @@ def _no_space_in(err: Any) -> str | None:
     return None
 
 
-def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None) -> BuildOutcome:
-    """Materialize every asset for the days in one run (single-run backfill, in-process)."""
+def run_build(
+    home: Home, days: list[str], progress: Progress = lambda _m: None, verbose: bool = False, stages: bool = False
+) -> BuildOutcome:
+    """Materialize every asset for the days in one run (single-run backfill, in-process).
+
+    ``days`` are days of the log (select_days); the run covers the day partitions from the first
+    to the last, which are exactly the log's days in between. ``stages`` prints one line per
+    finished step; ``verbose`` prints Dagster's own console log instead."""
     _quiet()
     from assets.definitions import BUILD_JOB, build_definitions  # Dagster (~2 s): only when a run is made
 
@@ -111,10 +131,16 @@ def run_build(home: Home, days: list[str], progress: Progress = lambda _m: None)
     defs = build_definitions(home)
     job = defs.resolve_job_def(BUILD_JOB)
     with exclusive_run(home, inst, "af build", progress):
+        register_days(inst, log_days(home))  # a range run spans the partitions between its ends
+        days = keys_in_range(inst, days[0], days[-1])  # calendar days without capture are no partitions
+        if not days:
+            raise UserError(f"the event log in {home.root} has no days in the range to build")
         progress(f"building {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
         started = time.monotonic()
         tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
-        result = job.execute_in_process(instance=inst, tags=tags, raise_on_error=False)
+        result = job.execute_in_process(
+            instance=inst, tags=tags, raise_on_error=False, run_config=_run_config(verbose, stages)
+        )
     return BuildOutcome(result.success, days, time.monotonic() - started, result.run_id, _failures(result))
 
 
@@ -156,11 +182,14 @@ def _day_checks(result: Any, days: list[str]) -> tuple[dict[str, dict[str, Any]]
     return per_day, other_env
 
 
-def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: None) -> dict[str, Any]:
+def run_certify(
+    home: Home, days: list[str], progress: Progress = lambda _m: None, verbose: bool = False
+) -> dict[str, Any]:
     """Run the checks-only job over the days in one run; return the certificate (also written to the folder).
 
-    The run covers every day partition from the first day to the last, days without capture
-    included, and the certificate gives each of them its verdict: none is checked unreported."""
+    The run covers every day partition from the first day to the last (a partition is a day of
+    the log, or one that was: a day removed from the log is still judged), and the certificate
+    gives each of them its verdict: none is checked unreported."""
     _quiet()
 
     started = time.monotonic()
@@ -168,12 +197,14 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     # while this one imports Dagster and Great Expectations and runs the append-only and
     # data-quality checks; the two checks that need it wait for it.
     rebuild.start(home, include_typed_text=False)
-    days = days_between(days[0], days[-1]) if days else days
-    # Dagster and Great Expectations are imported only now, while the rebuild already runs.
+    # The definitions (and with them Great Expectations) are imported only now, while the
+    # rebuild already runs.
     from assets.definitions import CERTIFY_JOB, build_definitions
     from checks import invariants, quality
 
     inst = instance(home)
+    register_days(inst, log_days(home))
+    days = keys_in_range(inst, days[0], days[-1]) if days else days
     defs = build_definitions(home)
     job = defs.resolve_job_def(CERTIFY_JOB)
     expected = {*invariants.INVARIANTS, quality.RAW_QUALITY, quality.FRAMES_QUALITY}
@@ -184,7 +215,10 @@ def run_certify(home: Home, days: list[str], progress: Progress = lambda _m: Non
     # reads the warehouse once; every check still evaluates every day and can fail any of them.
 
     with exclusive_run(home, inst, "af certify", progress):
-        result = job.execute_in_process(instance=inst, tags=_tags(days), raise_on_error=False, run_config=_QUIET_RUN)
+        result = job.execute_in_process(
+            instance=inst, tags=_tags(days), raise_on_error=False,
+            run_config=_QUIET_RUN if verbose else _run_config(False, False),
+        )
     checks_by_day, other_env = _day_checks(result, days)
     failed_steps = [f for f in _failures(result) if f.startswith("step ")]
     per_day: dict[str, Any] = {}

@@ -1,7 +1,8 @@
 """The code location: the Definitions object workspace.yaml loads.
 
 Thin by design: it wires partitions, assets, checks, jobs, the schedule and the sensor for one
-data folder ($AF_HOME, else ~/.activity-frames). Everything that computes lives in af_pipeline;
+data folder ($AF_HOME, else ~/.activity-frames). Loading reads the folder's settings (zone,
+grace period), never the event log: the day partitions live in the instance (assets/partitions.py). Everything that computes lives in af_pipeline;
 everything that stores lives in af_pipeline/warehouse/store.py and af_pipeline/warehouse/publish.py.
 """
 
@@ -12,7 +13,8 @@ import dagster as dg
 from af_pipeline.warehouse.days import home_zone
 from assets import day_assets as derive
 from assets import routines
-from assets.partitions import daily_partitions
+from assets.dagster_adapter import stage_progress
+from assets.partitions import day_partitions
 from assets.resources import resources_for
 from assets.schedules import build_nightly
 from assets.sensors import build_sealed_sensor
@@ -29,7 +31,7 @@ def build_definitions(home: Home | None = None) -> dg.Definitions:
     # the data folder (warehouse, run history, published/) must be as private as the CLI's.
     private_files()
     home = home or resolve_home(None)
-    partitions = daily_partitions(home)
+    partitions = day_partitions
     day_assets = derive.build_assets(partitions)
     by_name = {a.key.to_user_string(): a for a in day_assets}
     quality_checks = quality.build_checks(by_name["raw_day"], by_name["frames"], partitions)
@@ -61,8 +63,10 @@ def build_definitions(home: Home | None = None) -> dg.Definitions:
         asset_checks=all_checks,
         jobs=[build, certify, mine],
         schedules=[build_nightly(home, build, home_zone(home))],
-        sensors=[build_sealed_sensor(home, build, partitions)],
+        sensors=[build_sealed_sensor(home, build)],
         resources=resources_for(home),
+        # Dagster's console log as usual, plus the stage lines `af build` turns on (off by default).
+        loggers={"console": dg.colored_console_logger, "progress": stage_progress},
         executor=dg.in_process_executor,
     )
 

@@ -64,6 +64,21 @@ def instance(home: Home):  # -> dg.DagsterInstance (imported lazily: Dagster is 
     return dg.DagsterInstance.get()
 
 
+def announce_days(home: Home, days: list[str] | None = None) -> None:
+    """Make the log's days (or ``days``) partitions of the folder's Dagster instance, if it has one.
+
+    ``af import`` and ``af sync`` call this after landing rows, so an open UI shows a new day at
+    once (the sensor would add it on its next tick, ``af build`` before its run). A folder no
+    Dagster command has used yet has no instance: nothing is created and Dagster is not imported.
+    """
+    if not (home.dagster_home / "dagster.yaml").exists():
+        return
+    from af_pipeline.warehouse.days import log_days
+    from assets.partitions import register_days
+
+    register_days(instance(home), days if days is not None else log_days(home))
+
+
 # --- One run at a time, and runs whose process is gone never keep the warehouse ------------------
 #
 # Dagster's pool slots live in the instance's SQLite and are freed only when the run that claimed
@@ -174,21 +189,6 @@ def run_process_alive(pid: int, run_started_unix: float | None) -> bool:
     return run_started_unix is None or started <= run_started_unix + 2.0
 
 
-def _run_pids(inst: Any, run_id: str) -> list[int]:
-    import dagster as dg
-
-    pids = []
-    for rec in inst.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
-        data = rec.dagster_event.engine_event_data if rec.dagster_event else None
-        meta = getattr(data, "metadata", None) or {}
-        if "pid" in meta:
-            try:
-                pids.append(int(meta["pid"].value))
-            except (TypeError, ValueError):
-                pass
-    return pids
-
-
 def reap_dead_runs(inst: Any) -> list[str]:
     """Fail the runs whose process is gone and free every slot such runs (or finished ones) hold.
 
@@ -196,11 +196,13 @@ def reap_dead_runs(inst: Any) -> list[str]:
     not said which process runs them yet, are left alone."""
     import dagster as dg
 
+    from assets.dagster_adapter import free_run_slots, pool_holders, run_pids
+
     unfinished = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
     said = []
     for rec in inst.get_run_records(dg.RunsFilter(statuses=unfinished)):
         run = rec.dagster_run
-        pids = _run_pids(inst, run.run_id)
+        pids = run_pids(inst, run.run_id)
         started = rec.start_time or rec.create_timestamp.timestamp()
         if not pids or any(run_process_alive(p, started) for p in pids):
             continue
@@ -208,19 +210,14 @@ def reap_dead_runs(inst: Any) -> list[str]:
             run, message=f"the process of this run (pid {', '.join(map(str, pids))}) is gone (killed?); "
                          "failed by af so its warehouse slot is freed"
         )
-        inst.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        free_run_slots(inst, run.run_id)
         said.append(f"run {run.run_id[:8]} ({run.job_name}) was left unfinished by pid "
                     f"{', '.join(map(str, pids))}, which is gone: marked failed, its warehouse slot freed")
-    storage = inst.event_log_storage
-    if getattr(storage, "supports_global_concurrency_limits", False):
-        for pool in sorted(storage.get_concurrency_keys()):
-            info = storage.get_concurrency_info(pool)
-            holders = {s.run_id for s in info.claimed_slots} | {s.run_id for s in info.pending_steps}
-            for run_id in sorted(holders):
-                run = inst.get_run_by_id(run_id)
-                if run is None or run.is_finished:
-                    storage.free_concurrency_slots_for_run(run_id)
-                    said.append(f"freed the {pool} slot of finished run {run_id[:8]}")
+    for pool, run_id in pool_holders(inst):
+        held_by = inst.get_run_by_id(run_id)
+        if held_by is None or held_by.is_finished:
+            free_run_slots(inst, run_id)
+            said.append(f"freed the {pool} slot of finished run {run_id[:8]}")
     return said
 
 

@@ -24,6 +24,7 @@ from af_pipeline.compiler.actions import Action
 from af_pipeline.routines import miner, plans, report
 from af_pipeline.routines.report import INDEX
 from af_pipeline.warehouse import store
+from af_pipeline.warehouse.version import code_version
 from assets.day_assets import ENRICH_KINDS
 from assets.instance import WAREHOUSE_POOL
 from assets.resources import DataFolder
@@ -111,7 +112,7 @@ def _symbols(symbols: Sequence[str], width: int = 100) -> str:
 
 def build_assets(raw_day: dg.AssetsDefinition) -> list[dg.AssetsDefinition]:
     """The routine assets; they depend on every partition of raw_day (the rows they read)."""
-    common: dict[str, Any] = {"group_name": GROUP}
+    common: dict[str, Any] = {"group_name": GROUP, "code_version": code_version()}
     specs = [
         dg.AssetSpec(
             ROUTINE_TABLE,

@@ -7,6 +7,7 @@ from typing import Any
 import dagster as dg
 
 from af_pipeline.warehouse.days import log_days
+from assets.partitions import register_days
 from capture.home import Home
 from capture.timeutil import zone
 
@@ -32,8 +33,10 @@ def build_nightly(home: Home, job: Any, tz: str) -> dg.ScheduleDefinition:
         local = context.scheduled_execution_time.astimezone(zone(tz))
         day = (local.date() - timedelta(days=1)).isoformat()
 
-        if day not in log_days(home):
+        days = log_days(home)
+        if day not in days:
             return dg.SkipReason(f"no capture for {day} in the event log")
+        register_days(context.instance, days)  # the run's partition must exist before it is requested
         return dg.RunRequest(run_key=f"nightly-{day}", partition_key=day)
 
     return nightly_compile

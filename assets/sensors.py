@@ -1,4 +1,9 @@
-"""A sensor that rebuilds days the log has sealed (or amended) since they were last published.
+"""A sensor that keeps the day partitions in step with the log and rebuilds what the log sealed.
+
+Each tick first adds every day the log holds that is not a partition yet (assets/partitions.py),
+so a day imported or synced while the UI is open appears within one tick, without reloading
+the code location. Then it asks for the days the log has sealed (or amended) since they were
+last published.
 
 State lives in the data folder, not in a cursor: a sealed day whose published manifest is
 missing, was written while the day was still open, or lists fewer segments than the log now
@@ -43,22 +48,25 @@ def days_needing_publish(home: Home) -> list[tuple[str, str]]:
     return out
 
 
-def build_sealed_sensor(
-    home: Home, job: Any, partitions: dg.PartitionsDefinition
-) -> dg.SensorDefinition:
+def build_sealed_sensor(home: Home, job: Any) -> dg.SensorDefinition:
     @dg.sensor(
         name="newly_sealed_days",
         job=job,
         minimum_interval_seconds=300,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Compiles and publishes each day once the event log seals it.",
+        description="Adds each day the event log holds as a partition; compiles and publishes each day once "
+        "the event log seals it.",
     )
     def newly_sealed_days(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        keys = set(partitions.get_partition_keys())
-        due = [(d, h) for d, h in days_needing_publish(home) if d in keys]
+        from af_pipeline.warehouse.days import log_days
+        from assets.partitions import register_days
+
+        added = register_days(context.instance, log_days(home))
+        due = days_needing_publish(home)
         requests = [dg.RunRequest(run_key=f"sealed-{d}-{h}", partition_key=d) for d, h in due[:MAX_RUNS_PER_TICK]]
         if not requests:
-            return dg.SensorResult(skip_reason="every sealed day is published")
+            told = f"added {len(added)} day partition(s); " if added else ""
+            return dg.SensorResult(skip_reason=f"{told}every sealed day is published")
         return dg.SensorResult(run_requests=requests)
 
     return newly_sealed_days

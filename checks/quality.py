@@ -3,7 +3,7 @@
 dagster-ge only supports GX < 1.0, so these are our own asset checks calling GX directly. GX
 takes about five seconds to import: it is imported on the first validation, never when the code
 location loads. Each check validates every day of its run in one batch and records its result on
-each day partition (checks.invariants.verdict).
+each day partition (assets.dagster_adapter.day_check).
 
 raw_day:  ids unique, keys never null, time order per (kind, stream) in the stored order.
 frames:   ids unique, keys never null, time order per stream (a frame never starts before the
@@ -21,7 +21,8 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from af_pipeline.compiler.sessionize import PAPER_RULES, US
-from checks.invariants import RUN_FIRST, CheckEvents, verdict
+from assets.dagster_adapter import DayResults, day_check
+from checks.invariants import RUN_FIRST, day_result
 
 RAW_QUALITY = "raw_rows_quality"
 FRAMES_QUALITY = "frames_quality"
@@ -151,38 +152,39 @@ def validate_days(name: str, frame: Any, expectations: Any, days: Sequence[str])
     return by_day
 
 
-def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
-    def result(context: dg.AssetCheckExecutionContext, name: str, frame: Any, expectations: Any) -> CheckEvents:
-        days = list(context.partition_keys)
-        found = validate_days(name, frame, expectations, days)
-        rows = frame["day"].value_counts().to_dict() if len(frame) else {}
-        return verdict(context, days, lambda day: found[day], extra_of=lambda day: {"rows": int(rows.get(day, 0))})
+def results(days: Sequence[str], name: str, frame: Any, expectations: Any) -> DayResults:
+    """Each day's verdict, with the number of rows validated for it."""
+    found = validate_days(name, frame, expectations, days)
+    rows = frame["day"].value_counts().to_dict() if len(frame) else {}
+    return {day: day_result(found[day], len(days), {"rows": int(rows.get(day, 0))}) for day in days}
 
-    @dg.asset_check(  # type: ignore[arg-type]  # see CheckEvents
+
+def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
+    @day_check(
         asset=raw_day,
         name=RAW_QUALITY,
         op_tags=RUN_FIRST,
-        blocking=True,
         partitions_def=partitions,
         description="GX: raw snapshot and input ids unique, keys not null, time order per stream.",
     )
-    def raw_rows_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> CheckEvents:
+    def raw_rows_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> DayResults:
+        days = list(context.partition_keys)
         with warehouse.get_connection() as con:
-            frame = con.execute(raw_sql(list(context.partition_keys))).df()
-        return result(context, "raw_rows", frame, _raw_expectations)
+            frame = con.execute(raw_sql(days)).df()
+        return results(days, "raw_rows", frame, _raw_expectations)
 
-    @dg.asset_check(  # type: ignore[arg-type]  # see CheckEvents
+    @day_check(
         asset=frames,
         name=FRAMES_QUALITY,
         op_tags=RUN_FIRST,
-        blocking=True,
         partitions_def=partitions,
         description="GX: frame ids unique, keys not null, no overlap per stream, active <= wall, "
         "active <= dwell cap x snapshots.",
     )
-    def frames_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> CheckEvents:
+    def frames_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> DayResults:
+        days = list(context.partition_keys)
         with warehouse.get_connection() as con:
-            frame = con.execute(frames_sql(list(context.partition_keys))).df()
-        return result(context, "frames", frame, _frames_expectations)
+            frame = con.execute(frames_sql(days)).df()
+        return results(days, "frames", frame, _frames_expectations)
 
     return [raw_rows_quality, frames_quality]

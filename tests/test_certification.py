@@ -164,7 +164,9 @@ def test_af_certify_fails_with_exit_1_and_a_fail_certificate(incremental, capsys
     assert cli.main(["certify", "--home", str(home.root), "--from", days[1], "--to", days[1]]) == 1
     cert = json.loads(home.certificate_path.read_text())
     assert cert["verdict"] == "fail" and list(cert["days"]) == [days[1]]
-    assert "document.yaml" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert f"{days[1]} append_only: published/{days[1]}/document.yaml" in said.out  # the day, the check, the reason
+    assert "Traceback" not in said.err and "- ERROR -" not in said.err  # Dagster's own lines stay in the run log
 
 
 def test_one_run_over_a_range_still_gives_each_day_its_own_verdict(incremental):

@@ -69,8 +69,9 @@ def ui_status(home: Home, check: str) -> dict[str, AssetCheckExecutionResolvedSt
     key = dg.AssetCheckKey(CHECKS[check], check)
     partitions = build_definitions(home).resolve_assets_def(CHECKS[check]).partitions_def
     inst = instance(home)
-    state = inst.event_log_storage.get_asset_check_state([(key, partitions)])[key]
-    return {day: status for status, subset in state.subsets.items() for day in subset.subset_value.get_partition_keys()}
+    with dg.partition_loading_context(dynamic_partitions_store=inst):  # the day partitions live in the instance
+        state = inst.event_log_storage.get_asset_check_state([(key, partitions)])[key]
+        return {day: status for status, subset in state.subsets.items() for day in subset.subset_value.get_partition_keys()}
 
 
 def test_range_certify_records_every_check_on_every_day(folder):

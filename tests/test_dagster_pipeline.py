@@ -22,7 +22,7 @@ from dagster_support import corpus, days_of, new_home, only_days
 
 from af_pipeline.warehouse import publish, store
 from assets.definitions import build_definitions
-from assets.partitions import daily_partitions
+from assets.partitions import DAYS, register_days, registered_days
 from assets.resources import resources_for
 from capture.errors import CheckFailed
 from capture.home import Home
@@ -94,9 +94,9 @@ def test_metadata_people_read_in_the_ui(tmp_path):
     day = days_of(batch)[0]
     EventLog(home).append(only_days(batch, {day}))
     defs = build_definitions(home)
-    result = defs.resolve_job_def("build").execute_in_process(
-        instance=dg.DagsterInstance.ephemeral(), partition_key=day
-    )
+    instance = dg.DagsterInstance.ephemeral()
+    register_days(instance, [day])
+    result = defs.resolve_job_def("build").execute_in_process(instance=instance, partition_key=day)
     meta = {}
     for m in result.get_asset_materialization_events():
         mat = m.step_materialization_data.materialization
@@ -117,6 +117,7 @@ def test_materializing_a_day_again_replaces_it_and_keeps_sealed_files(tmp_path):
     defs = build_definitions(home)
     assets = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition)]
     instance = dg.DagsterInstance.ephemeral()
+    register_days(instance, [day])
     dg.materialize(assets, instance=instance, resources=resources_for(home), partition_key=day)
     first = (home.published_dir / day / "document.json").read_bytes()
     con = duckdb.connect(str(home.warehouse_path), read_only=True)
@@ -139,21 +140,90 @@ def test_sealed_publication_refuses_different_content(tmp_path):
         publish.publish_day(tmp_path, "2026-06-01", files, canonical_sha256="2" * 64, **kw)
 
 
-def test_partitions_follow_the_log_in_the_recorded_zone(tmp_path):
-    empty = Home(tmp_path / "empty")
-    empty.init(tz="Asia/Tokyo")
-    now = datetime(2026, 7, 1, 20, 0, tzinfo=UTC)  # already 2 July in Tokyo
-    p = daily_partitions(empty, now)
-    assert p.timezone == "Asia/Tokyo"
-    assert p.get_partition_keys(current_time=now) == ["2026-07-02"]
+def _tick(definition, context):
+    # The daemon evaluates ticks with the instance loading dynamic partitions; a test context does not.
+    with dg.partition_loading_context(dynamic_partitions_store=context.instance):
+        return definition.evaluate_tick(context)
+
+
+def _keys(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[str]:
+    with dg.partition_loading_context(dynamic_partitions_store=instance):
+        return list(defs.resolve_assets_def("raw_day").partitions_def.get_partition_keys())
+
+
+def test_partitions_are_the_logs_days_and_a_new_day_appears_without_reloading(tmp_path):
+    """No partition for a day without capture; a day imported later shows up in the same loaded
+    definitions on the sensor's next tick, in calendar order, and keeps what was materialized."""
+    home = new_home(tmp_path)
+    batch = corpus()
+    defs = build_definitions(home)  # loaded once, before any capture: reads no log
+    instance = dg.DagsterInstance.get()  # persistent (new_home): a sensor resolves partitions through it
+    repo = defs.get_repository_def()
+    sensor = defs.resolve_sensor_def("newly_sealed_days")
+    assert _keys(defs, instance) == []
+    EventLog(home).append(only_days(batch, {"2026-06-02"}))
+    _tick(sensor, dg.build_sensor_context(instance=instance, repository_def=repo))
+    assert _keys(defs, instance) == ["2026-06-02"]
+    dg.materialize([defs.resolve_assets_def("raw_day")], instance=instance, partition_key="2026-06-02")
+    EventLog(home).append(only_days(batch, {"2026-06-01"}))  # an older day, imported later
+    _tick(sensor, dg.build_sensor_context(instance=instance, repository_def=repo))
+    assert _keys(defs, instance) == ["2026-06-01", "2026-06-02"] == registered_days(instance)
+    assert instance.get_materialized_partitions(dg.AssetKey("raw_day")) == {"2026-06-02"}
+    assert register_days(instance, ["2026-06-01", "2026-06-02"]) == []  # idempotent
+
+
+def test_a_partition_without_capture_is_refused_with_a_sentence(tmp_path, capsys):
+    from af_pipeline.interfaces import cli
+
+    home = new_home(tmp_path)
+    EventLog(home).append(only_days(corpus(), {"2026-06-01"}))
+    assert cli.main(["build", "--home", str(home.root), "--from", "2026-06-05", "--to", "2026-06-05"]) == 2
+    assert "no days between 2026-06-05 and 2026-06-05" in capsys.readouterr().err
+    # A partition added by hand in the UI for a day the log does not hold: nothing is published.
+    defs = build_definitions(home)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(DAYS, ["2026-06-05"])
+    result = defs.resolve_job_def("build").execute_in_process(
+        instance=instance, partition_key="2026-06-05", raise_on_error=False
+    )
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "no capture for 2026-06-05 in the event log" in failure.step_failure_data.user_failure_data.description
+    assert not (home.published_dir / "2026-06-05").exists()
+
+
+def test_a_range_gives_each_day_partition_its_own_numbers(built):
+    from assets.instance import instance as folder_instance
+
+    home, days, _ = built
+    instance = folder_instance(home)  # the folder's own instance (later tests point DAGSTER_HOME elsewhere)
+    tokens = {}
+    for day in days:
+        rec = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("day_document"), asset_partitions=[day]), limit=1
+        ).records[0]
+        meta = {k: v.value for k, v in rec.asset_materialization.metadata.items()}
+        assert "days" not in meta  # not the run's totals
+        con = duckdb.connect(str(home.warehouse_path), read_only=True)
+        stored = con.execute("SELECT tokens FROM day_document WHERE day = ?", [day]).fetchone()
+        con.close()
+        tokens[day] = meta["document_tokens"]
+        assert stored == (meta["document_tokens"],)
+    assert len(set(tokens.values())) == len(days), tokens
+
+
+def test_every_asset_carries_the_code_version(tmp_path):
+    from af_pipeline.warehouse.version import code_version
+
     home = Home(tmp_path / "h")
     home.init(tz="Europe/Paris")
-    EventLog(home).append(only_days(corpus(), {"2026-06-02"}))
-    keys = daily_partitions(home, now).get_partition_keys(current_time=now)
-    assert keys[0] == "2026-06-02" and keys[-1] == "2026-07-01"
-    # a log dated after the clock still gets every captured day
-    early = datetime(2026, 5, 1, tzinfo=UTC)
-    assert "2026-06-02" in daily_partitions(home, early).get_partition_keys(current_time=early)
+    defs = build_definitions(home)
+    versions = {
+        key.to_user_string(): v
+        for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)
+        for key, v in a.code_versions_by_key.items()
+    }
+    assert len(versions) == 11 and set(versions.values()) == {code_version()}
 
 
 def test_schedule_targets_yesterday_and_sensor_finds_sealed_unpublished_days(tmp_path):
@@ -161,22 +231,28 @@ def test_schedule_targets_yesterday_and_sensor_finds_sealed_unpublished_days(tmp
     batch = corpus()
     EventLog(home).append(only_days(batch, {"2026-06-01", "2026-06-02"}))
     defs = build_definitions(home)
+    instance = dg.DagsterInstance.get()  # persistent (new_home): ticks resolve partitions through it
     sched = defs.resolve_schedule_def("nightly_compile")
     repo = defs.get_repository_def()
     ctx = dg.build_schedule_context(
-        scheduled_execution_time=datetime(2026, 6, 3, 5, 0, tzinfo=UTC), repository_def=repo
+        instance=instance, scheduled_execution_time=datetime(2026, 6, 3, 5, 0, tzinfo=UTC), repository_def=repo
     )
-    req = sched.evaluate_tick(ctx).run_requests
+    req = _tick(sched, ctx).run_requests
     assert req and req[0].partition_key == "2026-06-02"
+    assert registered_days(instance) == ["2026-06-01", "2026-06-02"]  # the schedule's run has its partition
+    late = dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=datetime(2026, 6, 9, 5, 0, tzinfo=UTC), repository_def=repo
+    )
+    assert "no capture for 2026-06-08" in (_tick(sched, late).skip_message or "")
     sensor = defs.resolve_sensor_def("newly_sealed_days")
-    reqs = sensor.evaluate_tick(dg.build_sensor_context(repository_def=repo)).run_requests
+    reqs = _tick(sensor, dg.build_sensor_context(instance=instance, repository_def=repo)).run_requests
     assert sorted(r.partition_key for r in reqs) == ["2026-06-01", "2026-06-02"]
     # once published sealed, the sensor has nothing to do
     defs.resolve_job_def("build").execute_in_process(
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=instance,
         tags={"dagster/asset_partition_range_start": "2026-06-01", "dagster/asset_partition_range_end": "2026-06-02"},
     )
-    assert not sensor.evaluate_tick(dg.build_sensor_context(repository_def=repo)).run_requests
+    assert not _tick(sensor, dg.build_sensor_context(instance=instance, repository_def=repo)).run_requests
 
 
 def _snapshot(defs: dg.Definitions) -> dict:
@@ -193,7 +269,7 @@ def _snapshot(defs: dg.Definitions) -> dict:
     return {
         "assets": dict(sorted(graph.items())),
         "partitions": {
-            key.to_user_string(): f"{type(a.partitions_def).__name__} {a.partitions_def.timezone} {a.partitions_def.fmt}"
+            key.to_user_string(): f"{type(a.partitions_def).__name__} {getattr(a.partitions_def, 'name', '')}"
             if a.partitions_def else "unpartitioned"
             for a in defs.assets or []
             for key in a.keys
@@ -207,6 +283,9 @@ def _snapshot(defs: dg.Definitions) -> dict:
         "schedules": sorted(s.name for s in repo.schedule_defs),
         "sensors": sorted(s.name for s in repo.sensor_defs),
         "pools": sorted({a.op.pool or "" for a in defs.assets or []}),
+        "without_code_version": sorted(
+            key.to_user_string() for a in defs.assets or [] for key, v in a.code_versions_by_key.items() if not v
+        ),
     }
 
 
@@ -238,8 +317,11 @@ def _graphql(port: int, query: str) -> dict:
 
 
 def test_webserver_loads_workspace_yaml(tmp_path):
+    from assets.instance import announce_days
+
     home = new_home(tmp_path)
     EventLog(home).append(only_days(corpus(), {"2026-06-01"}))
+    announce_days(home)
     port = _free_port()
     env = dict(os.environ, AF_HOME=str(home.root), DAGSTER_HOME=str(home.dagster_home))
     exe = Path(sys.executable).with_name("dagster-webserver")
@@ -267,9 +349,52 @@ def test_webserver_loads_workspace_yaml(tmp_path):
         loc = _graphql(port, "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }")
         entries = loc["data"]["workspaceOrError"]["locationEntries"]
         assert [(e["name"], e["loadStatus"]) for e in entries] == [("activity_frames", "LOADED")]
+        # The UI's partitions are the log's days, and a day landing later shows without a reload.
+        query = '{ assetNodeOrError(assetKey: {path: ["raw_day"]}) { ... on AssetNode { partitionKeys } } }'
+        assert _graphql(port, query)["data"]["assetNodeOrError"]["partitionKeys"] == ["2026-06-01"]
+        EventLog(home).append(only_days(corpus(), {"2026-06-02"}))
+        announce_days(home)  # what `af import` / `af sync` do after landing rows
+        assert _graphql(port, query)["data"]["assetNodeOrError"]["partitionKeys"] == ["2026-06-01", "2026-06-02"]
     finally:
         proc.terminate()
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def test_certify_without_a_day_refuses_with_a_sentence(tmp_path):
+    """The UI's "Execute all" on the partitioned checks launches the certify job with no partition."""
+    from assets.dagster_adapter import NO_PARTITION
+
+    home = new_home(tmp_path)
+    EventLog(home).append(only_days(corpus(), {"2026-06-01"}))
+    result = build_definitions(home).resolve_job_def("certify").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False
+    )
+    assert not result.success
+    failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failures and {f.step_failure_data.user_failure_data.description for f in failures} == {NO_PARTITION}
+
+
+def test_af_import_makes_the_new_days_partitions_of_the_folders_instance(tmp_path, capsys):
+    """With the UI open on a folder (its Dagster instance exists), an import's days appear at once."""
+    from af_pipeline.interfaces import cli
+    from assets.instance import instance, prepare
+
+    out = tmp_path / "corpus"
+    assert cli.main(["synth", "--days", "1", "--out", str(out)]) == 0
+    home = Home(tmp_path / "home")
+    home.init(tz="Europe/Paris")
+    prepare(home)
+    defs = build_definitions(home)
+    assert cli.main(["import", "screenpipe", str(out / "screenpipe.sqlite"), "--home", str(home.root), "--quiet"]) == 0
+    days = [d.day for d in EventLog(home).days()]
+    assert days and _keys(defs, instance(home)) == days
+    # `af build` says one line per stage, not Dagster's dozens of log lines per day.
+    capsys.readouterr()
+    assert cli.main(["build", "--home", str(home.root)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    stages = [line.split()[0] for line in err if " done (" in line]
+    assert sorted(stages) == sorted([*build_definitions(home).resolve_job_def("build").graph.node_dict]), err
+    assert len(err) == len(stages) + 1 and "building 1 day(s)" in err[0], err

@@ -144,7 +144,7 @@ def killed_then_built(one_day):
     inst = dg.DagsterInstance.get()
     _warm_imports()
     for step in BUILD_STEPS:
-        proc = _Af(["build", "--home", str(home.root)], forked=True)
+        proc = _Af(["build", "--home", str(home.root), "--verbose"], forked=True)  # Dagster's step lines
         lines = proc.read_until(f'Started execution of step "{step}"')
         proc.kill()
         # the kill left the run unfinished and, at an asset step, its claimed slot behind (what

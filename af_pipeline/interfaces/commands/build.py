@@ -15,6 +15,23 @@ def _range_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", dest="last", metavar="DAY", help="last day (YYYY-MM-DD; default: the log's last day)")
 
 
+def _verbose_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verbose", action="store_true",
+                   help="print Dagster's own console log (every event; errors with stack traces)")
+
+
+def _skipped(first: str | None, last: str | None, days: list[str]) -> None:
+    """Say which days of an explicit range have no capture (they are no partitions, not errors)."""
+    if not (first or last):
+        return
+    from capture.timeutil import days_between
+
+    missing = sorted(set(days_between(first or days[0], last or days[-1])) - set(days))
+    if missing:
+        shown = ", ".join(missing) if len(missing) <= 4 else f"{missing[0]}, {missing[1]} ... {missing[-1]}"
+        _say(f"skipping {len(missing)} day(s) of the range without capture ({shown}): nothing to build there")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "build",
@@ -22,12 +39,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Run the Dagster asset graph (raw_day, frames, enriched_input, page_refs, day_document, "
             "context_block, published_day) and the data-quality checks for a range of days, as ONE run "
-            "with the in-process executor. Run history goes to <home>/dagster (telemetry off). Exit 1 "
-            "if a step or a blocking check fails."
+            "with the in-process executor, printing one line per finished stage (--verbose: Dagster's own "
+            "log instead). Days in the range without capture are skipped (they are no partitions). Run "
+            "history goes to <home>/dagster (telemetry off). Exit 1 if a step or a blocking check fails."
         ),
     )
     cli.common(p)
     _range_args(p)
+    _verbose_arg(p)
     p.set_defaults(func=run_build)
 
     c = sub.add_parser(
@@ -44,6 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     cli.common(c)
     _range_args(c)
+    _verbose_arg(c)
     c.set_defaults(func=run_certify)
 
 
@@ -57,7 +77,8 @@ def run_build(args: argparse.Namespace) -> int:
 
     home = resolve_home(args.home)
     days = harness.select_days(home, args.first, args.last)
-    out = harness.run_build(home, days, _say)
+    _skipped(args.first, args.last, days)
+    out = harness.run_build(home, days, _say, verbose=args.verbose, stages=not args.json)
     if args.json:
         cli.emit_json({"ok": out.ok, "days": out.days, "seconds": round(out.seconds, 2), "run_id": out.run_id,
                        "failures": out.failures})
@@ -79,7 +100,7 @@ def run_certify(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     days = harness.select_days(home, args.first, args.last)
     _say(f"certifying {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
-    cert = harness.run_certify(home, days, _say)
+    cert = harness.run_certify(home, days, _say, verbose=args.verbose)
     if args.json:
         cli.emit_json(cert)
     else:

@@ -95,7 +95,7 @@ def _run_pipeline(home: Home, days: list[str]) -> dict:
     from assets import certify as harness
 
     print(f"[3/4] building {len(days)} day partitions through Dagster (one run)", file=sys.stderr)
-    build = harness.run_build(home, days, _progress)
+    build = harness.run_build(home, days, _progress, stages=True)
     if not build.ok:
         return {"ok": False, "build": {"ok": False, "failures": build.failures}, "days": []}
     print("[4/4] certifying every day (checks-only Dagster runs)", file=sys.stderr)

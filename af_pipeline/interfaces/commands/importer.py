@@ -132,6 +132,10 @@ def run(args: argparse.Namespace) -> int:
                 total.read[kind] += n  # they were in the source: read, and already in the log
     if progress:
         progress(f"read {sum(total.read.values()):,} rows ({total.unusable:,} unusable) into {home.log_dir}")
+    if total.days_touched:
+        from assets.instance import announce_days
+
+        announce_days(home, total.days_touched)  # the Dagster UI shows the new days without a reload
     notes = dict(sorted(total.notes.items()))
     if args.json:
         cli.emit_json({

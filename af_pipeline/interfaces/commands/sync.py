@@ -78,6 +78,7 @@ def _run(args: argparse.Namespace) -> int:
         results = [sync.sync_once(home, s) for s in chosen]
         for r in results:
             _say(r, args.json)
+        _announce(home, results)
         return 0 if all(r.ok for r in results) else 2
     stop = threading.Event()
 
@@ -88,9 +89,22 @@ def _run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, _stop)
     print(f"following {len(chosen)} source(s) every {args.interval:g} s into {home.root}; Ctrl-C stops",
           file=sys.stderr, flush=True)
-    sync.watch(home, chosen, interval_s=args.interval, stop=stop, on_pass=lambda r: _say(r, args.json, quiet=True))
+    sync.watch(home, chosen, interval_s=args.interval, stop=stop, on_pass=lambda r: _pass_done(home, r, args.json))
     print("stopped", file=sys.stderr)
     return 0
+
+
+def _pass_done(home: Any, r: sync.PassResult, as_json: bool) -> None:
+    _say(r, as_json, quiet=True)
+    _announce(home, [r])
+
+
+def _announce(home: Any, results: list[sync.PassResult]) -> None:
+    """New rows may start a new day: make it a partition the Dagster UI shows without a reload."""
+    if any(r.ok and r.landed for r in results):
+        from assets.instance import announce_days
+
+        announce_days(home)
 
 
 def _say(r: sync.PassResult, as_json: bool, quiet: bool = False) -> None:

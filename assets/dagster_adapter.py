@@ -1,0 +1,222 @@
+"""Every use of a Dagster internal, in one place (Dagster 1.13; see TESTED_WITH).
+
+The rest of assets/ and checks/ speaks public Dagster only. What is here has no public form yet:
+
+- per-day check results in a range run: Dagster's AssetCheckResult has no partition, so a check
+  run over several day partitions would record one result for the whole run and none on the
+  days. :func:`day_check` turns a check's ``{day: AssetCheckResult}`` into one evaluation per
+  day partition, each aimed at that day's latest materialization (the UI shows a partition's
+  check status only then), which needs the event log storage's latest-storage-id lookup, the
+  non-exported AssetCheckEvaluationTargetMaterializationData, the check op's output name and a
+  hand-made Output event;
+- the Dagster event behind a log record, read by the ``stage_progress`` logger that prints one
+  line per stage for ``af build`` (the record's ``dagster_meta`` attribute);
+- the interrupt flag Dagster sets when it swallows SIGINT/SIGTERM inside a run;
+- run and pool-slot bookkeeping used to settle runs killed mid-step (assets/instance.py).
+
+tests/test_dagster_adapter.py exercises each on a real instance and pins TESTED_WITH, so an
+upgrade fails there first, with the list of what to re-verify.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, cast
+
+import dagster as dg
+
+# Not re-exported by `dagster`; the record Dagster itself fills in for a single-partition run.
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from dagster._utils.interrupts import check_captured_interrupt
+
+TESTED_WITH = "1.13.27"
+
+# A run started with no partition (the UI's "Execute all" on a partitioned check) cannot say
+# which days to judge; this is what the run's failure says instead of Dagster's invariant error.
+NO_PARTITION = (
+    "certification judges day partitions: launch the certify job for a day or a range (Jobs > certify > "
+    "Launchpad, pick the partition(s); or select days in the asset's Partitions tab and 'Materialize' with "
+    "checks), or run `af certify --from DAY --to DAY`"
+)
+
+DayResults = Mapping[str, dg.AssetCheckResult]
+_Events = Iterator[dg.Output | dg.AssetCheckEvaluation]
+
+__all__ = [
+    "NO_PARTITION",
+    "TESTED_WITH",
+    "DayResults",
+    "check_captured_interrupt",
+    "day_check",
+    "free_run_slots",
+    "latest_materializations",
+    "pool_holders",
+    "run_pids",
+    "stage_progress",
+]
+
+
+def latest_materializations(
+    instance: dg.DagsterInstance, asset_key: dg.AssetKey, days: Sequence[str]
+) -> dict[str, AssetCheckEvaluationTargetMaterializationData]:
+    """Each day's latest materialization of an asset (two queries for the whole range)."""
+    latest = instance.event_log_storage.get_latest_storage_id_by_partition(
+        asset_key, dg.DagsterEventType.ASSET_MATERIALIZATION, set(days)
+    )
+    if not latest:
+        return {}
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, storage_ids=sorted(latest.values())), limit=len(latest)
+    ).records
+    by_id = {r.storage_id: r for r in records}
+    return {
+        day: AssetCheckEvaluationTargetMaterializationData(
+            storage_id=sid, run_id=by_id[sid].run_id, timestamp=by_id[sid].timestamp
+        )
+        for day, sid in latest.items()
+        if sid in by_id
+    }
+
+
+def run_days(context: dg.AssetCheckExecutionContext) -> list[str]:
+    """The day partitions of the check's run; a run without any fails with NO_PARTITION."""
+    if not (context.has_partition_key or context.has_partition_key_range):
+        raise dg.Failure(description=NO_PARTITION)
+    return list(context.partition_keys)
+
+
+def day_check(
+    *,
+    asset: dg.AssetsDefinition,
+    name: str,
+    description: str,
+    partitions_def: dg.PartitionsDefinition,
+    blocking: bool = True,
+    op_tags: Mapping[str, str] | None = None,
+) -> Callable[[Callable[..., DayResults]], dg.AssetChecksDefinition]:
+    """``@asset_check`` for a check that judges each day of its run: ``fn(context, resources...)``
+    returns ``{day: AssetCheckResult}`` for the days of ``context.partition_keys``.
+
+    Each result becomes an evaluation on its day partition. A day the function leaves out fails
+    ("not evaluated"), so no day of a run passes unjudged. Blocking: any failed day fails the
+    step, hence the run (Dagster leaves a run green on a failed non-blocking check).
+    """
+
+    def decorate(fn: Callable[..., DayResults]) -> dg.AssetChecksDefinition:
+        @functools.wraps(fn)  # Dagster reads the resources a check needs from fn's signature
+        def events(context: dg.AssetCheckExecutionContext, *args: Any, **kwargs: Any) -> _Events:
+            days = run_days(context)
+            results = fn(context, *args, **kwargs)  # judged now: fn may close what it read from
+            spec = context.check_specs[0]  # each of these ops evaluates exactly one check
+            targets = latest_materializations(context.instance, spec.asset_key, days)
+            # The check's output carries no value; Dagster yields it itself only for an
+            # AssetCheckResult returned alone.
+            yield dg.Output(None, output_name=context.op_def.output_defs[0].name)
+            for day in days:
+                r = results.get(day) or dg.AssetCheckResult(
+                    passed=False, description=f"{name} gave no result for {day}"
+                )
+                yield dg.AssetCheckEvaluation(
+                    asset_key=spec.asset_key,
+                    check_name=spec.name,
+                    passed=r.passed,
+                    metadata=r.metadata,
+                    target_materialization_data=targets.get(day),
+                    severity=r.severity,
+                    description=r.description,
+                    blocking=spec.blocking,
+                    partition=day,
+                )
+
+        events.__annotations__ = {**events.__annotations__, "return": _Events}
+        decorator = dg.asset_check(
+            asset=asset,
+            name=name,
+            blocking=blocking,
+            partitions_def=partitions_def,
+            op_tags=op_tags,
+            description=description,
+        )
+        # Dagster runs a check op that yields events, but types @asset_check functions as
+        # returning one AssetCheckResult: the one cast of the adapter.
+        return decorator(cast(Callable[..., dg.AssetCheckResult], events))
+
+    return decorate
+
+
+# --- runs and pool slots (assets/instance.py settles runs whose process was killed) -------------
+
+
+def run_pids(instance: dg.DagsterInstance, run_id: str) -> list[int]:
+    """The process ids a run's engine events name (the run worker, each step's process)."""
+    pids = []
+    for rec in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+        data = rec.dagster_event.engine_event_data if rec.dagster_event else None
+        meta = getattr(data, "metadata", None) or {}
+        if "pid" in meta:
+            try:
+                pids.append(int(meta["pid"].value))
+            except (TypeError, ValueError):
+                pass
+    return pids
+
+
+def free_run_slots(instance: dg.DagsterInstance, run_id: str) -> None:
+    instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+
+
+def pool_holders(instance: dg.DagsterInstance) -> list[tuple[str, str]]:
+    """(pool, run id) of every claimed or pending pool slot, sorted."""
+    storage = instance.event_log_storage
+    if not getattr(storage, "supports_global_concurrency_limits", False):
+        return []
+    out = []
+    for pool in sorted(storage.get_concurrency_keys()):
+        info = storage.get_concurrency_info(pool)
+        holders = {s.run_id for s in info.claimed_slots} | {s.run_id for s in info.pending_steps}
+        out += [(pool, run_id) for run_id in sorted(holders)]
+    return out
+
+
+# --- one line per stage (af build) --------------------------------------------------------------
+
+
+class _StageLines(logging.Handler):
+    """Prints a line when a step (an asset or a check) ends: its name, its outcome, its time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "dagster_meta", None) or {}
+        event = meta.get("dagster_event") if isinstance(meta, dict) else None
+        step = getattr(event, "step_key", None)
+        if event is None or not step:
+            return
+        kind = event.event_type_value
+        if kind == "STEP_START":
+            self.started[step] = time.monotonic()
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE"):
+            took = time.monotonic() - self.started.pop(step, time.monotonic())
+            outcome = "done" if kind == "STEP_SUCCESS" else "FAILED"
+            print(f"  {step:<28} {outcome} ({took:.1f} s)", file=sys.stderr, flush=True)
+
+
+@dg.logger(
+    config_schema={"enabled": dg.Field(bool, default_value=False)},
+    description="One line per finished step on stderr (af build turns it on; off in every other run).",
+)
+def stage_progress(init_context: dg.InitLoggerContext) -> logging.Logger:
+    out = logging.Logger("activity_frames.progress", logging.DEBUG)
+    if init_context.logger_config["enabled"]:
+        out.addHandler(_StageLines())
+    else:
+        out.disabled = True
+    return out

@@ -1,0 +1,118 @@
+"""The contract of assets/dagster_adapter.py, the one module that uses Dagster internals.
+
+Each test runs the adapter on a real (ephemeral) Dagster instance, so a Dagster upgrade that
+moves or changes one of those internals fails here, by name, before anything else does.
+"""
+
+import warnings
+
+import dagster as dg
+import pytest
+
+from assets import dagster_adapter as adapter
+
+warnings.filterwarnings("ignore", message=".*AssetCheckSpec.*")
+DAYS = ["2026-06-01", "2026-06-02", "2026-06-03"]
+parts = dg.DynamicPartitionsDefinition(name="adapter_days")
+
+
+@dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
+def thing(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    return dg.MaterializeResult()
+
+
+@adapter.day_check(asset=thing, name="odd_days_fail", partitions_def=parts, description="toy")
+def odd_days_fail(context: dg.AssetCheckExecutionContext) -> adapter.DayResults:
+    days = list(context.partition_keys)
+    # The last day of the run is left out on purpose: it must fail, not pass unjudged.
+    return {
+        day: dg.AssetCheckResult(passed=int(day[-1]) % 2 == 0, metadata={"day": day}, description=f"judged {day}")
+        for day in days[:2]
+    }
+
+
+defs = dg.Definitions(
+    assets=[thing],
+    asset_checks=[odd_days_fail],
+    jobs=[
+        dg.define_asset_job("make", selection=dg.AssetSelection.assets(thing).without_checks()),
+        dg.define_asset_job("judge", selection=dg.AssetSelection.checks(odd_days_fail)),
+    ],
+    loggers={"console": dg.colored_console_logger, "progress": adapter.stage_progress},
+    executor=dg.in_process_executor,
+)
+RANGE = {"dagster/asset_partition_range_start": DAYS[0], "dagster/asset_partition_range_end": DAYS[-1]}
+
+
+@pytest.fixture
+def inst():
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(parts.name, DAYS)
+    return instance
+
+
+def test_dagster_is_the_version_the_adapter_was_verified_with():
+    assert dg.__version__ == adapter.TESTED_WITH, (
+        f"Dagster {dg.__version__}, adapter verified with {adapter.TESTED_WITH}: re-run this file, check the "
+        "internals listed in assets/dagster_adapter.py's docstring, then bump TESTED_WITH"
+    )
+
+
+def test_a_range_check_run_records_each_day_on_its_partition_aimed_at_its_materialization(inst):
+    made = defs.resolve_job_def("make").execute_in_process(instance=inst, tags=RANGE)
+    assert made.success
+    again = defs.resolve_job_def("make").execute_in_process(instance=inst, partition_key=DAYS[1])
+    latest = {
+        day: inst.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=thing.key, asset_partitions=[day]), limit=1
+        ).records[0]
+        for day in DAYS
+    }
+    assert latest[DAYS[1]].run_id == again.run_id
+
+    judged = defs.resolve_job_def("judge").execute_in_process(instance=inst, tags=RANGE, raise_on_error=False)
+    assert not judged.success  # blocking: a failed day fails the run
+    evals = {
+        e.asset_check_evaluation_data.partition: e.asset_check_evaluation_data
+        for e in judged.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
+    assert sorted(evals) == DAYS
+    assert evals[DAYS[1]].passed and not evals[DAYS[0]].passed
+    assert evals[DAYS[0]].description == f"judged {DAYS[0]}"
+    assert evals[DAYS[0]].metadata["day"].value == DAYS[0]
+    assert not evals[DAYS[2]].passed and "gave no result" in (evals[DAYS[2]].description or "")
+    for day in DAYS:
+        target = evals[day].target_materialization_data
+        assert target is not None and target.storage_id == latest[day].storage_id, day
+        assert target.run_id == latest[day].run_id
+
+
+def test_a_check_run_without_a_partition_says_what_to_do(inst):
+    """What the UI's "Execute all" launches: no partition. It fails with a sentence, not an invariant error."""
+    result = defs.resolve_job_def("judge").execute_in_process(instance=inst, raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert failure.step_failure_data.user_failure_data.description == adapter.NO_PARTITION
+    assert "af certify --from DAY --to DAY" in adapter.NO_PARTITION
+
+
+def test_stage_progress_prints_one_line_per_step_only_when_enabled(inst, capsys):
+    run = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}, "progress": {"config": {"enabled": True}}}}
+    assert defs.resolve_job_def("make").execute_in_process(instance=inst, tags=RANGE, run_config=run).success
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].split()[:2] == ["thing", "done"], lines
+    assert defs.resolve_job_def("make").execute_in_process(
+        instance=inst, tags=RANGE, run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    ).success
+    assert capsys.readouterr().err.strip() == ""
+
+
+def test_run_bookkeeping_reads_a_real_run(inst):
+    """The run worker's pid comes from the run's engine events; a finished run holds no pool slot."""
+    import os
+
+    result = defs.resolve_job_def("make").execute_in_process(instance=inst, partition_key=DAYS[0])
+    assert os.getpid() in adapter.run_pids(inst, result.run_id)
+    assert all(run_id != result.run_id for _pool, run_id in adapter.pool_holders(inst))
+    adapter.free_run_slots(inst, result.run_id)  # a no-op for a run holding none, and no error
