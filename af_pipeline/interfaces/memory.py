@@ -740,11 +740,22 @@ class Memory:
             base = dict(pieces[0][0]) if len(pieces) == 1 else _merge([d for d, _ in pieces])
             base["frames"] = [dict(f.frame, id=f.qid) for f in frames]
             base["window"] = {k: v for k, v in p.to_json(self.tz).items() if k in ("start", "end")}
+            base = self._recategorized(base)
             sources = sorted({s for _, s in pieces})
             return base, sources[0] if len(sources) == 1 else "; ".join(sources)
 
+    def _recategorized(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """doc with its categories block made again over its own frames: the pieces' blocks name
+        frames by their bare day ids, the period's frames are day-qualified."""
+        from af_pipeline.compiler.categories import NAMESPACE, categorize, rules_in
+
+        if NAMESPACE in doc.get("inferred", {}):
+            doc = dict(doc, inferred={k: v for k, v in doc["inferred"].items() if k != NAMESPACE})
+        return categorize(doc, rules_in(self.home.root))
+
     def _piece(self, day: str, lo: int, hi: int, min_minutes: float) -> tuple[dict[str, Any], str] | None:
         # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
+        from af_pipeline.compiler.categories import rules_in
         from af_pipeline.compiler.compile import CompileOptions, compile_day
 
         key = (day, lo, hi, min_minutes, self.include_typed_text, self._fingerprint(day))
@@ -754,7 +765,7 @@ class Memory:
             if not cap.snapshots and not cap.inputs:
                 return None
             hit = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=self.include_typed_text,
-                                                  layout=self.layout))
+                                                  layout=self.layout, categories=rules_in(self.home.root)))
             if len(self._slices) > 16:
                 self._slices.clear()
             self._slices[key] = hit
