@@ -122,7 +122,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
 
     @dg.asset(
         **common,
-        deps=[raw_day],
+        deps=[frames],  # the attribution builds on the frames' timeline of the day's rows
         kinds={"duckdb"},
         description="Input events re-attributed to the nearest snapshot, clicks resolved against the element "
         "tree, keyboard layout applied (paper 4.3). Typed text stays out unless opted in.",

@@ -31,10 +31,10 @@ AF = str(Path(sys.executable).with_name("af"))
 BUILD_STEPS = (
     "raw_day",
     "raw_day_raw_rows_quality",
-    "enriched_input",
     "frames",
     "frames_frames_quality",
     "page_refs",
+    "enriched_input",  # after frames: it builds on their timeline
     "day_document",
     "context_block",
     "published_day",
