@@ -143,3 +143,22 @@ def test_context_for_recent_hours(home, capsys):
     assert code == 0, err
     assert out.startswith("AF-CONTEXT v1\n")
     assert "\nEditor | " in out and "\nBrowser | " in out
+
+
+def test_af_view_writes_the_day_and_week_pages(home, capsys, tmp_path):
+    from af_pipeline.compiler import view
+
+    land(home)
+    out = tmp_path / "day.html"
+    code, printed, _ = run(capsys, "view", DAY, "-o", str(out), "--home", str(home.root))
+    assert code == 0 and printed.strip() == str(out)
+    page = out.read_text(encoding="utf-8")
+    doc = compile_day(EventLog(home).read_day(DAY))
+    assert page == view.render_day(doc)  # the page of the day's own document, same bytes
+    week = tmp_path / "week.html"
+    code, _, _ = run(capsys, "view", "--week", "2026-W12", "-o", str(week), "--home", str(home.root))
+    assert code == 0 and DAY in week.read_text(encoding="utf-8")
+    code, _, err = run(capsys, "view", DAY, "--week", "2026-W12", "--home", str(home.root))
+    assert code == 2 and "one of them" in err
+    code, _, err = run(capsys, "view", "--week", "2026-12", "--home", str(home.root))
+    assert code == 2 and err.strip()

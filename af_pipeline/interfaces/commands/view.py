@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 from af_pipeline.compiler import view
 from af_pipeline.interfaces import cli
 from capture.errors import UserError
+from capture.files import atomic_write
 from capture.home import Home, resolve_home
 
 HOST = "127.0.0.1"  # never another interface: the pages hold titles and sites of the user's screen
@@ -85,12 +86,6 @@ def week_page(memory: Any, week: str, day_href: Callable[[str], str | None],
     return view.render_week(week, docs, before, _routines(memory, days) if docs else [], day_href)
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _view(args: argparse.Namespace) -> int:
     from af_pipeline.interfaces.memory import Memory
 
@@ -111,7 +106,7 @@ def _view(args: argparse.Namespace) -> int:
         out = Path(args.out or f"view-{day}.html")
         doc, _source = memory.day_document(day)
         text = view.render_day(doc)
-    _write(out, text)
+    atomic_write(out, text.encode("utf-8"))
     print(out)
     return 0
 
