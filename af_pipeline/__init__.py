@@ -18,7 +18,7 @@ __all__ = ["GENERATOR", "Memory", "__version__"]
 def __getattr__(name: str) -> Any:
     # Lazy: `import af_pipeline` stays cheap for the CLI and the compiler's workers.
     if name == "Memory":
-        from af_pipeline.interfaces.memory import Memory
+        from af_pipeline.interfaces.memory import Memory  # lazy: `import af_pipeline` stays cheap
 
         return Memory
     raise AttributeError(f"module 'af_pipeline' has no attribute {name!r}")

@@ -15,6 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from af_pipeline.warehouse.days import log_days
+from assets.dagster_adapter import free_run_slots, pool_holders, run_pids
+from assets.partitions import register_days
 from capture.files import atomic_write
 from capture.home import Home
 
@@ -73,8 +76,6 @@ def announce_days(home: Home, days: list[str] | None = None) -> None:
     """
     if not (home.dagster_home / "dagster.yaml").exists():
         return
-    from af_pipeline.warehouse.days import log_days
-    from assets.partitions import register_days
 
     register_days(instance(home), days if days is not None else log_days(home))
 
@@ -195,8 +196,6 @@ def reap_dead_runs(inst: Any) -> list[str]:
     Returns one sentence per run it settled. Runs whose process is alive, and runs that have
     not said which process runs them yet, are left alone."""
     import dagster as dg
-
-    from assets.dagster_adapter import free_run_slots, pool_holders, run_pids
 
     unfinished = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
     said = []

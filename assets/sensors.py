@@ -17,6 +17,8 @@ from typing import Any
 import dagster as dg
 
 from af_pipeline.warehouse import publish
+from af_pipeline.warehouse.days import log_days
+from assets.partitions import register_days
 from capture.home import Home
 from capture.log import EventLog
 
@@ -58,8 +60,6 @@ def build_sealed_sensor(home: Home, job: Any) -> dg.SensorDefinition:
         "the event log seals it.",
     )
     def newly_sealed_days(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        from af_pipeline.warehouse.days import log_days
-        from assets.partitions import register_days
 
         added = register_days(context.instance, log_days(home))
         due = days_needing_publish(home)

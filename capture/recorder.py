@@ -658,7 +658,7 @@ class _Writer:
     """Appends batches to the event log; keeps them while another process holds the log."""
 
     def __init__(self, home: Home, say: Callable[[str], None]):
-        from capture.log import EventLog
+        from capture.log import EventLog  # DuckDB via the log: only when recording starts
 
         self.log = EventLog(home)
         self.say = say
@@ -745,7 +745,7 @@ def _record_display(home: Home, options: RecordOptions, display: str, stop: thre
                     say: Callable[[str], None]) -> Summary:
     # pynput picks its backend from $DISPLAY when imported; set it first, and check it works.
     os.environ["DISPLAY"] = display
-    from capture.x11 import X11Desktop, read_monitors
+    from capture.x11 import X11Desktop, read_monitors  # Xlib: only on an X11 desktop
 
     desktop = X11Desktop(display)
     previous_hook = threading.excepthook
@@ -753,7 +753,7 @@ def _record_display(home: Home, options: RecordOptions, display: str, stop: thre
     def quiet_hook(args: threading.ExceptHookArgs) -> None:
         # pynput's listener threads die with the X connection; the main loop notices and says
         # so in one sentence, so their tracebacks would only be noise.
-        from Xlib import error as xerror
+        from Xlib import error as xerror  # Xlib: only on an X11 desktop
 
         if args.exc_type is not None and issubclass(args.exc_type, (xerror.ConnectionClosedError, OSError)):
             return
@@ -771,7 +771,7 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
             read_monitors: Callable[[str], list[Monitor]], stop: threading.Event,
             say: Callable[[str], None]) -> Summary:
     try:
-        from pynput import keyboard, mouse
+        from pynput import keyboard, mouse  # pynput connects to the display on import: only when recording
     except ImportError as exc:
         raise UserError(f"cannot listen to input on {display}: {exc}".split("\n")[0]) from None
     settings = home.settings()
@@ -834,7 +834,7 @@ def _record(home: Home, options: RecordOptions, display: str, desktop: Any,
     next_monitors = time.monotonic() + MONITOR_CHECK_S
     next_visible = time.monotonic()
     next_status = time.monotonic() + 60.0
-    from Xlib import error as xerror
+    from Xlib import error as xerror  # Xlib: only on an X11 desktop
 
     worker.start()
     try:
@@ -1024,7 +1024,7 @@ class _Screenshots:
     """--screenshots: one PNG per recorded snapshot under <home>/screens/<day>/ (never excluded ones)."""
 
     def __init__(self, home: Home, display: str, desktop: Any, exclusions: Exclusions, worker: _Worker):
-        import mss
+        import mss  # mss: only when screenshots are opted in
 
         self.dir = home.root / "screens"
         # Pixels are the most sensitive thing kept: only the user may list or read them.
@@ -1039,7 +1039,7 @@ class _Screenshots:
         self.skipped = 0
 
     def take(self, snap: Snapshot, monitor: Monitor | None) -> None:
-        import mss.tools
+        import mss.tools  # mss: only when screenshots are opted in
 
         if monitor is None:
             return

@@ -1204,7 +1204,9 @@ _PSL: Any = None
 def _domain(host: str) -> str:
     global _PSL
     if _PSL is None:
-        from publicsuffixlist import PublicSuffixList
+        from publicsuffixlist import (
+            PublicSuffixList,  # the suffix list takes ~0.6 s to load: only when first needed
+        )
 
         _PSL = PublicSuffixList()
     return _PSL.privatesuffix(host) or host  # type: ignore[no-any-return]

@@ -195,7 +195,7 @@ class X11Desktop:
     """A python-xlib connection answering the recorder's questions about windows."""
 
     def __init__(self, name: str):
-        from Xlib import display, error
+        from Xlib import display, error  # Xlib: optional off Linux; only when a display is opened
 
         self._error = error
         try:
@@ -220,7 +220,7 @@ class X11Desktop:
         # unmapped window of our own gives the server's current time the ICCCM way (a
         # zero-length property append answers with a stamped PropertyNotify), and marks a point
         # in the event stream.
-        from Xlib import X
+        from Xlib import X  # Xlib: optional off Linux
 
         self._clock_atom = atom("_AF_RECORDER_CLOCK")
         try:
@@ -268,7 +268,7 @@ class X11Desktop:
 
         The server's times of _NET_ACTIVE_WINDOW changes read on the way are appended to times.
         """
-        from Xlib import X
+        from Xlib import X  # Xlib: optional off Linux
 
         self._clock_window.change_property(self._clock_atom, self._clock_atom, 8, b"", mode=X.PropModeAppend)
         self.d.flush()
@@ -359,7 +359,7 @@ class X11Desktop:
     # -- property helpers -------------------------------------------------------------------
 
     def _title(self, window: Any) -> str | None:
-        from Xlib import X, Xatom
+        from Xlib import X, Xatom  # Xlib: optional off Linux
 
         prop = window.get_full_property(self._net_name, self._utf8)
         if prop is not None and prop.value:
@@ -377,7 +377,7 @@ class X11Desktop:
         return int(values[0]) if values else None
 
     def _list_property(self, window: Any, atom: int) -> list[int]:
-        from Xlib import X
+        from Xlib import X  # Xlib: optional off Linux
 
         try:
             prop = window.get_full_property(atom, X.AnyPropertyType)
@@ -389,7 +389,7 @@ class X11Desktop:
 
     def _client_above(self, window: Any) -> Any | None:
         """The client window (the one with WM_STATE) at or above a focused sub-window."""
-        from Xlib import X
+        from Xlib import X  # Xlib: optional off Linux
 
         current = window
         for _ in range(16):
@@ -405,7 +405,7 @@ class X11Desktop:
         return None
 
     def _client_below(self, window: Any, depth: int) -> Any | None:
-        from Xlib import X
+        from Xlib import X  # Xlib: optional off Linux
 
         try:
             if window.get_full_property(self._wm_state, X.AnyPropertyType) is not None:

@@ -688,7 +688,7 @@ class Memory:
         if not files:
             return {s.ref: s.window for s in self.day_capture(day).snapshots if s.window}
         if self._duck is None:
-            import duckdb
+            import duckdb  # DuckDB: only for window titles, off `af mcp`'s start-up path
 
             self._duck = duckdb.connect()
         rows = self._duck.execute(

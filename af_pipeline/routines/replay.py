@@ -209,7 +209,7 @@ def run_plan(
     template_of: Callable[[str], str | None] | None = None,
 ) -> Transcript:
     """Run (or, by default, dry-run) a plan on an open Playwright page."""
-    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import Error as PlaywrightError  # Playwright: only when a replay runs
 
     validate_plan(plan)
     tmpl = template_of or _default_template
@@ -293,7 +293,7 @@ def run_plan(
 
 
 def _settle(page: Any, timeout_ms: int) -> None:
-    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import Error as PlaywrightError  # Playwright: only when a replay runs
 
     try:
         page.wait_for_load_state("load", timeout=timeout_ms)
@@ -302,7 +302,7 @@ def _settle(page: Any, timeout_ms: int) -> None:
 
 
 def _check_guards(st: dict[str, Any], page: Any, timeout_ms: int, tmpl: Callable[[str], str | None]) -> Any:
-    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import Error as PlaywrightError  # Playwright: only when a replay runs
 
     guard = st.get("guard", {})
     app = guard.get("app")
@@ -368,8 +368,8 @@ def replay(
             f"give --url: plan {plan_path} records the URL template "
             f"{plan.get('start_url_template')!r}, not an address to open"
         )
-    from playwright.sync_api import Error as PlaywrightError
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import Error as PlaywrightError  # Playwright: only when a replay runs
+    from playwright.sync_api import sync_playwright  # Playwright: only when a replay runs
 
     with sync_playwright() as pw:
         browser = launch(pw)

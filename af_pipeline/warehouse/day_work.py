@@ -32,18 +32,22 @@ from the warehouse once per run (store.LOADS counts the reads, for tests and ben
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from af_pipeline.compiler.categories import CategoryRules
+from af_pipeline.compiler.compile import frame_day
 from af_pipeline.compiler.emit import DEFAULT_BUDGET
+from af_pipeline.compiler.enrich import attribute_input, enrich
 from af_pipeline.warehouse import publish, store
 from capture.log import EventLog
 
@@ -153,7 +157,6 @@ class RunParts:
         return parts
 
     def framing(self, con: duckdb.DuckDBPyConnection, day: str) -> tuple[DayParts, Framing]:
-        from af_pipeline.compiler.compile import frame_day
 
         parts = self.day(con, day)
         if parts.framing is None:
@@ -161,7 +164,6 @@ class RunParts:
         return parts, parts.framing
 
     def attribution(self, con: duckdb.DuckDBPyConnection, day: str) -> tuple[DayParts, Framing, Attribution]:
-        from af_pipeline.compiler.enrich import attribute_input
 
         parts, framing = self.framing(con, day)
         if parts.attribution is None:
@@ -182,7 +184,7 @@ def run_parts(run_id: str) -> RunParts:
 
 
 def _site_of() -> Callable[[str | None], str | None]:
-    from af_pipeline.compiler.entities import site_of
+    from af_pipeline.compiler.entities import site_of  # the suffix list (~0.6 s): only when a step runs
 
     return site_of
 
@@ -239,7 +241,6 @@ def frames(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None
 def enriched_input(
     con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, run: RunParts | None = None
 ) -> dict[str, Any]:
-    from af_pipeline.compiler.enrich import enrich
 
     parts, _framing, attribution = (run or RunParts()).attribution(con, day)
     events = enrich(parts.capture, attribution=attribution)
@@ -269,7 +270,7 @@ def enriched_input(
 
 
 def page_refs(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None) -> dict[str, Any]:
-    from af_pipeline.compiler.entities import type_url
+    from af_pipeline.compiler.entities import type_url  # the suffix list (~0.6 s): only when a step runs
 
     site_of = _site_of()
     held = run.held(day) if run is not None else None
@@ -421,7 +422,6 @@ def build_day(
 
 
 def _plain(value: Any) -> Any:
-    import dataclasses
 
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
@@ -429,7 +429,6 @@ def _plain(value: Any) -> Any:
 
 
 def now_iso() -> str:
-    from datetime import UTC, datetime
 
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 

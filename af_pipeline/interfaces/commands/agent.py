@@ -55,7 +55,9 @@ def register(sub: Any) -> None:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from af_pipeline.interfaces import mcp_front
+    from af_pipeline.interfaces import (
+        mcp_front,  # tiny, and first: it answers the handshake while the SDK loads
+    )
 
     home = resolve_home(args.home)
     if not home.exists():
@@ -63,7 +65,9 @@ def _mcp(args: argparse.Namespace) -> int:
     # The front first: it answers the handshake while the SDK below is still being imported.
     settings = {"tz": home.settings().tz, "typed_text": bool(args.include_typed_text)}
     finish = mcp_front.start(settings)
-    from af_pipeline.interfaces.mcp_server import serve
+    from af_pipeline.interfaces.mcp_server import (
+        serve,  # the MCP SDK: only for `af mcp`, once the front is up
+    )
 
     try:
         serve(home, include_typed_text=args.include_typed_text, now=args.now)

@@ -8,6 +8,7 @@ import sys
 from af_pipeline.interfaces import cli
 from capture.errors import CheckFailed
 from capture.home import resolve_home
+from capture.timeutil import days_between
 
 
 def _range_args(p: argparse.ArgumentParser) -> None:
@@ -24,7 +25,6 @@ def _skipped(first: str | None, last: str | None, days: list[str]) -> None:
     """Say which days of an explicit range have no capture (they are no partitions, not errors)."""
     if not (first or last):
         return
-    from capture.timeutil import days_between
 
     missing = sorted(set(days_between(first or days[0], last or days[-1])) - set(days))
     if missing:

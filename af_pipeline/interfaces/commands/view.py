@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from af_pipeline.compiler import view
 from af_pipeline.interfaces import cli
+from af_pipeline.warehouse.publish import published_days, verify_day
 from capture.errors import UserError
 from capture.files import atomic_write
 from capture.home import Home, resolve_home
@@ -87,7 +88,7 @@ def week_page(memory: Any, week: str, day_href: Callable[[str], str | None],
 
 
 def _view(args: argparse.Namespace) -> int:
-    from af_pipeline.interfaces.memory import Memory
+    from af_pipeline.interfaces.memory import Memory  # the read model: not for `af --help`
 
     if bool(args.day) == bool(args.week):
         raise UserError("give a DAY or --week YYYY-Www (one of them)")
@@ -115,7 +116,6 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _index(home: Home) -> str:
-    from af_pipeline.warehouse.publish import published_days
 
     days = published_days(home.published_dir)
     weeks = sorted({view.week_of(d) for d in days}, reverse=True)
@@ -132,8 +132,7 @@ def _index(home: Home) -> str:
 
 
 def make_server(home: Home, port: int) -> ThreadingHTTPServer:
-    from af_pipeline.interfaces.memory import Memory
-    from af_pipeline.warehouse.publish import verify_day
+    from af_pipeline.interfaces.memory import Memory  # the read model: not for `af --help`
 
     memory = Memory(home)
 
@@ -191,7 +190,6 @@ def make_server(home: Home, port: int) -> ThreadingHTTPServer:
                                      (home.published_dir / d / "view.html").is_file() else None, published)
                     return self._send(200, page.encode("utf-8"))
                 if parts == ["days.json"]:
-                    from af_pipeline.warehouse.publish import published_days
 
                     return self._send(200, json.dumps(published_days(home.published_dir)).encode(), "application/json")
             except UserError as exc:

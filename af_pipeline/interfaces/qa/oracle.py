@@ -225,7 +225,9 @@ class OracleDay:
 
 @lru_cache(maxsize=1)
 def _psl() -> Any:
-    from publicsuffixlist import PublicSuffixList
+    from publicsuffixlist import (
+        PublicSuffixList,  # the suffix list takes ~0.6 s to load: only when first needed
+    )
 
     return PublicSuffixList()
 
