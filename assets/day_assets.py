@@ -193,7 +193,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         version = code_version()
         with warehouse.get_connection() as con:
             for day in _days(context):
-                meta = steps.published_day(con, day, data_folder.published_dir, version, steps.now_iso(), _run(context))
+                meta = steps.published_day(con, day, data_folder.published_dir, version, _run(context))
                 per_day[day] = meta | {"path": dg.MetadataValue.path(meta["path"])}
         return _result(context, per_day, lambda r: {"written": sum(1 for x in r if x["written"])})
 

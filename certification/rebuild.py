@@ -269,8 +269,7 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
         started = time.monotonic()
         rules = rules_in(home.root)
         for i, day in enumerate(days):
-            day_work.build_day(con, log, day, published_dir, include_typed_text, version, day_work.now_iso(),
-                               rules)
+            day_work.build_day(con, log, day, published_dir, include_typed_text, version, rules)
             if progress:
                 print(f"rebuilt {day} ({i + 1}/{len(days)}, {time.monotonic() - started:.1f} s)", flush=True)
         digests = store.digests(con, days)

@@ -49,7 +49,7 @@ def test_every_step_of_a_day_publishes_what_the_document_says(one_day, tmp_path)
     home, log, day = one_day
     con = duckdb.connect(":memory:")
     try:
-        steps.build_day(con, log, day, tmp_path / "published", False, "test", "2026-01-01T00:00:00Z")
+        steps.build_day(con, log, day, tmp_path / "published", False, "test")
         doc, _tokens = steps.document(con, day)
         (sha,) = con.execute("SELECT sha256 FROM day_document WHERE day = ?", [day]).fetchone()
     finally:
@@ -66,7 +66,7 @@ def test_a_day_built_step_after_step_reads_its_capture_once(one_day, tmp_path):
     store.LOADS.clear()
     con = duckdb.connect(":memory:")
     try:
-        steps.build_day(con, log, day, tmp_path / "published", False, "test", "2026-01-01T00:00:00Z")
+        steps.build_day(con, log, day, tmp_path / "published", False, "test")
     finally:
         con.close()
     assert store.LOADS == {day: 1}
@@ -77,7 +77,6 @@ def test_steps_building_on_each_other_give_what_steps_rereading_the_warehouse_gi
     """Parts handed on in memory (one run) and parts recomputed by each step alone (a step
     materialized by itself) give the same tables and the same published bytes."""
     home, log, day = one_day
-    stamp = "2026-01-01T00:00:00Z"
     out = {}
     for carried in (True, False):
         con = duckdb.connect(":memory:")
@@ -90,7 +89,7 @@ def test_steps_building_on_each_other_give_what_steps_rereading_the_warehouse_gi
             steps.page_refs(con, day, run)
             steps.day_document(con, day, typed, run)
             meta = steps.context_block(con, day, run)
-            steps.published_day(con, day, published, "test", stamp, run)
+            steps.published_day(con, day, published, "test", run)
             digests = store.digests(con, [day])[day]
         finally:
             con.close()

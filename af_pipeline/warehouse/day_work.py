@@ -38,7 +38,6 @@ import json
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -378,17 +377,18 @@ def context_block(
 
 
 def published_day(
-    con: duckdb.DuckDBPyConnection, day: str, published_dir: Path, code_version: str, generated_at: str,
-    run: RunParts | None = None,
+    con: duckdb.DuckDBPyConnection, day: str, published_dir: Path, code_version: str, run: RunParts | None = None,
 ) -> dict[str, Any]:
-    """Publish the day's files; ``path`` in the result is the day's folder."""
+    """Publish the day's files; ``path`` in the result is the day's folder. The files are a
+    function of the capture and the code alone (no wall-clock stamp): a day built again from
+    the same segments with the same code is left as it is, mtimes included (``written`` False)."""
     held = run.held(day) if run is not None else None
     if held is not None and held.document is not None and held.context is not None:
         doc, _canonical, sha, _tokens, sealed = held.document
-        files = artifact_bytes(doc, held.context, generated_at)
+        files = artifact_bytes(doc, held.context)
         segments = _segments(doc)
     else:
-        files, sha, sealed, segments = day_artifacts(con, day, generated_at=generated_at)
+        files, sha, sealed, segments = day_artifacts(con, day)
     out = publish.publish_day(
         published_dir, day, files, canonical_sha256=sha, sealed=sealed, segments=segments, code_version=code_version
     )
@@ -407,7 +407,6 @@ def build_day(
     published_dir: Path,
     include_typed_text: bool,
     code_version: str,
-    generated_at: str,
     categories: CategoryRules | None = None,
 ) -> None:
     """Every step of one day, in the assets' order, each on the one before (one capture read)."""
@@ -418,7 +417,7 @@ def build_day(
     page_refs(con, day, run)
     day_document(con, day, include_typed_text, run, categories)
     context_block(con, day, run, measure_raw=False)
-    published_day(con, day, published_dir, code_version, generated_at, run)
+    published_day(con, day, published_dir, code_version, run)
 
 
 def _plain(value: Any) -> Any:
@@ -426,11 +425,6 @@ def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     return value
-
-
-def now_iso() -> str:
-
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 # Canonical documents just written, by their sha256. The steps after day_document read the
@@ -468,7 +462,7 @@ def document(con: Any, day: str) -> tuple[dict[str, Any], int]:
     return json.loads(found[0]), found[2]
 
 
-def day_artifacts(con: Any, day: str, generated_at: str) -> tuple[dict[str, bytes], str, bool, dict[str, str]]:
+def day_artifacts(con: Any, day: str) -> tuple[dict[str, bytes], str, bool, dict[str, str]]:
     """The published files of one day from the warehouse: (files, canonical sha256, sealed, segments)."""
 
     found = _stored_document(con, day)
@@ -477,19 +471,21 @@ def day_artifacts(con: Any, day: str, generated_at: str) -> tuple[dict[str, byte
         raise LookupError(f"day {day} has no document or context block in the warehouse")
     canonical, sha, _tokens, sealed = found
     doc = json.loads(canonical)
-    return artifact_bytes(doc, ctx[0], generated_at), sha, sealed, _segments(doc)
+    return artifact_bytes(doc, ctx[0]), sha, sealed, _segments(doc)
 
 
 def _segments(doc: dict[str, Any]) -> dict[str, str]:
     return {s["file"]: s["sha256"] for s in doc.get("provenance", {}).get("segments", [])}
 
 
-def artifact_bytes(doc: dict[str, Any], context_text: str, generated_at: str) -> dict[str, bytes]:
-    """The published files of a document (document.json is the only one with generated_at)."""
+def artifact_bytes(doc: dict[str, Any], context_text: str) -> dict[str, bytes]:
+    """The published files of a document: functions of the document alone. When a build ran
+    is in the run's metadata and the certificate, not in the files, so equal capture and code
+    give equal bytes (and an agent caching by sha256 re-reads nothing)."""
     from af_pipeline.compiler import emit, view
 
     return {
-        "document.json": emit.to_json(dict(doc, generated_at=generated_at)).encode("utf-8"),
+        "document.json": emit.to_json(doc).encode("utf-8"),
         "document.yaml": emit.to_yaml(doc).encode("utf-8"),
         "document.md": emit.to_markdown(doc).encode("utf-8"),
         "context.txt": context_text.encode("utf-8"),

@@ -2,18 +2,20 @@
 
 Layout of one day::
 
-    published/<day>/document.json   the schema v1 document, with generated_at (when it was written)
-    published/<day>/document.yaml   the same document as YAML (no generated_at: it is canonical)
+    published/<day>/document.json   the schema v1 document (canonical content, pretty-printed)
+    published/<day>/document.yaml   the same document as YAML
     published/<day>/document.md     a Markdown rendering for people
     published/<day>/context.txt     the token-budgeted context block for system prompts
     published/<day>/view.html       the day as a self-contained page for people (af_pipeline/compiler/view.py)
     published/<day>/manifest.json   sha256 and size of each file above, the canonical document hash,
                                     whether the day was sealed, and the log segments it came from
 
-Each file is written to a temporary name and renamed into place; manifest.json is renamed last,
-so a reader that trusts the manifest never sees a half-written day. Once a day is published
-*sealed*, its files never change: publishing it again with the same content is a no-op (the
-original generated_at is kept), and publishing different content is refused. The one exception
+Every file is a function of the capture and the code alone (no wall-clock stamp), so publishing
+a day again with the same content is a no-op on any day, sealed or open: nothing is written and
+the files keep their mtimes. Each file is written to a temporary name and renamed into place;
+manifest.json is renamed last, so a reader that trusts the manifest never sees a half-written
+day. Once a day is published *sealed*, its files never change: publishing different content is
+refused. The one exception
 is an amendment: when the log has sealed further segments for the day since (late capture), the
 day is compiled again from all its segments and published anew; its manifest then lists every
 segment, the earlier ones with unchanged hashes.
@@ -74,7 +76,8 @@ def manifest_for(
 
 
 def _same_content(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Equal up to document.json, which differs only by generated_at when the canonical hash agrees."""
+    """Equal up to document.json, which in folders published before its bytes lost their
+    generated_at differs only by that stamp when the canonical hash agrees."""
     if old.get("canonical_sha256") != new.get("canonical_sha256") or old.get("segments") != new.get("segments"):
         return False
     of, nf = old.get("files", {}), new.get("files", {})
@@ -108,6 +111,8 @@ def publish_day(
         day, files, canonical_sha256=canonical_sha256, sealed=sealed, segments=segments, code_version=code_version
     )
     old = read_manifest(published_dir, day)
+    if old == new and not verify_day(published_dir, day):
+        return Published(day, folder, old, written=False)  # the same bytes are there: keep them
     if old is not None and old.get("sealed") and not amends(old, new):
         if _same_content(old, new):
             return Published(day, folder, old, written=False)
