@@ -160,7 +160,7 @@ def test_views_in_chromium_match_goldens_show_evidence_and_request_nothing(pages
 def served(tmp_path, doc):
     home = Home(tmp_path / "home")
     home.init(tz="Europe/Paris")
-    files = day_work.artifact_bytes(doc, "AF-CONTEXT v1\n", "2026-03-17T00:00:00Z")
+    files = day_work.artifact_bytes(doc, "AF-CONTEXT v1\n")
     publish.publish_day(home.published_dir, doc["day"], files, canonical_sha256="x" * 64, sealed=True,
                         segments={}, code_version="test")
     from af_pipeline.interfaces.commands.view import make_server
