@@ -415,9 +415,11 @@ def test_two_monitors_are_two_streams(tmp_path):
         try:
             dual.activate(alpha)
             rec = Recording(dual, tmp_path / "home")
-            time.sleep(1.5)  # the unfocused monitor is looked at once a second
+            # the unfocused monitor is looked at once a second: wait until that is in the log
+            rec.wait_for(lambda cap: any(s.stream == "monitor_2" and s.app == "BetaApp" and not s.focused
+                                         for s in cap.snapshots))
             bx, by = dual.click_in(beta)
-            time.sleep(1.0)
+            rec.wait_for(lambda cap: any(e.kind == "click" for e in cap.inputs))  # landed, not just sent
             summary = rec.stop()
         finally:
             proc.kill()
