@@ -428,7 +428,11 @@ def test_typed_text_only_when_the_operator_enables_it(home: Home) -> None:
     assert any("secret words" in s.get("typed_text", "") for s in typed["steps"])
     assert "secret" not in off.context(off.period(hours=1))[0]
     assert off.search("secret")["total"] == 0
-    found = on.search("secret words", start=off.today())
+    # from the day the live rows began (the day before, in the first hour after local midnight)
+    from capture.timeutil import local_day
+
+    first_day = local_day(now() - 2 * 3600 * 1_000_000, "Europe/Paris")
+    found = on.search("secret words", start=first_day)
     assert found["total"] >= 1 and any(m.startswith("typed: ") for r in found["results"] for m in r["matched"])
 
 
@@ -584,8 +588,10 @@ def test_live_reads_follow_appends_and_equal_the_log(home: Home) -> None:
     today = local_day(now, "Europe/Paris")
     before = m.day_capture(today)
     batch = CaptureBatch(source_id="live-test-2", recorder="recorder")
-    # one row earlier than rows already read: the merge must keep the log's order
-    for i, ts in enumerate((now - 1_000_000, now - 30 * 60_000_000)):
+    # one row earlier than rows already read: the merge must keep the log's order (kept inside
+    # today, which may have begun less than 30 minutes ago)
+    earlier = max(now - 30 * 60_000_000, day_bounds(today, "Europe/Paris")[0] + 1)
+    for i, ts in enumerate((now - 1_000_000, earlier)):
         batch.snapshots.append(Snapshot(ref=f"live-test-2:frames:{i}", ts_us=ts, stream="monitor_1",
                                         app="Late Arrival", source_frame_id=f"late{i}"))
     EventLog(home).append(batch)

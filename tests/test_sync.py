@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -157,6 +158,12 @@ def test_watch_backs_off_and_stops_on_sigterm(tmp_path):
     assert "cannot be reached" in err and "retrying with back-off" in err and "stopped" in err
 
 
+def _all_rows(home, kind: str) -> list:
+    """Every row of a kind over all the log's days (ten minutes ago may be yesterday, locally)."""
+    log = EventLog(home)
+    return [r for d in log.days() for r in getattr(log.read_day(d.day), kind)]
+
+
 def test_sync_follows_a_screenpipe_database_while_it_is_written(tmp_path, monkeypatch):
     """A process keeps writing screenpipe's current layout (WAL, as screenpipe runs it) while
     `af sync --watch` follows it; every snapshot lands once, within seconds, read incrementally."""
@@ -171,8 +178,7 @@ def test_sync_follows_a_screenpipe_database_while_it_is_written(tmp_path, monkey
         db.snapshot(t0 + timedelta(seconds=5 * i), apps[i % 3], f"w{i % 3}", sample_tree(f"t{i}"))
     db.con.commit()
     assert cli.main(["sync", "screenpipe", str(db.path), "--home", str(home.root)]) == 0
-    day = local_day(int(t0.timestamp()) * US, ZoneInfo(TZ))
-    assert len(EventLog(home).read_day(day).snapshots) == 30
+    assert len(_all_rows(home, "snapshots")) == 30
     env = {**os.environ, "AF_HOME": str(home.root)}
     proc = subprocess.Popen([sys.executable, "-m", "af_pipeline.interfaces.cli", "sync", "--watch", "--interval", "0.3"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -183,7 +189,7 @@ def test_sync_follows_a_screenpipe_database_while_it_is_written(tmp_path, monkey
         deadline = time.monotonic() + 90
         n = 0
         while time.monotonic() < deadline:  # wait for the rows, not for a fixed time
-            n = len(EventLog(home).read_day(day).snapshots)
+            n = len(_all_rows(home, "snapshots"))
             if n >= 60:
                 break
             time.sleep(0.2)
@@ -191,8 +197,8 @@ def test_sync_follows_a_screenpipe_database_while_it_is_written(tmp_path, monkey
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
-    cap = EventLog(home).read_day(day)
-    assert len({s.ref for s in cap.snapshots}) == 60 and len(cap.elements) == 60 * 5
+    snaps, elements = _all_rows(home, "snapshots"), _all_rows(home, "elements")
+    assert len({s.ref for s in snaps}) == 60 and len(elements) == 60 * 5
     # later passes read only what is new (plus the overlap): one more snapshot is not sixty re-read
     monkeypatch.setattr(sync, "SP_OVERLAP_ROWS", 2)
     assert sync.sync_once(home, sync.sources(home)[0]).ok  # records watermarks with the small overlap
@@ -201,7 +207,7 @@ def test_sync_follows_a_screenpipe_database_while_it_is_written(tmp_path, monkey
     r = sync.sync_once(home, sync.sources(home)[0])
     assert r.ok and r.landed == 1 + 5, r
     assert r.skipped <= 2 * (1 + 5), r  # the two overlap frames and their elements, nothing older
-    assert len(EventLog(home).read_day(day).snapshots) == 61
+    assert len(_all_rows(home, "snapshots")) == 61
 
 
 def test_an_agent_sees_capture_under_a_minute_old_while_sync_runs(tmp_path, server):
@@ -262,9 +268,11 @@ def test_an_agent_sees_capture_under_a_minute_old_while_sync_runs(tmp_path, serv
     for app in ("Figma", "Code", "Linear", "Slack"):
         assert app in block, (app, block)
     # the newest capture the agent sees ended less than a minute before it asked
-    end = next(line for line in block.splitlines() if line.startswith("summary:")).split("| end ")[1][:8]
+    end = next(line for line in block.splitlines() if line.startswith("summary:")).split("| end ")[1]
+    # HH:MM:SS, after the date when the last hour spans local midnight
+    hh, mm, ss = (int(x) for x in re.search(r"(\d\d):(\d\d):(\d\d)", end).groups())  # type: ignore[union-attr]
     local_now = datetime.now(ZoneInfo(TZ))
-    seen = local_now.replace(hour=int(end[:2]), minute=int(end[3:5]), second=int(end[6:8]), microsecond=0)
+    seen = local_now.replace(hour=hh, minute=mm, second=ss, microsecond=0)
     if seen > local_now:  # the capture was just before local midnight
         seen -= timedelta(days=1)
     assert local_now - seen < timedelta(minutes=1), (end, local_now)
