@@ -168,8 +168,6 @@ class Front:
                     self._to_client(line)
         except (OSError, ValueError):
             pass
-        finally:
-            self._save()
 
     def _late_answer(self, line: bytes) -> bool:
         """Record the SDK's answer to a recordable call; True if the client has it already."""
