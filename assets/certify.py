@@ -195,8 +195,9 @@ def run_certify(
     started = time.monotonic()
     # The independent rebuild (the longest part) starts first, in other processes, so it runs
     # while this one imports Dagster and Great Expectations and runs the append-only and
-    # data-quality checks; the two checks that need it wait for it.
-    rebuild.start(home, include_typed_text=False)
+    # data-quality checks; the two checks that need it wait for it. It rebuilds the days being
+    # certified, no others: its cost follows the days, not the length of the log.
+    rebuild.start(home, False, days)
     # The definitions (and with them Great Expectations) are imported only now, while the
     # rebuild already runs.
     from assets.definitions import CERTIFY_JOB, build_definitions
@@ -210,7 +211,7 @@ def run_certify(
     expected = {*invariants.INVARIANTS, quality.RAW_QUALITY, quality.FRAMES_QUALITY}
     data_folder = (defs.resources or {}).get("data_folder")
     # A no-op unless the definitions build with the typed-text opt-in (then that build is started).
-    rebuild.start(home, bool(getattr(data_folder, "include_typed_text", False)))
+    rebuild.start(home, bool(getattr(data_folder, "include_typed_text", False)), days)
     # One run for the whole range: Dagster's per-run overhead (~1.7 s) is paid once and each check
     # reads the warehouse once; every check still evaluates every day and can fail any of them.
 

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,15 +72,17 @@ class FreshBuild:
     digests: dict[str, dict[str, str]]  # day -> table -> "rows:sha256"
     published: Path
     env: dict[str, str]  # the other process's TZ and PYTHONHASHSEED
+    days: frozenset[str]  # the days built (digests has a key for each)
 
 
 _CACHE: dict[tuple, FreshBuild] = {}
 FRESH_PREFIX = "af-fresh-"
 OWNER = "owner.pid"  # the certify process that made a throwaway folder
 PARENT_ENV = "AF_REBUILD_PARENT"
-_PENDING: dict[tuple, tuple[list[subprocess.Popen], Path]] = {}  # started, not yet waited for
+_PENDING: dict[tuple, tuple[list[subprocess.Popen], Path, frozenset[str]]] = {}  # started, not yet waited for
 CHILD_LOG = "child.log"
 PROCESSES_ENV = "AF_REBUILD_PROCESSES"
+MIN_ROWS_PER_PROCESS = 40_000  # snapshots + inputs: a busy day or two
 MEMORY_LIMIT = "2GB"  # per rebuild process; DuckDB spills what is beyond it to disk
 atexit.register(lambda: clear())  # the temporary build folders go when the process ends
 
@@ -117,28 +120,46 @@ def split_days(work: list[tuple[str, int]], parts: int) -> list[list[str]]:
     return [p for p in out if p]
 
 
-def _processes() -> int:
+def _processes(rows: int) -> int:
     raw = os.environ.get(PROCESSES_ENV, "")
     if raw:
         try:
             return max(1, int(raw))
         except ValueError:
             raise CheckFailed(f"{PROCESSES_ENV}={raw!r} is not a number of processes") from None
-    return max(1, min(2, os.cpu_count() or 1))
+    # A second process pays its own start-up (imports, about a second of CPU): only worth it
+    # when there are more rows than one process builds in about that time.
+    return max(1, min(2, os.cpu_count() or 1, 1 + rows // MIN_ROWS_PER_PROCESS))
 
 
-def start(home: Home, include_typed_text: bool = False) -> None:
-    """Start the independent rebuild in the background, so it runs while other checks do.
+def _wanted(home: Home, days: Iterable[str] | None) -> frozenset[str]:
+    """The log's days among ``days`` (None: every day of the log): a day the log no longer holds
+    cannot be rebuilt, and the checks report it as missing from the fresh build."""
+    logged = {d.day for d in EventLog(home).days()}
+    return frozenset(logged if days is None else logged & set(days))
 
-    ``af certify`` calls this before its Dagster run: the rebuild (the longest part of
-    certification) then overlaps the append-only and data-quality checks.
-    ``fresh_build`` waits for it, or starts it itself if nobody did.
+
+def _covers(built: frozenset[str], wanted: frozenset[str]) -> bool:
+    return wanted <= built
+
+
+def start(home: Home, include_typed_text: bool = False, days: Iterable[str] | None = None) -> None:
+    """Start the independent rebuild of ``days`` (default: every day of the log) in the
+    background, so it runs while other checks do.
+
+    ``af certify`` calls this before its Dagster run with the days it certifies: the rebuild
+    (the longest part of certification) then overlaps the append-only and data-quality checks,
+    and its cost follows the days certified, not the length of the log. ``fresh_build`` waits
+    for it, or starts it itself if nobody did.
     """
     key = _key(home, include_typed_text)
-    if key in _CACHE or key in _PENDING:
+    wanted = _wanted(home, days)
+    if key in _CACHE and _covers(_CACHE[key].days, wanted):
         return
-    for stale in list(_PENDING):  # started for a log state that has moved on since
-        procs, folder = _PENDING.pop(stale)
+    if key in _PENDING and _covers(_PENDING[key][2], wanted):
+        return
+    for stale in list(_PENDING):  # started for a log state (or days) that has moved on since
+        procs, folder, _days = _PENDING.pop(stale)
         _stop(procs, folder)
     _sweep_orphans()
     folder = Path(tempfile.mkdtemp(prefix=FRESH_PREFIX))
@@ -149,24 +170,22 @@ def start(home: Home, include_typed_text: bool = False) -> None:
     child_env["PYTHONPATH"] = root + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
     child_env.pop("DAGSTER_HOME", None)  # the child uses an ephemeral instance
     child_env[PARENT_ENV] = str(os.getpid())
-    # Every partition from the log's first day to its last, empty days too: a range run builds
-    # them all. Elements weigh little now that only clicked trees are read.
+    # The wanted days only (the day partitions are the log's days; a day's steps read that day's
+    # segments alone). Elements weigh little now that only clicked trees are read.
     rows = {d.day: d.counts.get("snapshots", 0) + d.counts.get("inputs", 0) for d in EventLog(home).days()}
-    work = [(day, rows.get(day, 0)) for day in (days_between(min(rows), max(rows)) if rows else [])]
-    parts = split_days(work, _processes()) or [[]]
+    work = [(day, rows.get(day, 0)) for day in sorted(wanted)]
+    parts = split_days(work, _processes(sum(w for _, w in work))) or [[]]
     procs = []
     for i, part in enumerate(parts):
         out = folder / f"part-{i}"
         out.mkdir()
         cmd = [sys.executable, "-m", "certification.rebuild", "--home", str(home.root), "--out", str(out),
-               "--published", str(folder / "published")]
-        if part:
-            cmd += ["--from", part[0], "--to", part[-1]]
+               "--published", str(folder / "published"), "--days", ",".join(part)]
         if include_typed_text:
             cmd.append("--typed-text")
         with open(out / CHILD_LOG, "wb") as log_file:  # a file, not a pipe: nobody reads while it runs
             procs.append(subprocess.Popen(cmd, env=child_env, cwd=root, stdout=log_file, stderr=subprocess.STDOUT))
-    _PENDING[key] = (procs, folder)
+    _PENDING[key] = (procs, folder, wanted)
 
 
 def _sweep_orphans() -> None:
@@ -210,15 +229,16 @@ def _stop(procs: list[subprocess.Popen], folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def fresh_build(home: Home, include_typed_text: bool = False) -> FreshBuild:
-    """The independent rebuild of the whole log (run once per log state and code version)."""
+def fresh_build(home: Home, include_typed_text: bool = False, days: Iterable[str] | None = None) -> FreshBuild:
+    """The independent rebuild of ``days`` (default: every day of the log), run once per log
+    state and code version; a build already made or started for more days serves fewer."""
     key = _key(home, include_typed_text)
-    if key in _CACHE:
+    wanted = _wanted(home, days)
+    if key in _CACHE and _covers(_CACHE[key].days, wanted):
         return _CACHE[key]
-    if key not in _PENDING:
-        start(home, include_typed_text)
-    procs, folder = _PENDING.pop(key)
-    days: dict[str, dict[str, str]] = {}
+    start(home, include_typed_text, wanted)  # a no-op if a build of these days is under way
+    procs, folder, built_days = _PENDING.pop(key)
+    digests: dict[str, dict[str, str]] = {}
     env: dict[str, str] = {}
     for i, proc in enumerate(procs):
         part = folder / f"part-{i}"
@@ -227,9 +247,9 @@ def fresh_build(home: Home, include_typed_text: bool = False) -> FreshBuild:
             _stop(procs, folder)
             raise CheckFailed("the independent rebuild of the log failed: " + " | ".join(tail))
         data = json.loads((part / DIGESTS).read_text(encoding="utf-8"))
-        days.update(data["days"])
+        digests.update(data["days"])
         env = data["env"]
-    build = FreshBuild(folder, days, folder / "published", env)
+    build = FreshBuild(folder, digests, folder / "published", env, built_days)
     for old in _CACHE.values():  # one build kept: the newest log state
         shutil.rmtree(old.folder, ignore_errors=True)
     _CACHE.clear()
@@ -238,7 +258,7 @@ def fresh_build(home: Home, include_typed_text: bool = False) -> FreshBuild:
 
 
 def clear() -> None:
-    for procs, folder in _PENDING.values():
+    for procs, folder, _days in _PENDING.values():
         _stop(procs, folder)
     _PENDING.clear()
     for old in _CACHE.values():
@@ -247,15 +267,20 @@ def clear() -> None:
 
 
 def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path | None = None,
-                first: str | None = None, last: str | None = None, progress: bool = False) -> dict[str, Any]:
-    """Build the log's days in [first, last] (default all) into ``out`` (runs in the child).
+                first: str | None = None, last: str | None = None, progress: bool = False,
+                only: Sequence[str] | None = None) -> dict[str, Any]:
+    """Build the days ``only`` (else the calendar days in [first, last], default all) into
+    ``out`` (runs in the child).
 
     The same per-day steps the Dagster assets run (af_pipeline/warehouse/day_work.py), day by day on a fresh
     warehouse, without Dagster: its start-up and per-event bookkeeping would cost more than the
     days themselves, and nothing here is for the UI."""
     out.mkdir(parents=True, exist_ok=True)
     logged = log_days(home)
-    days = days_between(first or logged[0], last or logged[-1]) if logged else []
+    if only is not None:
+        days = sorted(set(only))
+    else:
+        days = days_between(first or logged[0], last or logged[-1]) if logged else []
     published_dir = published or out / "published"
     log = EventLog(home)
     version = code_version()
@@ -306,11 +331,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--published", help="folder to publish the days into (default OUT/published)")
     p.add_argument("--from", dest="first", metavar="DAY", help="first day to build (default: the log's first)")
     p.add_argument("--to", dest="last", metavar="DAY", help="last day to build (default: the log's last)")
+    p.add_argument("--days", metavar="DAY,DAY,...", help="exactly these days (instead of --from/--to)")
     args = p.parse_args(argv)
     _die_with_parent()
     out = Path(args.out)
     data = _build_here(Home(args.home), out, args.typed_text, Path(args.published) if args.published else None,
-                       args.first, args.last, progress=True)
+                       args.first, args.last, progress=True,
+                       only=None if args.days is None else [d for d in args.days.split(",") if d])
     (out / DIGESTS).write_text(json.dumps(data, sort_keys=True) + "\n", encoding="utf-8")
     return 0
 
