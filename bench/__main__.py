@@ -4,7 +4,7 @@
 
 Each benchmark runs as its own child process (so one failing or running out of memory cannot take
 the others down, and each has its own peak memory), in this order: synth, import, qa, compile,
-routines51, routines365, mcp, agent, pipeline. The table has one row per measure: the anchor (the
+routines51, routines365, mcp, agent, pipeline, certify. The table has one row per measure: the anchor (the
 published reference or the paper), our target, what we measured, and whether the target is met.
 A benchmark that fails shows up in its rows as FAILED with the reason; the runner carries on.
 
@@ -196,10 +196,28 @@ def bench_pipeline(s: Sizes, timeout: float, _done: dict[str, Any]) -> dict[str,
     return r
 
 
+def bench_certify(s: Sizes, timeout: float, _done: dict[str, Any]) -> dict[str, Any]:
+    """`af certify` as a process over the pipeline benchmark's folder: many days, and the last two."""
+    source = BENCH_DIR / "runner-pipeline" / "home"
+    if not (source / "warehouse.duckdb").exists():
+        source = BENCH_DIR / "pipeline" / "home"  # bench_pipeline's own default folder
+    if not (source / "warehouse.duckdb").exists():
+        raise BenchError("no built data folder: run the pipeline benchmark first")
+    out = BENCH_DIR / "runner-certify"
+    m = _run([*_script("bench_certify.py"), "--days", str(s.certify_days), "--few", "2", "--fresh",
+              "--source", str(source), "--out", str(out)], timeout, "certify (af certify processes)")
+    result = out / "result.json"
+    if not result.exists():
+        raise BenchError(f"bench_certify exited {m.returncode} without results: {_last_line(m.stderr or m.stdout)}")
+    r: dict[str, Any] = json.loads(result.read_text())
+    r["exit"] = m.returncode
+    return r
+
+
 BENCHMARKS: dict[str, Callable[[Sizes, float, dict[str, Any]], dict[str, Any]]] = {
     "synth": bench_synth, "import": bench_import, "qa": bench_qa, "compile": bench_compile,
     "routines51": bench_routines51, "routines365": bench_routines365, "mcp": bench_mcp, "agent": bench_agent,
-    "pipeline": bench_pipeline, "growth": bench_growth.runner,
+    "pipeline": bench_pipeline, "certify": bench_certify, "growth": bench_growth.runner,
 }
 
 
@@ -260,6 +278,20 @@ def table_rows(s: Sizes, res: dict[str, Any], errors: dict[str, str]) -> list[di
         "< 30 s for 51 days",
         lambda r: (f"{r['certify_seconds']:.1f} s, verdict {r['certify_verdict']}",
                    _met(r["certify_seconds"] < 30 and r["certify_verdict"] == "pass")))
+
+    def certify_(row: str, limit: float) -> Callable[[dict[str, Any]], tuple[str, str]]:
+        def fill(r: dict[str, Any]) -> tuple[str, str]:
+            x = r["rows"][row]
+            b = x["best"]["this"]
+            return (f"{b['wall_s']:.1f} s wall, {b['cpu_s']:.1f} s CPU (the process and its rebuild processes), "
+                    f"verdict {b['verdict']}; {x['days']} day(s) {x['first']} .. {x['last']} of a "
+                    f"{r['log_days']}-day log", _met(b["wall_s"] <= limit and b["verdict"] == "pass"))
+        return fill
+
+    add("certify", f"af certify, {s.certify_days} days with capture, every check (a process)",
+        "before issue 13: 26-34 s", "<= 10 s", certify_("many", 10))
+    add("certify", "af certify, 2 days of a long log (the last two)", "before issue 13: 22.7 s",
+        "<= 3 s (cost follows the days certified)", certify_("few", 3))
 
     def tokens_(r: dict[str, Any]) -> tuple[str, str]:
         b = r["busiest_day"]

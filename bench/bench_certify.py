@@ -82,11 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--source", default=str(BENCH_DIR / "pipeline" / "home"), help="the built data folder to copy")
     p.add_argument("--out", default=str(BENCH_DIR / "certify"))
     p.add_argument("--only", choices=("many", "few"), action="append", help="rows to run (default both)")
+    p.add_argument("--fresh", action="store_true", help="copy the source folder again even if a copy exists")
     args = p.parse_args(argv)
 
     out = Path(args.out)
     home = out / "home"
     source = Path(args.source)
+    if args.fresh and home.exists():
+        shutil.rmtree(home)
     if not home.exists():
         if not (source / "warehouse.duckdb").exists():
             say(f"no built data folder at {source}: run bench/bench_pipeline.py first")
