@@ -68,7 +68,10 @@ def certify_once(code: Path, home: Path, first: str, last: str) -> dict[str, Any
     m = run_measured(cmd, cwd=code, env=env)
     if m.returncode not in (0, 1):
         raise RuntimeError(f"af certify ({code}) exited {m.returncode}: {m.tail()}")
-    cert = json.loads(m.stdout)
+    start = 0 if m.stdout.startswith("{") else m.stdout.find("\n{") + 1  # the JSON after any stray line
+    if start:
+        say(f"  (af certify printed before its JSON: {m.stdout[:start].strip()[:300]!r})")
+    cert = json.loads(m.stdout[start:])
     return {"wall_s": round(m.wall_s, 2), "cpu_s": round(m.cpu_s, 2), "peak_mb": round(m.peak_mb),
             "verdict": cert["verdict"], "days": len(cert["days"]), "content_sha256": content_sha(cert)}
 
