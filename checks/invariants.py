@@ -29,6 +29,12 @@ INVARIANTS = (RECOMPILE, REBUILD, APPEND_ONLY)
 RUN_FIRST = {"dagster/priority": "1"}
 
 
+def quiet(con: Any) -> None:
+    """No DuckDB progress bar: on a busy machine a scan passes its two-second threshold and the
+    bar lands on stdout, in the middle of `af certify --json`."""
+    con.execute("SET enable_progress_bar = false")
+
+
 def day_result(problems: Sequence[str], days_in_run: int, extra: Mapping[str, Any] | None = None) -> dg.AssetCheckResult:
     """One day's verdict: passed without problems; the first problem is the description."""
     meta: dict[str, Any] = {"problems": len(problems), "days in run": days_in_run}
@@ -74,6 +80,7 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
         days = list(context.partition_keys)
         # Our side first (one scan per table), while the other process may still be building.
         with warehouse.get_connection() as con:
+            quiet(con)
             live = store.digests(con, days)
         fresh = rebuild.fresh_build(data_folder.home, data_folder.include_typed_text, days)
         extra = {"fresh days": len(fresh.digests)}

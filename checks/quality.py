@@ -32,7 +32,7 @@ from dagster_duckdb import DuckDBResource
 
 from af_pipeline.compiler.sessionize import PAPER_RULES, US
 from assets.dagster_adapter import DayResults, day_check
-from checks.invariants import RUN_FIRST, day_result
+from checks.invariants import RUN_FIRST, day_result, quiet
 
 RAW_QUALITY = "raw_rows_quality"
 FRAMES_QUALITY = "frames_quality"
@@ -134,6 +134,7 @@ def screen(con: Any, select: str, spec: Screen, days: Sequence[str]) -> dict[str
     """Rows per day if every row of the batch passes the screen (so GX would pass every day);
     None if GX must decide (a row fails the screen, a day has no rows, a column's type is not
     screenable, or an id repeats)."""
+    quiet(con)
     types = {str(r[0]): str(r[1]) for r in con.execute(f"DESCRIBE {select}").fetchall()}
     if any(types.get(c) not in _SCREENABLE for c in spec.columns() | {"day"}):
         return None

@@ -267,3 +267,25 @@ def test_deleting_the_newest_sealed_day_after_certification_is_caught(incrementa
     assert f"{days[-1]}: published as sealed but the log's manifest chain has no entry for it" in text
     # the failed certificate did not become the new baseline
     assert len(history.read(home)[0]) == 1
+
+
+def test_certifying_one_day_rebuilds_that_day_alone_and_still_catches_its_tampering(incremental):
+    """The independent rebuild covers the days certified, not the whole log: certifying the
+    second day rebuilds it alone, the certificate lists exactly that day, and a warehouse row of
+    that day changed subtly enough to pass the data-quality checks still fails the rebuild."""
+    home, days = incremental
+    rebuild.clear()  # no build left from another test that would already cover the day
+    con = duckdb.connect(str(home.warehouse_path))
+    con.execute("UPDATE frames SET active_us = active_us // 2 WHERE day = ? AND seq = "
+                "(SELECT min(seq) FROM frames WHERE day = ? AND active_us > 1)", [days[1], days[1]])
+    con.close()
+    cert = harness.run_certify(home, [days[1]])
+    assert list(cert["days"]) == [days[1]]
+    assert cert["verdict"] == "fail"
+    checks = cert["days"][days[1]]["checks"]
+    assert checks["frames_quality"]["passed"] is True  # half the active time breaks no rule of its own
+    assert checks["rebuild_equals_incremental"]["passed"] is False
+    assert "table frames differs" in checks["rebuild_equals_incremental"]["problem"]
+    fresh = rebuild.fresh_build(home, False, [days[1]])
+    assert set(fresh.digests) == {days[1]}
+    assert sorted(p.name for p in fresh.published.iterdir() if p.is_dir()) == [days[1]]
