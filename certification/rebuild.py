@@ -1,9 +1,11 @@
 """The independent rebuild both invariant checks compare against.
 
-A fresh build of the whole event log runs in separate Python processes with a different ``TZ``
-and ``PYTHONHASHSEED`` (``python -m certification.rebuild --home DIR --out DIR``). They run the
-same per-day steps as the Dagster assets (af_pipeline/warehouse/day_work.py) over every day of the log, into a
-new warehouse and published folder, and write the per-day digest of every warehouse table. Then:
+A fresh build of the days being certified (by default every day of the log) runs in separate
+Python processes with a different ``TZ`` and ``PYTHONHASHSEED`` (``python -m certification.rebuild
+--home DIR --out DIR [--days D,D,...]``). They run the same per-day steps as the Dagster assets
+(af_pipeline/warehouse/day_work.py) over those days, into a new warehouse and published folder,
+and write the per-day digest of every warehouse table. A day's steps read only that day's
+segments, so certifying two days of a long log rebuilds two days. Then:
 
 - byte-identical recompile: the published bytes of a day (canonical document, YAML, Markdown,
   context block) must equal what the other process produced from the log;
@@ -13,13 +15,15 @@ new warehouse and published folder, and write the per-day digest of every wareho
 
 The rebuild goes without Dagster: its start-up and per-event bookkeeping would cost more than
 the days (Dagster's own execution of the assets is what the warehouse being certified came
-from). The log's days are split into contiguous parts of about equal work, one process per core
+from). The days are split into contiguous parts of about equal work, one process per core
 (``AF_REBUILD_PROCESSES`` overrides), each with its own warehouse, publishing into one shared
 folder. Days share no state (each step is a function of that day's rows and its earlier steps),
 so the parts together are the same fresh build, in parallel.
 
-The build is kept for the rest of the process, keyed by the log's state and the code version,
-so certifying many days pays for it once.
+The build is kept for the rest of the process, keyed by the log's state and the code version
+(a build of more days serves a request for fewer), so the two checks that use it pay for it once.
+It lives on the memory file system when there is one (scratch_dir): it is thrown away once its
+digests are read, so publishing's fsyncs into it would be pure cost.
 """
 
 from __future__ import annotations

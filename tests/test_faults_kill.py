@@ -194,10 +194,8 @@ def test_certify_after_sigkill_passes(killed_then_built):
     while _rebuild_children(killed):
         assert time.monotonic() < deadline, f"rebuild children of {killed} outlived it"
         time.sleep(0.1)
-    import tempfile
-
-    from certification.rebuild import DIGESTS
-    mine = [f for f in Path(tempfile.gettempdir()).glob("af-fresh-*")
+    from certification.rebuild import DIGESTS, scratch_dir
+    mine = [f for f in Path(scratch_dir()).glob("af-fresh-*")
             if (f / "owner.pid").exists() and (f / "owner.pid").read_text() == str(killed)]
     # A child may finish before the kill (the rebuild no longer imports Dagster and can be done
     # before the first check starts); one that writes its digests after its parent is gone
@@ -212,7 +210,7 @@ def test_certify_after_sigkill_passes(killed_then_built):
     assert "which is gone: marked failed" in again.stderr
     assert _pool(inst) == ([], [])
     # and the killed run's throwaway folder was swept by the next certify
-    owners = [f for f in Path(tempfile.gettempdir()).glob("af-fresh-*")
+    owners = [f for f in Path(scratch_dir()).glob("af-fresh-*")
               if (f / "owner.pid").exists() and (f / "owner.pid").read_text() == str(killed)]
     assert not owners
 
