@@ -19,7 +19,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-PG_BIN = Path(os.environ.get("AF_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+def _pg_bin() -> Path:
+    # Debian installs each major version under /usr/lib/postgresql/<major>/bin; take the newest.
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0)
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = Path(os.environ["AF_PG_BIN"]) if os.environ.get("AF_PG_BIN") else _pg_bin()
 DB_USER = "af"
 
 
@@ -45,7 +52,7 @@ def _free_port() -> int:
 
 @contextmanager
 def postgres() -> Iterator[str]:
-    """Start a server; yield its URL (postgresql://af@127.0.0.1:PORT/postgres); stop it."""
+    """Start a server; yield its SQLAlchemy URL (postgresql+psycopg2://af@127.0.0.1:PORT/postgres); stop it."""
     as_root = os.getuid() == 0
     folder = Path(tempfile.mkdtemp(prefix="af-pg-"))
     data = folder / "data"
@@ -64,7 +71,7 @@ def postgres() -> Iterator[str]:
         # -w: pg_ctl returns once the server accepts connections (it polls; no fixed sleep here)
         run(str(PG_BIN / "pg_ctl"), "-D", str(data), "-w", "-t", "60", "-l", str(folder / "server.log"), "-o",
             f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start")
-        yield f"postgresql://{DB_USER}@127.0.0.1:{port}/postgres"
+        yield f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{port}/postgres"
     finally:
         if (data / "postmaster.pid").exists():
             subprocess.run((["runuser", "-u", "postgres", "--"] if as_root else [])
