@@ -100,6 +100,16 @@ def test_cli_init_add_list(tmp_path, capsys):
     assert "no team root" in capsys.readouterr().err
 
 
+def test_team_build_refuses_an_incomplete_executor_configuration(tmp_path, capsys):
+    root = tmp_path / "team"
+    assert cli.main(["team", "init", str(root)]) == 0
+    assert cli.main(["team", "build", "--team", str(root), "--executor", "dask"]) == 2
+    assert "needs --dask-address" in capsys.readouterr().err
+    assert cli.main(["team", "build", "--team", str(root), "--workers", "0"]) == 2
+    assert cli.main(["team", "build", "--team", str(root)]) == 2
+    assert "has no users yet" in capsys.readouterr().err
+
+
 def test_a_broken_registry_is_an_error_naming_the_file(tmp_path):
     team = Team(tmp_path / "team")
     team.init()
