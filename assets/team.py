@@ -14,10 +14,11 @@ matter of configuration (``af team build --executor``):
 Why steps are per user and not per (user, day): DuckDB allows one writer per file, and a
 user's days share that user's warehouse, so a user's days are one writer's sequence anyway;
 between users there is nothing shared, which is what the executors spread. The graph is static
-(built from the registry when the code location loads: dagster-dask runs no dynamic fan-out),
-and a step's pool is its user's (``af_user:<name>``, one slot each by the instance's
-dagster.yaml), so two runs never write one user's warehouse at once; the user's warehouse file
-lock (assets/instance.py) holds the same line for processes outside Dagster.
+(built from the registry when the code location loads: dagster-dask runs no dynamic fan-out).
+Under the multiprocess executor a step's pool is its user's (``af_user:<name>``, one slot each
+by the instance's dagster.yaml), so two runs never write one user's warehouse at once; the
+dask executor enforces no pools, and there (and for processes outside Dagster) the user's
+warehouse file lock (assets/instance.py) holds the same line.
 """
 
 
@@ -58,10 +59,14 @@ def certify_user(member: Member) -> dict[str, Any]:
     return team_cert.summary(member.user, cert)
 
 
-def _build_op(member: Member) -> dg.OpDefinition:
+def _pool(member: Member, pooled: bool) -> str | None:
+    return f"{USER_POOL_PREFIX}{member.user}" if pooled else None
+
+
+def _build_op(member: Member, pooled: bool) -> dg.OpDefinition:
     name = step_name(member.user)
 
-    @dg.op(name=f"build_{name}", pool=f"{USER_POOL_PREFIX}{member.user}", tags={"af/user": member.user},
+    @dg.op(name=f"build_{name}", pool=_pool(member, pooled), tags={"af/user": member.user},
            description=f"Build every day of {member.user}'s log into their own warehouse and published/.")
     def build(context: dg.OpExecutionContext) -> dict[str, Any]:
         private_files()
@@ -74,10 +79,10 @@ def _build_op(member: Member) -> dg.OpDefinition:
     return build
 
 
-def _certify_op(member: Member) -> dg.OpDefinition:
+def _certify_op(member: Member, pooled: bool) -> dg.OpDefinition:
     name = step_name(member.user)
 
-    @dg.op(name=f"certify_{name}", pool=f"{USER_POOL_PREFIX}{member.user}", tags={"af/user": member.user},
+    @dg.op(name=f"certify_{name}", pool=_pool(member, pooled), tags={"af/user": member.user},
            description=f"Certify {member.user}'s folder: the single-user checks, one certificate in their folder.")
     def certify(context: dg.OpExecutionContext, built: dict[str, Any]) -> dict[str, Any]:
         private_files()
@@ -88,10 +93,10 @@ def _certify_op(member: Member) -> dg.OpDefinition:
     return certify
 
 
-def team_graph(team: Team, certify: bool = True) -> dg.GraphDefinition:
+def team_graph(team: Team, certify: bool = True, pooled: bool = True) -> dg.GraphDefinition:
     members = team.members()
-    builds = {m.user: _build_op(m) for m in members}
-    certifies = {m.user: _certify_op(m) for m in members}
+    builds = {m.user: _build_op(m, pooled) for m in members}
+    certifies = {m.user: _certify_op(m, pooled) for m in members}
     root = str(team.root)
 
     @dg.op(ins={name: dg.In(dict) for name in (f"u_{step_name(m.user)}" for m in members)},
@@ -147,7 +152,10 @@ def _executor(kind: str) -> dg.ExecutorDefinition:
 def team_job(root: str, kind: str, certify: bool = True) -> dg.JobDefinition:
     """The whole-team job on one executor (module level: workers rebuild it from these args)."""
     name = f"team_build_{kind}" if certify else f"team_build_only_{kind}"
-    return team_graph(Team(root), certify).to_job(name=name, executor_def=_executor(kind))
+    # dagster-dask neither enforces pools nor can ship a run that names them (dask walks the run
+    # record's tuples, and Dagster's op-concurrency record refuses iteration): on dask the one
+    # writer per warehouse is the user's warehouse file lock, and one step chain per user per run.
+    return team_graph(Team(root), certify, pooled=kind != "dask").to_job(name=name, executor_def=_executor(kind))
 
 
 @dg.asset(partitions_def=USERS, group_name="team", kinds={"duckdb"},
