@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "record",
     "view",
     "ui",
+    "team",
 )
 
 

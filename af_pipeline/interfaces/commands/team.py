@@ -1,0 +1,154 @@
+"""`af team ...`: a team root of users, each with their own data folder (capture/team.py).
+
+    af team init ROOT                     create the team root and its registry
+    af team add USER PATH [--team ROOT]   register a user's data folder (joins unchanged)
+    af team list [--team ROOT]            the users and their folders
+    af team build [--team ROOT]           build and certify every user's days, mine team routines
+
+Every subcommand but init takes the team root from --team, else $AF_TEAM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from af_pipeline.interfaces import cli
+from capture.team import Team, TeamError
+
+
+def _team_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--team", dest="root", default=os.environ.get("AF_TEAM"), metavar="ROOT",
+                   help="the team root (default: $AF_TEAM)")
+
+
+def _team(args: argparse.Namespace) -> Team:
+    if not args.root:
+        raise TeamError("no team root: pass --team ROOT or set AF_TEAM (create one with `af team init ROOT`)")
+    return Team(args.root)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "team",
+        help="a team root: one data folder per user, built and certified per user, routines across users",
+        description="Manage a team root (docs/scale.md): a registry of users, each with their own data folder "
+        "(the single-user layout, so a person's folder joins unchanged).",
+    )
+    tsub = p.add_subparsers(dest="team_command", metavar="SUBCOMMAND", parser_class=cli._Parser)
+
+    i = tsub.add_parser("init", help="create a team root (0700) with an empty registry")
+    i.add_argument("root", metavar="ROOT")
+    i.add_argument("--postgres", action="store_true",
+                   help="the team's Dagster instance keeps runs and events in Postgres ($AF_TEAM_PG_URL)")
+    i.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    i.set_defaults(func=run_init, command="team init")
+
+    a = tsub.add_parser("add", help="register USER with the data folder PATH")
+    _team_arg(a)
+    a.add_argument("user", metavar="USER", help="lowercase letters, digits, '-', '_', '.' (at most 64)")
+    a.add_argument("path", metavar="PATH", help="the user's data folder (an existing one joins unchanged)")
+    a.add_argument("--create", action="store_true", help="make a new, empty data folder at PATH if there is none")
+    a.add_argument("--tz", metavar="ZONE", help="the new folder's IANA zone (with --create; default the machine's)")
+    a.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    a.set_defaults(func=run_add, command="team add")
+
+    ls = tsub.add_parser("list", help="the registered users and their data folders")
+    _team_arg(ls)
+    ls.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    ls.set_defaults(func=run_list, command="team list")
+
+    b = tsub.add_parser("build", help="build and certify every user, write the team certificate and routines",
+                        description="One Dagster run of the team job: a build step and a certify step per user "
+                        "(each in the user's own folder), then <team>/team-certificate.json and "
+                        "<team>/team-routines.json. The executor is configuration: multiprocess on this "
+                        "machine, or dask on a dask.distributed cluster (--dask-address). Exit 1 if a step or "
+                        "a user's certification fails.")
+    _team_arg(b)
+    b.add_argument("--executor", choices=("multiprocess", "dask"), default="multiprocess")
+    b.add_argument("--workers", type=int, default=2, metavar="N", help="multiprocess: steps at once (default 2)")
+    b.add_argument("--dask-address", metavar="ADDR", help="dask: the scheduler, e.g. tcp://10.0.0.5:8786")
+    b.add_argument("--no-certify", action="store_true", help="build and mine only (no certificates)")
+    b.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    b.set_defaults(func=run_build, command="team build")
+
+    p.set_defaults(func=lambda _a: (p.print_help(), 2)[1])
+
+
+def run_init(args: argparse.Namespace) -> int:
+    team = Team(args.root)
+    team.init()
+    if args.postgres:
+        from assets.team import prepare_team_instance
+
+        prepare_team_instance(team, postgres=True)
+    if args.json:
+        cli.emit_json({"root": str(team.root), "users": len(team.members())})
+    else:
+        print(f"team root {team.root} ({len(team.members())} user(s))")
+    return 0
+
+
+def run_add(args: argparse.Namespace) -> int:
+    from capture.home import machine_zone
+
+    team = _team(args)
+    tz = (args.tz or machine_zone()) if args.create else None
+    if args.tz and not args.create:
+        print("af team add: --tz only applies with --create (an existing folder keeps its zone)", file=sys.stderr)
+        return 2
+    member = team.add(args.user, args.path, create_tz=tz)
+    if args.json:
+        cli.emit_json({"user": member.user, "path": str(member.path)})
+    else:
+        print(f"added {member.user}: {member.path}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    members = _team(args).members()
+    if args.json:
+        cli.emit_json({"users": [{"user": m.user, "path": str(m.path), "tz": m.home.settings().tz} for m in members]})
+        return 0
+    for m in members:
+        print(f"{m.user}\t{m.path}")
+    if not members:
+        print("no users yet: add one with `af team add ROOT USER PATH`", file=sys.stderr)
+    return 0
+
+
+def run_build(args: argparse.Namespace) -> int:
+    team = _team(args)
+    if args.executor == "dask":
+        if not args.dask_address:
+            raise TeamError("--executor dask needs --dask-address (the scheduler of the cluster)")
+        config: dict = {"cluster": {"existing": {"address": args.dask_address}}}
+    else:
+        if args.workers < 1:
+            raise TeamError(f"--workers must be at least 1, not {args.workers}")
+        config = {"max_concurrent": args.workers}
+    from assets.team import run_team
+
+    out = run_team(team, args.executor, config, certify=not args.no_certify)
+    summary = {"ok": out.ok, "run_id": out.run_id, "executor": out.executor, "seconds": round(out.seconds, 1),
+               "failures": out.failures}
+    if args.json:
+        cli.emit_json(summary)
+    else:
+        print(f"team run {out.run_id[:8]} on {out.executor}: {'ok' if out.ok else 'FAILED'} ({out.seconds:.1f} s)")
+        for f in out.failures:
+            print(f"  {f}", file=sys.stderr)
+        if out.ok and not args.no_certify:
+            print(f"  {team.certificate_path}")
+        if out.ok:
+            print(f"  {team.routines_path}")
+    if out.ok and not args.no_certify:
+        import json
+
+        verdict = json.loads(team.certificate_path.read_text(encoding="utf-8")).get("verdict")
+        if verdict != "pass":
+            print(f"af team build: the team certificate says {verdict}: see each failing user's certificate.json",
+                  file=sys.stderr)
+            return 1
+    return 0 if out.ok else 1

@@ -1,0 +1,259 @@
+"""The team's Dagster definitions: every user's days built and certified, routines across users.
+
+One code location per team root (workspace-team.yaml; ``AF_TEAM`` names the root). Users are
+the dynamic partitions ``af_users`` (``af team add`` registers them): the per-user run of the
+``user_memory`` asset builds and certifies one user. The ``team_build_<executor>`` jobs do the
+whole team in one run, one build step and one certify step per user, then the team certificate
+and the cross-user routine table; the same graph under each executor, so which one runs is a
+matter of configuration (``af team build --executor``):
+
+- ``multiprocess``: steps in subprocesses of one machine (``max_concurrent`` of them);
+- ``dask``: steps on a dask.distributed cluster (``cluster: {existing: {address: ...}}``), on as
+  many machines as it has workers; each worker must see the team root's folders (shared disk).
+
+Why steps are per user and not per (user, day): DuckDB allows one writer per file, and a
+user's days share that user's warehouse, so a user's days are one writer's sequence anyway;
+between users there is nothing shared, which is what the executors spread. The graph is static
+(built from the registry when the code location loads: dagster-dask runs no dynamic fan-out).
+Under the multiprocess executor a step's pool is its user's (``af_user:<name>``, one slot each
+by the instance's dagster.yaml), so two runs never write one user's warehouse at once; the
+dask executor enforces no pools, and there (and for processes outside Dagster) the user's
+warehouse file lock (assets/instance.py) holds the same line.
+"""
+
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from af_pipeline.routines.team import mine_team
+from af_pipeline.warehouse import team as team_work
+from assets.instance import warehouse_lock
+from capture.errors import UserError
+from capture.home import private_files
+from capture.team import Member, Team
+from certification import team as team_cert
+
+USERS = dg.DynamicPartitionsDefinition(name="af_users")
+EXECUTORS = ("multiprocess", "dask")
+USER_POOL_PREFIX = "af_user:"
+
+
+def step_name(user: str) -> str:
+    """A Dagster-safe op name part for a user name (op names allow [A-Za-z0-9_] only)."""
+    safe = re.sub(r"[^a-z0-9_]", "_", user)
+    return safe if safe == user else f"{safe}_{hashlib.sha256(user.encode()).hexdigest()[:6]}"
+
+
+def certify_user(member: Member) -> dict[str, Any]:
+    """The single-user certification of one user's folder (assets/certify.run_certify), as a library."""
+    from assets.certify import run_certify, select_days
+
+    home = member.home
+    cert = run_certify(home, select_days(home, None, None))
+    return team_cert.summary(member.user, cert)
+
+
+def _pool(member: Member, pooled: bool) -> str | None:
+    return f"{USER_POOL_PREFIX}{member.user}" if pooled else None
+
+
+def _build_op(member: Member, pooled: bool) -> dg.OpDefinition:
+    name = step_name(member.user)
+
+    @dg.op(name=f"build_{name}", pool=_pool(member, pooled), tags={"af/user": member.user},
+           description=f"Build every day of {member.user}'s log into their own warehouse and published/.")
+    def build(context: dg.OpExecutionContext) -> dict[str, Any]:
+        private_files()
+        home = member.home
+        with warehouse_lock(home, f"team run {context.run_id[:8]}", context.log.warning):
+            out = team_work.build_user(home)
+        context.log.info(f"{member.user}: built {len(out['days'])} day(s)")
+        return {"user": member.user, **out}
+
+    return build
+
+
+def _certify_op(member: Member, pooled: bool) -> dg.OpDefinition:
+    name = step_name(member.user)
+
+    @dg.op(name=f"certify_{name}", pool=_pool(member, pooled), tags={"af/user": member.user},
+           description=f"Certify {member.user}'s folder: the single-user checks, one certificate in their folder.")
+    def certify(context: dg.OpExecutionContext, built: dict[str, Any]) -> dict[str, Any]:
+        private_files()
+        verdict = certify_user(member)
+        context.log.info(f"{member.user}: {verdict['verdict']} ({verdict['days']} day(s))")
+        return verdict
+
+    return certify
+
+
+def team_graph(team: Team, certify: bool = True, pooled: bool = True) -> dg.GraphDefinition:
+    members = team.members()
+    builds = {m.user: _build_op(m, pooled) for m in members}
+    certifies = {m.user: _certify_op(m, pooled) for m in members}
+    root = str(team.root)
+
+    @dg.op(ins={name: dg.In(dict) for name in (f"u_{step_name(m.user)}" for m in members)},
+           description="The team certificate: every user's verdict, in <team>/team-certificate.json.")
+    def team_certificate(context: dg.OpExecutionContext, **verdicts: dict[str, Any]) -> dict[str, Any]:
+        private_files()
+        cert = team_cert.write(Team(root), list(verdicts.values()))
+        context.log.info(f"team: {cert['verdict']} ({cert['passed']}/{cert['users']} users pass)")
+        return {"verdict": cert["verdict"]}
+
+    @dg.op(description="Routines mined over every user's action streams, in <team>/team-routines.json.")
+    def team_routines(context: dg.OpExecutionContext, certified: dict[str, Any]) -> dict[str, Any]:
+        private_files()
+        table = write_team_routines(Team(root))
+        context.log.info(f"team routines: {table['routines_total']} over {table['users']} users")
+        return {"routines": table["routines_total"]}
+
+    @dg.op(ins={name: dg.In(dict) for name in (f"u_{step_name(m.user)}" for m in members)},
+           description="Every user built (no certification): the routines wait for all of them.")
+    def all_built(**built: dict[str, Any]) -> dict[str, Any]:
+        return {"users": len(built)}
+
+    @dg.graph(name="team_build" if certify else "team_build_only")
+    def graph() -> None:
+        if certify:
+            verdicts = {f"u_{step_name(u)}": certifies[u](builds[u]()) for u in sorted(builds)}
+            team_routines(team_certificate(**verdicts))
+        else:
+            team_routines(all_built(**{f"u_{step_name(u)}": builds[u]() for u in sorted(builds)}))
+
+    return graph
+
+
+def write_team_routines(team: Team, top: int | None = 50) -> dict[str, Any]:
+    from capture.files import atomic_write, canonical_json
+
+    streams = {m.user: team_work.user_action_days(m.home) for m in team.members()}
+    table = mine_team(streams, top=top)
+    atomic_write(team.routines_path, (canonical_json(table) + "\n").encode("utf-8"), mode=0o600)
+    return table
+
+
+def _executor(kind: str) -> dg.ExecutorDefinition:
+    if kind == "multiprocess":
+        return dg.multiprocess_executor
+    if kind == "dask":
+        from dagster_dask import dask_executor
+
+        return dask_executor  # type: ignore[no-any-return]
+    raise ValueError(f"unknown executor {kind!r} (one of {', '.join(EXECUTORS)})")
+
+
+def team_job(root: str, kind: str, certify: bool = True) -> dg.JobDefinition:
+    """The whole-team job on one executor (module level: workers rebuild it from these args)."""
+    name = f"team_build_{kind}" if certify else f"team_build_only_{kind}"
+    # dagster-dask neither enforces pools nor can ship a run that names them (dask walks the run
+    # record's tuples, and Dagster's op-concurrency record refuses iteration): on dask the one
+    # writer per warehouse is the user's warehouse file lock, and one step chain per user per run.
+    return team_graph(Team(root), certify, pooled=kind != "dask").to_job(name=name, executor_def=_executor(kind))
+
+
+@dg.asset(partitions_def=USERS, group_name="team", kinds={"duckdb"},
+          description="One user's memory: every day of their log built and certified in their own folder.")
+def user_memory(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    private_files()
+    team = Team(os.environ["AF_TEAM"])
+    member = team.member(context.partition_key)
+    with warehouse_lock(member.home, f"team run {context.run_id[:8]}", context.log.warning):
+        built = team_work.build_user(member.home)
+    verdict = certify_user(member)
+    return dg.MaterializeResult(metadata={"days": len(built["days"]), "verdict": verdict["verdict"]})
+
+
+def register_users(instance: Any, team: Team) -> None:
+    """Make every registered user a partition of ``af_users`` (added once; never removed here)."""
+    have = set(instance.get_dynamic_partitions(USERS.name))
+    new = [m.user for m in team.members() if m.user not in have]
+    if new:
+        instance.add_dynamic_partitions(USERS.name, new)
+
+
+def build_team_definitions(team: Team) -> dg.Definitions:
+    private_files()
+    jobs = [team_job(str(team.root), kind, certify) for kind in EXECUTORS for certify in (True, False)]
+    return dg.Definitions(assets=[user_memory], jobs=jobs)
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return build_team_definitions(Team(os.environ["AF_TEAM"]))
+
+
+# --- The team's instance: run and event storage in Postgres across machines --------------------
+
+PG_URL_ENV = "AF_TEAM_PG_URL"
+_YAML_HEAD = """\
+# Written by activity-frames (af team). Safe to edit; `af team` only writes it when it is missing.
+telemetry:
+  enabled: false
+# One slot per pool: each user's steps are in the pool af_user:<name>, so one writer per warehouse.
+concurrency:
+  pools:
+    default_limit: 1
+    granularity: op
+"""
+# Postgres keeps run and event storage for every worker and run at once (SQLite would serialize
+# them on one file and cannot be shared between machines). The URL is read from the environment
+# so no password lands in a file.
+_YAML_POSTGRES = f"""\
+storage:
+  postgres:
+    postgres_url:
+      env: {PG_URL_ENV}
+"""
+
+
+def prepare_team_instance(team: Team, postgres: bool = False) -> Path:
+    """``<team>/dagster`` with its dagster.yaml (Postgres storage when asked), if missing."""
+    from capture.files import atomic_write
+
+    folder = team.dagster_home
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    config = folder / "dagster.yaml"
+    if not config.exists():
+        atomic_write(config, (_YAML_HEAD + (_YAML_POSTGRES if postgres else "")).encode("utf-8"), mode=0o600)
+    return folder
+
+
+def team_instance(team: Team) -> dg.DagsterInstance:
+    os.environ["DAGSTER_TELEMETRY_DISABLED"] = "1"
+    return dg.DagsterInstance.from_config(str(prepare_team_instance(team)))
+
+
+@dataclass
+class TeamOutcome:
+    ok: bool
+    run_id: str
+    executor: str
+    seconds: float
+    failures: list[str] = field(default_factory=list)
+
+
+def run_team(team: Team, executor: str = "multiprocess", executor_config: dict[str, Any] | None = None,
+             instance: dg.DagsterInstance | None = None, certify: bool = True) -> TeamOutcome:
+    """One run of the whole team on the chosen executor: build, certify, team certificate, routines."""
+    import time
+
+    from assets.certify import _failures
+
+    if executor not in EXECUTORS:
+        raise UserError(f"unknown executor {executor!r}: one of {', '.join(EXECUTORS)}")
+    if not team.members():
+        raise UserError(f"the team at {team.root} has no users yet; add one with `af team add`")
+    inst = instance or team_instance(team)
+    register_users(inst, team)
+    recon = dg.build_reconstructable_job("assets.team", "team_job", reconstructable_args=(str(team.root), executor, certify))  # type: ignore[arg-type]
+    started = time.monotonic()
+    result = dg.execute_job(recon, instance=inst, run_config={"execution": {"config": executor_config or {}}},
+                            raise_on_error=False)
+    return TeamOutcome(result.success, result.run_id, executor, time.monotonic() - started, _failures(result))

@@ -1,0 +1,168 @@
+"""A team root: a registry of users, each with their own data folder (``af team ...``).
+
+The team root is a folder holding ``team.json``, which maps a user name to the path of that
+user's data folder. A user's folder is an ordinary activity-frames data folder (capture/home.py):
+the same layout as a single user's, so a person's own folder joins a team unchanged and can
+leave it again. Nothing of a user is copied into the team root; the team's own artifacts (the
+team certificate, the cross-user routine table, the team's Dagster instance) live there.
+
+Isolation: each user's log, warehouse, published files and certificate stay in that user's
+folder, which keeps its 0700 mode (docs/security.md). Two users may not share a folder, and
+one user's folder may not lie inside another's, so no user's build ever writes where another
+user's reader looks.
+
+User names are Dagster partition keys, path components and table values at once, so they are
+kept to a small alphabet: a lowercase letter or digit first, then lowercase letters, digits,
+``-``, ``_`` or ``.``, at most 64 characters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from capture.errors import UserError
+from capture.files import atomic_write
+from capture.home import Home
+
+TEAM_FILE = "team.json"
+TEAM_VERSION = 1
+USER_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+class TeamError(UserError):
+    """The team root or its registry cannot be used as asked (exit 2)."""
+
+
+def check_user_name(name: str) -> str:
+    """``name`` if it is a valid user name, else a TeamError saying why."""
+    if not isinstance(name, str) or not USER_NAME.match(name):
+        raise TeamError(
+            f"user name {name!r} is not valid: use 1 to 64 characters, lowercase letters, digits, "
+            "'-', '_' or '.', starting with a letter or digit (it names a Dagster partition and a folder)"
+        )
+    if name in (".", "..") or name.endswith("."):
+        raise TeamError(f"user name {name!r} is not valid: it may not end with '.'")
+    return name
+
+
+@dataclass(frozen=True)
+class Member:
+    user: str
+    path: Path
+
+    @property
+    def home(self) -> Home:
+        return Home(self.path)
+
+
+class Team:
+    """The registry in ``<root>/team.json``."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root).expanduser().resolve()
+
+    @property
+    def registry_path(self) -> Path:
+        return self.root / TEAM_FILE
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.root / "dagster"
+
+    @property
+    def certificate_path(self) -> Path:
+        return self.root / "team-certificate.json"
+
+    @property
+    def routines_path(self) -> Path:
+        return self.root / "team-routines.json"
+
+    def exists(self) -> bool:
+        return self.registry_path.is_file()
+
+    def init(self) -> None:
+        """Create the team root (0700) with an empty registry; an existing one is kept."""
+        if self.exists():
+            self._read()  # an unreadable registry is said now, not at the next command
+            return
+        if self.root.exists() and not self.root.is_dir():
+            raise TeamError(f"{self.root} exists and is not a folder")
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = self.root.stat()
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            self.root.chmod(0o700)  # mkdir's mode is masked by the umask
+        self._write({})
+
+    def _read(self) -> dict[str, str]:
+        where = self.registry_path
+        try:
+            data = json.loads(where.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise TeamError(f"{self.root} is not a team root (no {TEAM_FILE}); run `af team init {self.root}` first") from None
+        except (OSError, ValueError) as exc:
+            raise TeamError(f"{where} cannot be read as JSON ({exc}); fix or restore it") from None
+        if not isinstance(data, dict) or data.get("team_version") != TEAM_VERSION or not isinstance(data.get("users"), dict):
+            raise TeamError(f"{where}: expected {{\"team_version\": {TEAM_VERSION}, \"users\": {{...}}}}")
+        users: dict[str, str] = {}
+        for name, entry in data["users"].items():
+            if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+                raise TeamError(f"{where}: user {name!r}: expected {{\"path\": \"...\"}}")
+            try:
+                check_user_name(name)
+            except TeamError as exc:
+                raise TeamError(f"{where}: {exc}") from None
+            users[name] = entry["path"]
+        return users
+
+    def _write(self, users: dict[str, str]) -> None:
+        payload = {"team_version": TEAM_VERSION, "users": {u: {"path": p} for u, p in sorted(users.items())}}
+        atomic_write(self.registry_path, (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode("utf-8"),
+                     mode=0o600)
+
+    def members(self) -> list[Member]:
+        """Every registered user, sorted by name."""
+        return [Member(u, Path(p)) for u, p in sorted(self._read().items())]
+
+    def member(self, user: str) -> Member:
+        users = self._read()
+        if user not in users:
+            known = ", ".join(sorted(users)) or "none yet"
+            raise TeamError(f"no user {user!r} in the team at {self.root} (users: {known}); add one with `af team add`")
+        return Member(user, Path(users[user]))
+
+    def add(self, user: str, path: str | os.PathLike[str], create_tz: str | None = None) -> Member:
+        """Register ``user`` with the data folder at ``path``.
+
+        An existing data folder joins as it is (only its mode is tightened to 0700, as every
+        ``af`` command does). A path with no data folder is refused unless ``create_tz`` is given,
+        then a new, empty data folder is made there in that zone."""
+        check_user_name(user)
+        users = self._read()
+        folder = Path(path).expanduser().resolve()
+        if user in users:
+            raise TeamError(f"user {user!r} is already in the team at {self.root} ({users[user]}); "
+                            "a user's folder cannot be swapped under the same name")
+        home = Home(folder)
+        if not home.exists():
+            if create_tz is None:
+                raise TeamError(f"{folder} is not an activity-frames data folder (no af.json): import a capture "
+                                "into it first (`af import ... --home PATH`), or pass --create --tz ZONE for a new one")
+            try:
+                home.init(tz=create_tz)
+            except ValueError as exc:
+                raise TeamError(str(exc)) from None
+        else:
+            home.init()  # reads the settings (a broken af.json is said now) and tightens the mode
+        if folder == self.root or self.root.is_relative_to(folder):
+            raise TeamError(f"{folder} holds the team root {self.root}; a user's folder must be their own")
+        for other, other_path in users.items():
+            o = Path(other_path)
+            if folder == o or folder.is_relative_to(o) or o.is_relative_to(folder):
+                raise TeamError(f"{folder} overlaps the folder of user {other!r} ({o}); each user needs a folder of their own")
+        users[user] = str(folder)
+        self._write(users)
+        return Member(user, folder)
