@@ -351,7 +351,9 @@ def days_relation(con: duckdb.DuckDBPyConnection, kind: str, days: Sequence[str]
     ).fetchall()]
     inside = ", ".join(_lit(d) for d in wanted) or "NULL"
     copied = f"SELECT * FROM {_quote(COPIED_TABLES[kind])} WHERE day IN ({inside})"
-    return f"({copied} UNION ALL {_files_select(kind, paths)})" if paths else f"({copied})"
+    # a file's rows carry the day of its folder: only the days asked for, whatever is registered
+    files = f"SELECT * FROM ({_files_select(kind, paths)}) WHERE day IN ({inside})"
+    return f"({copied} UNION ALL {files})" if paths else f"({copied})"
 
 
 def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dict[str, Any]:
