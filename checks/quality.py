@@ -31,6 +31,7 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from af_pipeline.compiler.sessionize import PAPER_RULES, US
+from af_pipeline.warehouse import store
 from assets.dagster_adapter import DayResults, day_check
 from checks.invariants import RUN_FIRST, day_result, quiet
 
@@ -43,17 +44,22 @@ def _in_days(days: Sequence[str]) -> str:
     return ", ".join("'" + d.replace("'", "''") + "'" for d in days)
 
 
-def raw_sql(days: Sequence[str]) -> str:
-    """Snapshots and input events of the days, with each row's predecessor in its (kind, stream)."""
+def raw_sql(days: Sequence[str], con: Any = None) -> str:
+    """Snapshots and input events of the days, with each row's predecessor in its (kind, stream).
+    With the warehouse connection, only the days' own files are read (store.days_relation)."""
     inside = _in_days(days)
+    snapshots, inputs = (
+        (store.days_relation(con, "snapshots", days), store.days_relation(con, "inputs", days)) if con is not None
+        else ("raw_snapshots", "raw_inputs")
+    )
     return f"""
         SELECT day, 'snapshots' AS kind, seq, ref, ts_us, stream AS stream_key, app AS what,
                lag(ts_us) OVER (PARTITION BY day, stream ORDER BY seq) AS prev_ts_us
-        FROM raw_snapshots WHERE day IN ({inside})
+        FROM {snapshots} WHERE day IN ({inside})
         UNION ALL
         SELECT day, 'inputs' AS kind, seq, ref, ts_us, COALESCE(stream, '') AS stream_key, kind AS what,
                lag(ts_us) OVER (PARTITION BY day, COALESCE(stream, '') ORDER BY seq) AS prev_ts_us
-        FROM raw_inputs WHERE day IN ({inside})
+        FROM {inputs} WHERE day IN ({inside})
     """
 
 
@@ -250,7 +256,7 @@ def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, part
     def raw_rows_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> DayResults:
         days = list(context.partition_keys)
         with warehouse.get_connection() as con:
-            return checked(con, days, "raw_rows", raw_sql(days), RAW_SCREEN, _raw_expectations)
+            return checked(con, days, "raw_rows", raw_sql(days, con), RAW_SCREEN, _raw_expectations)
 
     @day_check(
         asset=frames,

@@ -17,6 +17,7 @@ import pytest
 from dagster_support import check_results, corpus, days_of, new_home, only_days
 
 from af_pipeline.interfaces import cli
+from af_pipeline.warehouse import store
 from assets import certify as harness
 from assets.definitions import build_definitions
 from assets.instance import use_home
@@ -132,13 +133,32 @@ def test_perturbed_frame_row_fails_quality_and_rebuild(incremental):
 
 
 def test_perturbed_raw_order_fails_raw_quality(incremental):
+    """A sealed day's raw rows are its registered files; rows copied in their place, one out of
+    order, are what the quality check and the rebuild must see."""
     home, days = incremental
     con = duckdb.connect(str(home.warehouse_path))
-    con.execute("UPDATE raw_snapshots SET ts_us = ts_us - 3600000000 WHERE day = ? AND seq = 5", [days[0]])
+    con.execute("INSERT INTO raw_copied_snapshots SELECT * FROM raw_snapshots WHERE day = ?", [days[0]])
+    con.execute("DELETE FROM raw_files WHERE day = ? AND kind = 'snapshots'", [days[0]])
+    store.refresh_views(con)
+    con.execute("UPDATE raw_copied_snapshots SET ts_us = ts_us - 3600000000 WHERE day = ? AND seq = 5", [days[0]])
     con.close()
     ok, checks = certify(home, days[0])
     assert not ok
     assert checks["raw_rows_quality"][0] is False and "prev_ts_us" in checks["raw_rows_quality"][1]
+    assert checks["rebuild_equals_incremental"][0] is False
+    assert "raw_snapshots" in checks["rebuild_equals_incremental"][1]
+
+
+def test_a_day_registered_with_another_days_file_fails_rebuild(incremental):
+    home, days = incremental
+    con = duckdb.connect(str(home.warehouse_path))
+    con.execute("UPDATE raw_files SET file = replace(file, ?, ?) WHERE day = ? AND kind = 'inputs'",
+                [days[0], days[1], days[0]])
+    store.refresh_views(con)
+    con.close()
+    ok, checks = certify(home, days[0])
+    assert not ok and checks["rebuild_equals_incremental"][0] is False
+    assert "raw_inputs" in checks["rebuild_equals_incremental"][1]
 
 
 def test_open_day_built_before_more_capture_arrived_fails_rebuild(tmp_path):

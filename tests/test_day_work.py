@@ -117,3 +117,100 @@ def test_a_run_that_holds_too_many_rows_carries_nothing_and_still_builds(one_day
         con.close()
     assert store.LOADS[day] == 3  # each step read the day again, as a step materialized alone does
     assert doc["day"] == day and doc["frames"]
+
+
+def _to_old_layout(con):
+    """Make a warehouse look as the code before registered days wrote it: raw_* as tables
+    holding every row, no raw_files, raw_root or per-month views."""
+    for kind, view in store.RAW_TABLES.items():
+        con.execute(f"CREATE TABLE old_{kind} AS SELECT * FROM {view} ORDER BY day, seq")
+        con.execute(f"DROP VIEW {view}")
+        con.execute(f"DROP TABLE {store.COPIED_TABLES[kind]}")
+        con.execute(f"ALTER TABLE old_{kind} RENAME TO {view}")
+    con.execute(f"DROP TABLE {store.RAW_FILES}")
+    con.execute(f"DROP TABLE {store.RAW_ROOT}")
+    con.execute(f"DROP SCHEMA {store.PARTS} CASCADE")
+
+
+def test_a_sealed_day_is_registered_not_copied_and_reads_as_the_log(one_day, tmp_path):
+    home, log, day = one_day
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        steps.raw_day(con, log, day)
+        kinds = dict(con.execute("SELECT kind, rows FROM raw_files WHERE day = ?", [day]).fetchall())
+        assert set(kinds) == set(store.ROW_KINDS)  # every kind read from its sealed file
+        for kind, table in store.COPIED_TABLES.items():
+            assert con.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), kind
+            (n,) = con.execute(f"SELECT count(*) FROM {store.RAW_TABLES[kind]} WHERE day = ?", [day]).fetchone()
+            assert n == kinds[kind]
+        cap, want = store.load_capture(con, day), log.read_day(day)
+        for kind in store.ROW_KINDS:
+            assert getattr(cap, kind) == getattr(want, kind), kind
+    finally:
+        con.close()
+
+
+def test_a_warehouse_of_the_old_layout_is_migrated_in_place_and_builds_the_same(one_day, tmp_path):
+    home, log, day = one_day
+    path = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(path))
+    try:
+        steps.build_day(con, log, day, tmp_path / "published", False, "test")
+        want = store.digests(con, [day])
+        _to_old_layout(con)
+        con.close()
+        con = duckdb.connect(str(path))
+        assert store.digests(con, [day]) == want  # the old tables compare as the views would
+        cap = store.load_capture(con, day)  # migrates: the old rows are the copied rows
+        assert cap.snapshots == log.read_day(day).snapshots
+        assert con.execute("SELECT count(*) FROM raw_files").fetchone() == (0,)
+        assert store.digests(con, [day]) == want
+        steps.build_day(con, log, day, tmp_path / "published", False, "test")  # registers the day
+        assert con.execute("SELECT count(*) FROM raw_copied_snapshots").fetchone() == (0,)
+        assert con.execute("SELECT count(DISTINCT kind) FROM raw_files").fetchone() == (len(store.ROW_KINDS),)
+        assert store.digests(con, [day]) == want
+    finally:
+        con.close()
+
+
+def test_a_moved_data_folder_is_read_from_its_new_place(one_day, tmp_path):
+    import shutil
+
+    from capture.home import Home
+
+    home, log, day = one_day
+    moved = Home(tmp_path / "moved")
+    shutil.copytree(home.root, moved.root)
+    con = duckdb.connect(":memory:")
+    try:
+        steps.raw_day(con, log, day)
+        want = store.digests(con, [day])
+        steps.raw_day(con, EventLog(moved), day)
+        (root,) = con.execute("SELECT log_dir FROM raw_root").fetchone()
+        assert root.startswith(str(moved.root.resolve()))
+        assert store.digests(con, [day]) == want
+    finally:
+        con.close()
+
+
+def test_a_warehouse_moved_with_its_data_folder_follows_it(tmp_path):
+    import shutil
+
+    from capture.home import Home
+
+    home = new_home(tmp_path / "a")
+    batch = corpus(1)
+    day = days_of(batch)[0]
+    EventLog(home).append(batch)
+    con = duckdb.connect(str(home.warehouse_path))
+    steps.raw_day(con, EventLog(home), day)
+    want = store.digests(con, [day])
+    con.close()
+    moved = Home(tmp_path / "b")
+    shutil.move(home.root, moved.root)  # the old place is gone
+    con = duckdb.connect(str(moved.warehouse_path))
+    try:
+        assert store.digests(con, [day]) == want  # the views name the files at the new place
+        assert store.load_capture(con, day).snapshots
+    finally:
+        con.close()

@@ -9,7 +9,7 @@ orchestrator it does not need.
 The way of one day's data, each step building on the one before (the compiler's phases,
 af_pipeline/compiler/compile.py):
 
-    raw_day          log -> raw_* tables
+    raw_day          log -> raw_* (the day's sealed files registered, or its rows copied)
     frames           the day's rows, read once -> compile.frame_day (timeline, credit, frames)
     enriched_input   + enrich.attribute_input (attribution, click resolution) -> the table
     page_refs        + entities.type_url per URL of those rows
@@ -279,9 +279,8 @@ def page_refs(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = N
         store.load_capture(con, day, ())  # the day must have been loaded: a clear error if not
         counts = dict(
             con.execute(  # counted in the warehouse: no snapshot objects for a URL tally
-                f"SELECT url, count(*) FROM {store.RAW_TABLES['snapshots']} "
-                "WHERE day = ? AND url IS NOT NULL AND url <> '' GROUP BY url",
-                [day],
+                f"SELECT url, count(*) FROM {store.day_relation(con, day, 'snapshots')} "
+                "WHERE url IS NOT NULL AND url <> '' GROUP BY url",
             ).fetchall()
         )
     rows = []

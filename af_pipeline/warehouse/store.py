@@ -8,6 +8,19 @@ stored as canonical JSON text so two builds of the same rows compare equal byte 
 
 Bulk inserts go through a pandas DataFrame (DuckDB's executemany is row-at-a-time and far too
 slow for a day of element rows).
+
+The raw layer is the sealed log itself, not a copy of it. ``raw_<kind>`` (raw_snapshots,
+raw_inputs, raw_elements, raw_presence, raw_streams) are views with the columns they always had
+(``day``, ``seq``, the capture columns). A sealed day of one segment with every current column,
+nearly every day, is *registered*: ``raw_files`` lists its Parquet file per kind (relative to the
+log folder in ``raw_root``) and the views read the file, ``seq`` being the file row number (sealing
+writes in the log's order). Everything else is *copied* into ``raw_copied_<kind>`` as before: open
+days (their rows live in JSONL that keeps changing) and days with amendments or sealed before a
+column existed (merged in the log's order). The views are one branch per month
+(``raw_parts."<kind> <YYYY-MM>"``, a read_parquet over that month's files) plus the copied table:
+registering a day rebinds one month, never the whole history. Per-day readers (load_capture, the
+element fetch, page_refs, the quality checks) go to the day's file directly (``day_relation``),
+so their cost does not follow the history either.
 """
 
 from __future__ import annotations
@@ -16,6 +29,7 @@ import collections
 import dataclasses
 import functools
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +49,12 @@ from capture.log import (
 )
 from capture.model import CLASS_OF, ROW_KINDS, DayCapture, column_types
 
-RAW_TABLES: dict[str, str] = {kind: f"raw_{kind}" for kind in ROW_KINDS}
+RAW_TABLES: dict[str, str] = {kind: f"raw_{kind}" for kind in ROW_KINDS}  # views (module docstring)
+COPIED_TABLES: dict[str, str] = {kind: f"raw_copied_{kind}" for kind in ROW_KINDS}
+RAW_FILES = "raw_files"  # the registered sealed files: day, seq, kind, file (under raw_root), rows
+RAW_FILES_COLUMNS = {"kind": "VARCHAR", "file": "VARCHAR", "rows": "BIGINT"}
+RAW_ROOT = "raw_root"  # one row: the log folder the registered files are under
+PARTS = "raw_parts"  # schema of the per-month views the raw_* views are the union of
 RAW_DAYS = "raw_days"
 RAW_DAYS_COLUMNS = {
     "tz": "VARCHAR",
@@ -176,45 +195,214 @@ def replace_records(con: duckdb.DuckDBPyConnection, table: str, day: str, cls: t
     return replace_day(con, table, day, columns, ([getattr(r, n) for n in names] for r in records))
 
 
-def _sql_path(path: Path) -> str:
+def _sql_path(path: Path | str) -> str:
     return str(path).replace("'", "''")
 
 
-def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dict[str, Any]:
-    """Copy one day of the event log into the raw_* tables; returns counts and provenance.
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
-    A sealed day is scanned straight from its Parquet segments after checking each file against
-    the sha256 its manifest entry records; an open day is read through the log.
-    """
+
+def _kind_of_table(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """name -> 'BASE TABLE' or 'VIEW' of the main schema's tables and views."""
+    rows = con.execute(
+        "SELECT table_name, table_type FROM information_schema.tables "
+        "WHERE table_catalog = current_database() AND table_schema = 'main'"
+    ).fetchall()
+    return {str(n): str(t) for n, t in rows}
+
+
+def ensure_layout(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the raw layer's tables and views, or migrate a warehouse written when the raw_*
+    were tables: those tables become the copied tables (the same rows, so every day built before
+    reads as it did) and their days are registered zero-copy when raw_day runs for them again."""
+    have = _kind_of_table(con)
+    if all(have.get(RAW_TABLES[k]) == "VIEW" for k in ROW_KINDS) and RAW_FILES in have:
+        _follow_move(con)
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for kind in ROW_KINDS:
+            old, copied = RAW_TABLES[kind], COPIED_TABLES[kind]
+            if have.get(old) == "BASE TABLE" and copied not in have:
+                con.execute(f"ALTER TABLE {_quote(old)} RENAME TO {_quote(copied)}")
+            ensure_table(con, copied, COLUMNS[kind])
+        ensure_table(con, RAW_FILES, RAW_FILES_COLUMNS)
+        con.execute(f"CREATE TABLE IF NOT EXISTS {RAW_ROOT} (log_dir VARCHAR, from_warehouse VARCHAR)")
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {PARTS}")
+        _refresh_views(con, None)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _warehouse_dir(con: duckdb.DuckDBPyConnection) -> Path | None:
+    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return Path(str(row[0])).resolve().parent if row and row[0] else None  # None: in memory
+
+
+def _follow_move(con: duckdb.DuckDBPyConnection) -> None:
+    """When the registered files' folder is gone but the log sits where it sat relative to the
+    warehouse file (the data folder was moved or copied whole), name the files there."""
+    row = con.execute(f"SELECT log_dir, from_warehouse FROM {RAW_ROOT}").fetchone()
+    if row is None or row[1] is None or Path(str(row[0])).is_dir():
+        return
+    here = _warehouse_dir(con)
+    if here is None or not (here / str(row[1])).is_dir():
+        return  # reading a registered day will name the missing file
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"UPDATE {RAW_ROOT} SET log_dir = ?", [str((here / str(row[1])).resolve())])
+        _refresh_views(con, None)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _root(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute(f"SELECT log_dir FROM {RAW_ROOT}").fetchone()
+    return str(row[0]) if row else None
+
+
+def _part_name(kind: str, month: str) -> str:
+    return f"{PARTS}.{_quote(f'{kind} {month}')}"
+
+
+# The day of a registered file is the name of its segment folder (sealed/<day>/<kind>.parquet):
+# as an expression of the file name alone, a filter on day prunes the files before any is opened.
+_DAY_OF_FILE = r"regexp_extract(filename, '([0-9]{4}-[0-9]{2}-[0-9]{2})/[^/]+$', 1)"
+
+
+def _files_select(kind: str, paths: Sequence[str]) -> str:
+    return (f"SELECT {_DAY_OF_FILE} AS day, file_row_number AS seq, {SELECT_SQL[kind]} "
+            f"FROM read_parquet([{', '.join(_lit(p) for p in paths)}], filename = true, file_row_number = true)")
+
+
+def _refresh_views(con: duckdb.DuckDBPyConnection, months: set[str] | None) -> None:
+    """(Re)bind the per-month views of these months (None: every month) and, when the set of
+    months changed, the raw_* views over them. Runs inside the caller's transaction."""
+    root = _root(con)
+    rows = con.execute(f"SELECT kind, substr(day, 1, 7), file FROM {RAW_FILES} ORDER BY day, seq").fetchall()
+    files: dict[tuple[str, str], list[str]] = {}
+    for kind, month, file in rows:
+        files.setdefault((str(kind), str(month)), []).append(f"{root}/{file}")
+    existing = {str(n) for (n,) in con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND schema_name = ?", [PARTS]
+    ).fetchall()}
+    wanted = {f"{k} {m}" for k, m in files}
+    for kind in ROW_KINDS:
+        for name in sorted(existing - wanted):
+            if name.startswith(f"{kind} ") and (months is None or name[len(kind) + 1:] in months):
+                con.execute(f"DROP VIEW {PARTS}.{_quote(name)}")
+        for (k, month), paths in sorted(files.items()):
+            if k == kind and (months is None or month in months or f"{k} {month}" not in existing):
+                con.execute(f"CREATE OR REPLACE VIEW {_part_name(kind, month)} AS {_files_select(kind, paths)}")
+    have = _kind_of_table(con)
+    if months is not None and wanted == existing and all(have.get(RAW_TABLES[k]) == "VIEW" for k in ROW_KINDS):
+        return  # the raw_* views already name every month
+    for kind in ROW_KINDS:
+        branches = [f"SELECT * FROM {_quote(COPIED_TABLES[kind])}"]
+        branches += [f"SELECT * FROM {_part_name(kind, m)}" for (k, m) in sorted(files) if k == kind]
+        con.execute(f"CREATE OR REPLACE VIEW {_quote(RAW_TABLES[kind])} AS {' UNION ALL '.join(branches)}")
+
+
+def refresh_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Bind every raw view again from raw_files (after raw_files or raw_root was changed by hand)."""
+    ensure_layout(con)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        _refresh_views(con, None)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _registered(con: duckdb.DuckDBPyConnection, day: str) -> dict[str, tuple[str, int]]:
+    """kind -> (absolute file, rows) of the day's registered files (kinds not listed are copied)."""
+    ensure_layout(con)
+    rows = con.execute(f"SELECT kind, file, rows FROM {RAW_FILES} WHERE day = ?", [day]).fetchall()
+    if not rows:
+        return {}
+    root = _root(con)
+    return {str(k): (f"{root}/{f}", int(n)) for k, f, n in rows}
+
+
+def day_relation(con: duckdb.DuckDBPyConnection, day: str, kind: str,
+                 registered: Mapping[str, tuple[str, int]] | None = None) -> str:
+    """SQL for one day's raw rows of a kind, columns ``day, seq`` and the capture columns (what
+    ``raw_<kind> WHERE day = ...`` holds), reading only that day's file or copied rows."""
+    reg = _registered(con, day) if registered is None else registered
+    if kind in reg:
+        return f"({_files_select(kind, [reg[kind][0]])})"
+    return f"(SELECT * FROM {_quote(COPIED_TABLES[kind])} WHERE day = {_lit(day)})"
+
+
+def days_relation(con: duckdb.DuckDBPyConnection, kind: str, days: Sequence[str]) -> str:
+    """What ``raw_<kind> WHERE day IN days`` holds, reading only those days' files."""
+    ensure_layout(con)
+    wanted = sorted(set(days))
+    root = _root(con)
+    paths = [f"{root}/{f}" for (f,) in con.execute(
+        f"SELECT file FROM {RAW_FILES} WHERE kind = ? AND day IN (SELECT unnest(?::VARCHAR[])) ORDER BY day",
+        [kind, wanted],
+    ).fetchall()]
+    inside = ", ".join(_lit(d) for d in wanted) or "NULL"
+    copied = f"SELECT * FROM {_quote(COPIED_TABLES[kind])} WHERE day IN ({inside})"
+    # a file's rows carry the day of its folder: only the days asked for, whatever is registered
+    files = f"SELECT * FROM ({_files_select(kind, paths)}) WHERE day IN ({inside})"
+    return f"({copied} UNION ALL {files})" if paths else f"({copied})"
+
+
+def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dict[str, Any]:
+    """Make one day of the event log the raw_* rows of the day; returns counts and provenance.
+
+    A sealed day's segments are first checked against the sha256 their manifest entries record.
+    A day of one segment with the current columns is registered (its files are the rows); other
+    sealed days are copied from their segments merged in the log's order, and an open day is
+    copied as the log reads it (module docstring)."""
+    ensure_layout(con)
     segments = log.day_entries(day)
     counts: dict[str, int] = {}
     hashes: dict[str, str] = {}
     if not segments:
         capture = log.read_day(day)
         for kind in ROW_KINDS:
-            counts[kind] = replace_records(con, RAW_TABLES[kind], day, CLASS_OF[kind], getattr(capture, kind))
+            counts[kind] = replace_records(con, COPIED_TABLES[kind], day, CLASS_OF[kind], getattr(capture, kind))
         sealed, recorders = False, capture.recorders
+        con.execute("BEGIN TRANSACTION")
+        try:
+            _register(con, day, [], str(Path(log.dir).resolve()))  # no longer registered, if it was
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
     else:
         hashes = log.verified_segments(day)  # CheckFailed if any file differs from its entry
         single = len(segments) == 1
+        registered: list[tuple[str, str, int]] = []
+        root = Path(log.dir).resolve()
         con.execute("BEGIN TRANSACTION")
         try:
             for kind in ROW_KINDS:
-                table = RAW_TABLES[kind]
-                ensure_table(con, table, COLUMNS[kind])
+                table = COPIED_TABLES[kind]
                 con.execute(f"DELETE FROM {_quote(table)} WHERE day = ?", [day])
                 if single and log.has_current_columns(day, kind):
                     # Sealed files are written in the log's sort order: the file row number is the seq.
-                    path = _sql_path(log.segment_files(day, kind)[0])
-                    select = (f"SELECT ?, file_row_number, {SELECT_SQL[kind]} "
-                              f"FROM read_parquet('{path}', file_row_number = true)")
-                else:
-                    # A day with amendments (or sealed before a column existed): merged in the log's order.
-                    select = (f"SELECT ?, row_number() OVER (ORDER BY {SORT_SQL[kind]}) - 1, {SELECT_SQL[kind]} "
-                              f"FROM {log.sealed_relation(day, kind)}")
+                    path = log.segment_files(day, kind)[0].resolve()
+                    (n,) = con.execute(f"SELECT count(*) FROM read_parquet('{_sql_path(path)}')").fetchone() or (0,)
+                    registered.append((kind, path.relative_to(root).as_posix(), int(n)))
+                    counts[kind] = int(n)
+                    continue
+                # A day with amendments (or sealed before a column existed): merged in the log's order.
+                select = (f"SELECT ?, row_number() OVER (ORDER BY {SORT_SQL[kind]}) - 1, {SELECT_SQL[kind]} "
+                          f"FROM {log.sealed_relation(day, kind)}")
                 (counts[kind],) = con.execute(  # an INSERT answers with the number of rows it wrote
                     f"INSERT INTO {_quote(table)} {select}", [day]
                 ).fetchone() or (0,)
+            _register(con, day, registered, str(root))
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -234,12 +422,29 @@ def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dic
     return {"counts": counts, "sealed": sealed, "recorders": sorted(recorders), "segment_hashes": hashes}
 
 
-def _element_columns(con: duckdb.DuckDBPyConnection, day: str, frame_ids: list[str]) -> dict[str, Any]:
-    """raw_elements of these snapshots of the day, in the log's order (fetchnumpy columns)."""
+def _register(con: duckdb.DuckDBPyConnection, day: str, files: list[tuple[str, str, int]], root: str) -> None:
+    """Replace the day's registered files and rebind what that changes (in the caller's transaction)."""
+    before = con.execute(f"SELECT kind, file, rows FROM {RAW_FILES} WHERE day = ? ORDER BY seq", [day]).fetchall()
+    moved = _root(con) != root
+    if not moved and [tuple(r) for r in before] == files:
+        return  # the same files as last time: the views already read them
+    if moved:  # a new warehouse, or the data folder was moved: every view names the files anew
+        con.execute(f"DELETE FROM {RAW_ROOT}")
+        here = _warehouse_dir(con)
+        rel = os.path.relpath(root, here) if here is not None else None
+        con.execute(f"INSERT INTO {RAW_ROOT} VALUES (?, ?)", [root, rel])
+    con.execute(f"DELETE FROM {RAW_FILES} WHERE day = ?", [day])
+    for i, (kind, file, n) in enumerate(files):
+        con.execute(f"INSERT INTO {RAW_FILES} VALUES (?, ?, ?, ?, ?)", [day, i, kind, file, n])
+    _refresh_views(con, None if moved else {day[:7]})
+
+
+def _element_columns(con: duckdb.DuckDBPyConnection, source: str, frame_ids: list[str]) -> dict[str, Any]:
+    """The elements of these snapshots from one day's relation, in the log's order (fetchnumpy columns)."""
     return con.execute(  # type: ignore[no-any-return]
-        f"SELECT {SELECT_SQL['elements']} FROM {RAW_TABLES['elements']} "
-        "WHERE day = ? AND snapshot_frame_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
-        [day, frame_ids],
+        f"SELECT {SELECT_SQL['elements']} FROM {source} "
+        "WHERE snapshot_frame_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
+        [frame_ids],
     ).fetchnumpy()
 
 
@@ -248,7 +453,8 @@ def bind_elements(con: duckdb.DuckDBPyConnection, cap: DayCapture) -> None:
     that read it may have been closed since: each Dagster step opens its own)."""
     src = cap.element_source
     if isinstance(src, ElementsBySnapshot):
-        cap.element_source = ElementsBySnapshot(src.count, functools.partial(_element_columns, con, cap.day))
+        source = day_relation(con, cap.day, "elements")
+        cap.element_source = ElementsBySnapshot(src.count, functools.partial(_element_columns, con, source))
 
 
 def load_capture(
@@ -268,16 +474,21 @@ def load_capture(
     cap = DayCapture(
         day=day, tz=str(tz), sealed=bool(sealed), recorders=json.loads(recorders), segment_hashes=json.loads(hashes)
     )
+    registered = _registered(con, day)
     if lazy_elements:
         kinds = [k for k in kinds if k != "elements"]
-        (count,) = con.execute(f"SELECT count(*) FROM {RAW_TABLES['elements']} WHERE day = ?", [day]).fetchone() or (0,)
+        source = day_relation(con, day, "elements", registered)
+        if "elements" in registered:
+            count = registered["elements"][1]
+        else:
+            (count,) = con.execute(f"SELECT count(*) FROM {source}").fetchone() or (0,)
         # valid while this connection is open
-        cap.element_source = ElementsBySnapshot(int(count), functools.partial(_element_columns, con, day))
+        cap.element_source = ElementsBySnapshot(int(count), functools.partial(_element_columns, con, source))
     if kinds:
         LOADS[day] += 1
     for kind in kinds:
         data = con.execute(
-            f"SELECT {SELECT_SQL[kind]} FROM {_quote(RAW_TABLES[kind])} WHERE day = ? ORDER BY seq", [day]
+            f"SELECT {SELECT_SQL[kind]} FROM {day_relation(con, day, kind, registered)} ORDER BY seq"
         ).fetchnumpy()
         # Column by column (as the log reads sealed days): the rows were checked when they landed.
         setattr(cap, kind, build_instances(CLASS_OF[kind], [column_values(data[n]) for n in NAMES[kind]]))
@@ -305,17 +516,28 @@ def digests(con: duckdb.DuckDBPyConnection, days: Sequence[str]) -> dict[str, di
     out: dict[str, dict[str, str]] = {day: {} for day in wanted}
     if not wanted:
         return out
+    # The raw rows are compared as the raw_* views show them, whether a day's rows are registered
+    # files or copied (a warehouse migrated from the old layout compares equal to a fresh one);
+    # how they are stored (raw_files, raw_copied_*) is not content.
+    storage = {RAW_FILES, *COPIED_TABLES.values()}
+    kinds = {v: k for k, v in RAW_TABLES.items()}
+    have = _kind_of_table(con) if RAW_FILES in tables(con) else {}
     for table in tables(con):
+        if table in storage:
+            continue
         cols = [n for n, _ in _existing_columns(con, table) or [] if n != "day"]
         if "seq" not in cols:
             continue
         row = "struct_pack(" + ", ".join(f"{_quote(c)} := {_quote(c)}" for c in cols) + ")"
+        if table in kinds and have.get(table) == "VIEW":
+            source, params = days_relation(con, kinds[table], wanted), []
+        else:
+            source, params = f"(SELECT * FROM {_quote(table)} WHERE day IN (SELECT unnest(?::VARCHAR[])))", [wanted]
         found = dict.fromkeys(wanted, "0:" + "0" * 32)
         for day, n, a, b in con.execute(
             f"SELECT day, count(*), bit_xor(h), bit_xor(hash(h // 2, h % 2)) FROM "
-            f"(SELECT day, hash({row}) AS h FROM {_quote(table)} WHERE day IN (SELECT unnest(?::VARCHAR[]))) "
-            "GROUP BY day",
-            [wanted],
+            f"(SELECT day, hash({row}) AS h FROM {source}) GROUP BY day",
+            params,
         ).fetchall():
             found[str(day)] = f"{n}:{int(a):016x}{int(b):016x}"
         for day, digest in found.items():
