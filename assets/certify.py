@@ -21,6 +21,7 @@ from typing import Any
 from af_pipeline.warehouse import publish
 from af_pipeline.warehouse.days import log_days
 from af_pipeline.warehouse.version import code_version
+from assets.dagster_adapter import quick_run_storage
 from assets.instance import exclusive_run, instance
 from assets.partitions import keys_in_range, register_days
 from capture.errors import UserError, no_space
@@ -82,8 +83,9 @@ class BuildOutcome:
     ok: bool
     days: list[str]
     seconds: float
-    run_id: str
+    run_id: str  # "" when every day was unchanged and no run was made
     failures: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # unchanged days left as they were (assets/unchanged.py)
 
 
 def _failures(result: Any) -> list[str]:
@@ -116,32 +118,64 @@ def _no_space_in(err: Any) -> str | None:
     return None
 
 
+def _unchanged_days(home: Home, days: list[str]) -> tuple[list[str], list[str]]:
+    """(days to build, unchanged days) before any run: the warehouse is read, not written."""
+    import duckdb
+
+    from assets import unchanged
+
+    stored: dict[str, tuple[str, str, str]] = {}
+    if home.warehouse_path.exists():
+        con = duckdb.connect(str(home.warehouse_path), read_only=True)
+        try:
+            stored = unchanged.stored_state(con, days)
+        finally:
+            con.close()
+    return unchanged.split(home.published_dir, EventLog(home), days, code_version(), stored)
+
+
 def run_build(
-    home: Home, days: list[str], progress: Progress = lambda _m: None, verbose: bool = False, stages: bool = False
+    home: Home, days: list[str], progress: Progress = lambda _m: None, verbose: bool = False, stages: bool = False,
+    force: bool = False,
 ) -> BuildOutcome:
     """Materialize every asset for the days in one run (single-run backfill, in-process).
 
-    ``days`` are days of the log (select_days); the run covers the day partitions from the first
-    to the last, which are exactly the log's days in between. ``stages`` prints one line per
-    finished step; ``verbose`` prints Dagster's own console log instead."""
+    ``days`` are days of the log (select_days). Days published from the segments the log holds
+    now by this code version are skipped (assets/unchanged.py) unless ``force``; the run covers
+    the day partitions from the first day left to build to the last (unchanged days in between
+    are skipped by its steps), and no run is made when none is left. ``stages`` prints one line
+    per finished step; ``verbose`` prints Dagster's own console log instead."""
     _quiet()
     from assets.definitions import BUILD_JOB, build_definitions  # Dagster (~2 s): only when a run is made
 
     inst = instance(home)
     defs = build_definitions(home)
     job = defs.resolve_job_def(BUILD_JOB)
-    with exclusive_run(home, inst, "af build", progress):
+    with exclusive_run(home, inst, "af build", progress), quick_run_storage(inst):
         register_days(inst, log_days(home))  # a range run spans the partitions between its ends
         days = keys_in_range(inst, days[0], days[-1])  # calendar days without capture are no partitions
         if not days:
             raise UserError(f"the event log in {home.root} has no days in the range to build")
-        progress(f"building {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
         started = time.monotonic()
-        tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
+        todo, skipped = (days, []) if force else _unchanged_days(home, days)
+        if skipped:
+            from assets.unchanged import REASON
+
+            progress(f"skipping {len(skipped)} unchanged day(s), {REASON} ({code_version()}); "
+                     "`af build --force` rebuilds them")
+        if not todo:
+            return BuildOutcome(True, days, time.monotonic() - started, "", [], skipped)
+        todo = [d for d in days if todo[0] <= d <= todo[-1]]
+        progress(f"building {len(todo)} day(s) {todo[0]} .. {todo[-1]} in one Dagster run")
+        tags = {"dagster/asset_partition_range_start": todo[0], "dagster/asset_partition_range_end": todo[-1]}
+        if force:
+            from assets.unchanged import FORCE_TAG
+
+            tags[FORCE_TAG] = "true"
         result = job.execute_in_process(
             instance=inst, tags=tags, raise_on_error=False, run_config=_run_config(verbose, stages)
         )
-    return BuildOutcome(result.success, days, time.monotonic() - started, result.run_id, _failures(result))
+    return BuildOutcome(result.success, days, time.monotonic() - started, result.run_id, _failures(result), skipped)
 
 
 def _artifacts(home: Home, day: str) -> dict[str, Any]:

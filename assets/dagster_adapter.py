@@ -12,6 +12,8 @@ The rest of assets/ and checks/ speaks public Dagster only. What is here has no 
 - the Dagster event behind a log record, read by the ``stage_progress`` logger that prints one
   line per stage for ``af build`` (the record's ``dagster_meta`` attribute);
 - the interrupt flag Dagster sets when it swallows SIGINT/SIGTERM inside a run;
+- per-day metadata in a range run without three instance queries per day (:func:`add_day_metadata`);
+- the run's SQLite writes without an fsync per event (:func:`quick_run_storage`);
 - run and pool-slot bookkeeping used to settle runs killed mid-step (assets/instance.py).
 
 tests/test_dagster_adapter.py exercises each on a real instance and pins TESTED_WITH, so an
@@ -22,9 +24,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, cast
 
 import dagster as dg
@@ -52,14 +58,99 @@ __all__ = [
     "NO_PARTITION",
     "TESTED_WITH",
     "DayResults",
+    "add_day_metadata",
     "check_captured_interrupt",
     "day_check",
     "free_run_slots",
     "latest_materializations",
     "pool_holders",
+    "quick_run_storage",
     "run_pids",
     "stage_progress",
 ]
+
+
+def add_day_metadata(context: dg.AssetExecutionContext, per_day: Mapping[str, Mapping[str, Any]]) -> None:
+    """Each day's metadata on its own partition of this step's materialization.
+
+    What ``context.add_asset_metadata(meta, partition_key=day)`` does for each day, but the days
+    are checked against the run's partitions once: Dagster checks each call with three instance
+    queries (a dynamic partition's existence, twice, and the key list), seconds over a range."""
+    targeted = set(context.partition_keys)
+    stray = sorted(set(per_day) - targeted)
+    if stray:
+        raise dg.DagsterInvariantViolationError(
+            f"metadata for partition(s) {', '.join(stray)} that this run does not target"
+        )
+    step = context.op_execution_context._step_execution_context
+    key = context.asset_key
+    acc = step._metadata_accumulator
+    for day in sorted(per_day):
+        acc = acc.with_additional_asset_metadata(asset_key=key, partition_key=day, metadata=per_day[day])
+    step._metadata_accumulator = acc
+
+
+# --- the run's SQLite writes ----------------------------------------------------------------------
+#
+# Dagster's SQLite storages open a new connection for every event they store and close it after;
+# with WAL and synchronous=FULL (SQLite's default) each commit syncs the WAL to disk, and each close
+# of the last connection checkpoints the WAL into the database and syncs again: several fsyncs per
+# event, 300+ events for a range run. During a run, connections to the instance's databases use
+# synchronous=NORMAL (WAL stays consistent after a crash or power cut; the last commits may be
+# lost on a power cut, never the database), and one idle connection per database file stays open
+# so each event's close is not the last one: the WAL is checkpointed when it grows (SQLite's
+# auto-checkpoint) and once when the run ends.
+
+_quick_lock = threading.Lock()
+_quick: dict[str, Any] = {"depth": 0, "root": (), "keep": {}}
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    if not isinstance(dbapi_connection, sqlite3.Connection):
+        return
+    rows = dbapi_connection.execute("PRAGMA database_list").fetchall()
+    path = next((str(r[2]) for r in rows if r[1] == "main"), "")
+    if not path or not any(path.startswith(root) for root in _quick["root"]):
+        return
+    dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+    with _quick_lock:
+        if path not in _quick["keep"] and _quick["depth"]:
+            _quick["keep"][path] = sqlite3.connect(path, timeout=30, check_same_thread=False)
+
+
+@contextmanager
+def quick_run_storage(instance: dg.DagsterInstance | None) -> Iterator[None]:
+    """For the block: the instance's SQLite files written without an fsync per event (see above).
+    Re-entrant; a no-op for an instance without a folder on disk."""
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    root = getattr(instance, "root_directory", None) if instance is not None else None
+    if not root or not Path(root).is_dir():
+        yield
+        return
+    with _quick_lock:
+        _quick["depth"] += 1
+        first = _quick["depth"] == 1
+        if first:
+            # the folder as Dagster names it, and resolved (it may be reached through a symlink)
+            _quick["root"] = (str(Path(root).absolute()) + "/", str(Path(root).resolve()) + "/")
+    if first:
+        event.listen(Pool, "connect", _on_sqlite_connect)
+    try:
+        yield
+    finally:
+        with _quick_lock:
+            _quick["depth"] -= 1
+            last = _quick["depth"] == 0
+            kept = list(_quick["keep"].values()) if last else []
+            if last:
+                _quick["keep"] = {}
+                _quick["root"] = ()
+        if last:
+            event.remove(Pool, "connect", _on_sqlite_connect)
+            for con in kept:
+                con.close()
 
 
 def latest_materializations(

@@ -8,6 +8,10 @@ step), writes one table (replacing the day) and records what happened. A run may
 asset called once with all its days). Each day partition's materialization carries that day's
 own numbers, also in a range run; the run's totals go to its log.
 
+A day whose published files already come from the segments the log holds and from this code
+version is skipped by every step (assets/unchanged.py): its tables and files stay as they are
+and its partition's metadata says so; the run tag ``af/force`` (``af build --force``) builds it.
+
 A partition is a day of the event log (assets/partitions.py); raw_day refuses a partition the
 log has no capture for (one added by hand in the UI), so no empty document is ever published.
 """
@@ -22,8 +26,11 @@ from dagster_duckdb import DuckDBResource
 
 from af_pipeline.compiler.categories import rules_in
 from af_pipeline.warehouse import day_work as steps
+from af_pipeline.warehouse import publish
 from af_pipeline.warehouse.day_work import CONTEXT_BUDGET_TOKENS, ENRICH_KINDS, SNAPSHOTS_ONLY
 from af_pipeline.warehouse.version import code_version
+from assets import unchanged
+from assets.dagster_adapter import add_day_metadata
 from assets.instance import WAREHOUSE_POOL
 from assets.resources import DataFolder
 
@@ -45,12 +52,31 @@ def _run(context: dg.AssetExecutionContext) -> steps.RunParts:
     return steps.run_parts(context.run.run_id)
 
 
+def _split(context: dg.AssetExecutionContext, data_folder: DataFolder, con: Any) -> tuple[list[str], list[str]]:
+    """(days to build, days skipped as unchanged) of this run, decided once for all its steps."""
+    days = _days(context)
+    if context.run.tags.get(unchanged.FORCE_TAG):
+        return days, []
+
+    def decide() -> list[str]:
+        stored = unchanged.stored_state(con, days)
+        return unchanged.split(data_folder.published_dir, data_folder.log(), days, code_version(), stored)[1]
+
+    skip = unchanged.skipped_in_run(context.run.run_id, decide)
+    if skip:
+        context.log.info(f"{context.asset_key.to_user_string()}: {len(skip)} day(s) skipped, {unchanged.REASON}")
+    return [d for d in days if d not in skip], [d for d in days if d in skip]
+
+
+SKIPPED = {"skipped": f"unchanged: {unchanged.REASON}"}
+
+
 def _result(
-    context: dg.AssetExecutionContext, per_day: dict[str, dict[str, Any]], totals: Callable[[list[dict]], dict]
+    context: dg.AssetExecutionContext, per_day: dict[str, dict[str, Any]], totals: Callable[[list[dict]], dict],
+    skipped: Sequence[str] = (),
 ) -> dg.MaterializeResult:
     """Each day's metadata on its own partition; a range's totals in the run log only."""
-    for day, meta in per_day.items():
-        context.add_asset_metadata(meta, partition_key=day)
+    add_day_metadata(context, {**dict.fromkeys(skipped, SKIPPED), **per_day})
     if len(per_day) > 1:
         sums = ", ".join(f"{k} {v}" for k, v in totals(list(per_day.values())).items())
         context.log.info(f"{context.asset_key.to_user_string()}: {len(per_day)} days {min(per_day)} .. {max(per_day)}, {sums}")
@@ -96,10 +122,11 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
             )
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
+            days, skip = _split(context, data_folder, con)
             for i, day in enumerate(days):
                 per_day[day] = steps.raw_day(con, log, day, _run(context))
                 _progress(context, "raw_day", days, i)
-        return _result(context, per_day, _sum("rows_total"))
+        return _result(context, per_day, _sum("rows_total"), skip)
 
     @dg.asset(
         **common,
@@ -108,9 +135,10 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         description="Activity frames per monitor stream: dwell 90 s, session gap 300 s, flicker merge 20 s "
         "(paper 4.2), keyed by (app, site).",
     )
-    def frames(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
+    def frames(context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource) -> dg.MaterializeResult:
         with warehouse.get_connection() as con:
-            per_day = {day: steps.frames(con, day, _run(context)) for day in _days(context)}
+            days, skip = _split(context, data_folder, con)
+            per_day = {day: steps.frames(con, day, _run(context)) for day in days}
         return _result(
             context,
             per_day,
@@ -118,6 +146,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
                 "frames": sum(x["frames"] for x in r),
                 "active_minutes": round(sum(x["active_minutes"] for x in r), 2),
             },
+            skip,
         )
 
     @dg.asset(
@@ -132,8 +161,9 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     ) -> dg.MaterializeResult:
         typed = data_folder.include_typed_text
         with warehouse.get_connection() as con:
-            per_day = {day: steps.enriched_input(con, day, typed, _run(context)) for day in _days(context)}
-        return _result(context, per_day, _sum("events"))
+            days, skip = _split(context, data_folder, con)
+            per_day = {day: steps.enriched_input(con, day, typed, _run(context)) for day in days}
+        return _result(context, per_day, _sum("events"), skip)
 
     @dg.asset(
         **common,
@@ -141,10 +171,11 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         kinds={"duckdb"},
         description="Typed page references for every URL of the day (paper 3.3 / 4.4): pure URL parsing.",
     )
-    def page_refs(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
+    def page_refs(context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource) -> dg.MaterializeResult:
         with warehouse.get_connection() as con:
-            per_day = {day: steps.page_refs(con, day, _run(context)) for day in _days(context)}
-        return _result(context, per_day, _sum("urls"))
+            days, skip = _split(context, data_folder, con)
+            per_day = {day: steps.page_refs(con, day, _run(context)) for day in days}
+        return _result(context, per_day, _sum("urls"), skip)
 
     @dg.asset(
         **common,
@@ -157,13 +188,13 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     ) -> dg.MaterializeResult:
         typed = data_folder.include_typed_text
         per_day: dict[str, dict[str, Any]] = {}
-        days = _days(context)
         with warehouse.get_connection() as con:
+            days, skip = _split(context, data_folder, con)
             for i, day in enumerate(days):
                 per_day[day] = steps.day_document(con, day, typed, _run(context),
                                                   categories=rules_in(data_folder.root))
                 _progress(context, "day_document", days, i)
-        return _result(context, per_day, _sum("document_tokens"))
+        return _result(context, per_day, _sum("document_tokens"), skip)
 
     @dg.asset(
         **common,
@@ -171,13 +202,14 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         kinds={"duckdb"},
         description=f"The compact context block for system prompts (at most {CONTEXT_BUDGET_TOKENS} cl100k tokens).",
     )
-    def context_block(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
+    def context_block(context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource) -> dg.MaterializeResult:
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
-            for day in _days(context):
+            days, skip = _split(context, data_folder, con)
+            for day in days:
                 meta = steps.context_block(con, day, _run(context))
                 per_day[day] = meta | {"preview": dg.MetadataValue.md(meta["preview"])}
-        return _result(context, per_day, _sum("context_tokens"))
+        return _result(context, per_day, _sum("context_tokens"), skip)
 
     @dg.asset(
         **common,
@@ -192,9 +224,13 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         version = code_version()
         with warehouse.get_connection() as con:
-            for day in _days(context):
+            days, skip = _split(context, data_folder, con)
+            for day in days:
                 meta = steps.published_day(con, day, data_folder.published_dir, version, _run(context))
+                if meta["sealed"]:  # what a later build compares to skip the day (assets/unchanged.py)
+                    manifest = publish.read_manifest(data_folder.published_dir, day) or {}
+                    unchanged.record_built(con, day, version, manifest.get("segments") or {})
                 per_day[day] = meta | {"path": dg.MetadataValue.path(meta["path"])}
-        return _result(context, per_day, lambda r: {"written": sum(1 for x in r if x["written"])})
+        return _result(context, per_day, lambda r: {"written": sum(1 for x in r if x["written"])}, skip)
 
     return [raw_day, frames, enriched_input, page_refs, day_document, context_block, published_day]

@@ -1,4 +1,4 @@
-"""Resources: the data folder (event log, published/) and the DuckDB warehouse."""
+"""Resources: the data folder (event log, published/) and the DuckDB warehouse (one connection a run)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
+from pydantic import PrivateAttr
 
+from assets.dagster_adapter import quick_run_storage
 from assets.instance import exclusive_run, warehouse_lock
 from capture.errors import UserError
 from capture.home import Home
@@ -38,7 +40,8 @@ class DataFolder(dg.ConfigurableResource):
             with warehouse_lock(self.home, what, say, check_captured_interrupt):
                 yield self
             return
-        with exclusive_run(self.home, context.instance, what, say, check_captured_interrupt):
+        with exclusive_run(self.home, context.instance, what, say, check_captured_interrupt), \
+                quick_run_storage(context.instance):
             yield self
 
     @property
@@ -57,7 +60,37 @@ class DataFolder(dg.ConfigurableResource):
         return Path(self.published_root) if self.published_root else self.home.published_dir
 
 
-def warehouse(home: Home, path: Path | None = None) -> DuckDBResource:
+class Warehouse(DuckDBResource):
+    """The data folder's DuckDB file, opened once for the whole run.
+
+    Opening the file and closing it (which checkpoints) cost more than a small day's writes, and
+    each asset and check used to do both; now every step of a run gets the run's one connection,
+    closed when the run ends. Outside a run (a resource used directly) each get_connection opens
+    its own, as DuckDBResource does. A killed run's connection dies with its process (DuckDB's
+    file lock goes with it)."""
+
+    _run_con: Any = PrivateAttr(default=None)
+
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[Any]:
+        with super().get_connection() as con:
+            self._run_con = con
+            try:
+                yield self
+            finally:
+                self._run_con = None
+                con.close()
+
+    @contextmanager
+    def get_connection(self) -> Iterator[Any]:
+        if self._run_con is None:
+            with super().get_connection() as con:
+                yield con
+            return
+        yield self._run_con
+
+
+def warehouse(home: Home, path: Path | None = None) -> Warehouse:
     """The one DuckDB file of a data folder (``<home>/warehouse.duckdb`` unless told otherwise)."""
     target = path or home.warehouse_path
     if "?" in str(target):
@@ -67,7 +100,7 @@ def warehouse(home: Home, path: Path | None = None) -> DuckDBResource:
                         "use a data folder (--home / AF_HOME) whose path has no '?'")
     # A range build writes hundreds of MB through one connection: checkpointing every 16 MB of
     # WAL (the default) costs more than the writes; closing the connection checkpoints anyway.
-    return DuckDBResource(database=str(target), connection_config={"checkpoint_threshold": "1GB"})
+    return Warehouse(database=str(target), connection_config={"checkpoint_threshold": "1GB"})
 
 
 def resources_for(

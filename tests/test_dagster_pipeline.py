@@ -125,7 +125,9 @@ def test_materializing_a_day_again_replaces_it_and_keeps_sealed_files(tmp_path):
     con = duckdb.connect(str(home.warehouse_path), read_only=True)
     counts = con.execute("SELECT count(*) FROM frames").fetchone()
     con.close()
-    again = dg.materialize(assets, instance=instance, resources=resources_for(home), partition_key=day)
+    # forced (af build --force): an unchanged day is otherwise skipped (tests/test_dagster_unchanged.py)
+    again = dg.materialize(assets, instance=instance, resources=resources_for(home), partition_key=day,
+                           tags={"af/force": "true"})
     con = duckdb.connect(str(home.warehouse_path), read_only=True)
     assert con.execute("SELECT count(*) FROM frames").fetchone() == counts  # replaced, not appended
     con.close()

@@ -40,13 +40,18 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Run the Dagster asset graph (raw_day, frames, enriched_input, page_refs, day_document, "
             "context_block, published_day) and the data-quality checks for a range of days, as ONE run "
             "with the in-process executor, printing one line per finished stage (--verbose: Dagster's own "
-            "log instead). Days in the range without capture are skipped (they are no partitions). Run "
+            "log instead). Days in the range without capture are skipped (they are no partitions), and so are "
+            "sealed days already published from the same segments by the same code version (--force builds "
+            "them). Run "
             "history goes to <home>/dagster (telemetry off). Exit 1 if a step or a blocking check fails."
         ),
     )
     cli.common(p)
     _range_args(p)
     _verbose_arg(p)
+    p.add_argument("--force", action="store_true",
+                   help="rebuild days whose published files already come from the same sealed segments and "
+                        "code version (skipped otherwise: nothing about them would change)")
     p.set_defaults(func=run_build)
 
     c = sub.add_parser(
@@ -78,14 +83,19 @@ def run_build(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     days = harness.select_days(home, args.first, args.last)
     _skipped(args.first, args.last, days)
-    out = harness.run_build(home, days, _say, verbose=args.verbose, stages=not args.json)
+    out = harness.run_build(home, days, _say, verbose=args.verbose, stages=not args.json, force=args.force)
     if args.json:
         cli.emit_json({"ok": out.ok, "days": out.days, "seconds": round(out.seconds, 2), "run_id": out.run_id,
-                       "failures": out.failures})
+                       "failures": out.failures, "skipped_unchanged": out.skipped})
+    elif not out.run_id:
+        print(f"nothing to build: {len(out.skipped)} day(s) {days[0]} .. {days[-1]} unchanged since published "
+              f"to {home.published_dir} (--force rebuilds them)")
     else:
         verdict = "built" if out.ok else "FAILED"
-        print(f"{verdict} {len(days)} day(s) {days[0]} .. {days[-1]} in {out.seconds:.1f} s (run {out.run_id[:8]}); "
-              f"published to {home.published_dir}")
+        built = len(days) - len(out.skipped)
+        skipped = f", {len(out.skipped)} unchanged skipped" if out.skipped else ""
+        print(f"{verdict} {built} day(s) {days[0]} .. {days[-1]}{skipped} in {out.seconds:.1f} s "
+              f"(run {out.run_id[:8]}); published to {home.published_dir}")
         for f in out.failures:
             print(f"  {f}")
     if not out.ok:
