@@ -34,6 +34,7 @@ What is mapped (docs/importers.md says the same for users):
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import json.scanner
 import math
@@ -65,7 +66,15 @@ from capture.importers.common import (
     table_columns,
     ts_us,
 )
-from capture.model import INPUT_KINDS, ROW_KINDS, Element, InputEvent, Snapshot, StreamInfo
+from capture.model import (
+    CAPTURE_SCHEMA_VERSION,
+    INPUT_KINDS,
+    ROW_KINDS,
+    Element,
+    InputEvent,
+    Snapshot,
+    StreamInfo,
+)
 from capture.screenpipe_schema import BUTTONS, CLIPBOARD_OPS
 from capture.timeutil import BadTimestamp
 
@@ -129,9 +138,7 @@ def iter_screenpipe(
     ``since`` (continuous sync): read only rows whose id is above ``since[table]`` for frames,
     ui_events and accessibility (elements and trees follow their frames); see :func:`watermarks`.
     """
-    path = Path(path).expanduser()
-    if path.is_dir() and (path / "db.sqlite").is_file():
-        path = path / "db.sqlite"  # pointed at screenpipe's folder (~/.screenpipe)
+    path = _resolve(path)
     con = open_sqlite_readonly(path, WHAT)
     try:
         yield from _Reader(con, path, tz, screens or {}, source_id, progress, since or {}).chunks()
@@ -171,6 +178,90 @@ def source_identity(path: Path) -> str:
         raise read_failure(path, exc) from None
     finally:
         con.close()
+
+
+# -- the source watermark ------------------------------------------------------------------------
+# What `af import` records about a database after importing it completely, so that importing it
+# again is answered from the database's ends alone: per table its row count, highest row id and a
+# hash of the content of its last rows. Bump WATERMARK_VERSION when the mapping changes what a
+# database lands, so that older records no longer match.
+WATERMARK_VERSION = 1
+MARK_TABLES = ("frames", "ui_events", "elements", "accessibility", "ocr_text", "video_chunks")
+TAIL_ROWS = 64  # rows at the end of each table whose content the watermark hashes
+
+
+def _tail_hash(con: sqlite3.Connection, table: str, top: int) -> str:
+    """sha256 of every column of the last TAIL_ROWS rows at or below row id ``top``."""
+    h = hashlib.sha256()
+    for row in con.execute(f'SELECT rowid, * FROM "{table}" WHERE rowid <= ? ORDER BY rowid DESC LIMIT {TAIL_ROWS}',
+                           (top,)):
+        for v in row:
+            # the type tag keeps 1, 1.0, '1' and b'1' apart
+            h.update(f"{type(v).__name__}:{len(v) if isinstance(v, (str, bytes)) else ''}:".encode())
+            h.update(v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogatepass"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def source_mark(path: Path, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The watermark of a database as it is now: its identity, the import options, and per table
+    its rows, highest row id and tail hash (a few indexed reads, whatever the database's size)."""
+    path = _resolve(path)
+    con = open_sqlite_readonly(path, WHAT)
+    try:
+        tables = {str(r[0]) for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        con.text_factory = bytes  # hashed as stored: no decoding, no repair
+        per: dict[str, Any] = {}
+        for table in MARK_TABLES:
+            if table in tables:
+                (rows, top) = con.execute(f'SELECT count(*), max(rowid) FROM "{table}"').fetchone()
+                top = int(top or 0)
+                per[table] = {"rows": int(rows), "max_id": top, "tail": _tail_hash(con, table, top)}
+        con.text_factory = str
+        identity = screenpipe_source_id(con, path) if "frames" in tables else None
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        raise read_failure(path, exc) from None
+    finally:
+        con.close()
+    mark = {"kind": "screenpipe", "version": WATERMARK_VERSION, "capture_schema": CAPTURE_SCHEMA_VERSION,
+            "identity": identity, "options": dict(sorted((options or {}).items())), "tables": per}
+    return json.loads(json.dumps(mark))  # type: ignore[no-any-return]  # as read back: comparable with ==
+
+
+def grown_since(path: Path, old: dict[str, Any], now: dict[str, Any]) -> dict[str, int] | None:
+    """Row ids to read from (``since`` of :func:`iter_screenpipe`) when the database is the one
+    ``old`` was taken of, only grown at its end: same identity and options, and every table's
+    recorded tail rows still there with the same content. None when it is not (read it whole)."""
+    keys = ("kind", "version", "capture_schema", "identity", "options")
+    if any(old.get(k) != now.get(k) for k in keys) or not isinstance(old.get("tables"), dict):
+        return None
+    con = open_sqlite_readonly(_resolve(path), WHAT)
+    try:
+        con.text_factory = bytes
+        for table, was in old["tables"].items():
+            cur = now["tables"].get(table)
+            if not isinstance(was, dict) or cur is None or cur["max_id"] < was.get("max_id", -1) \
+                    or cur["rows"] < was.get("rows", -1):
+                return None
+            if _tail_hash(con, table, int(was["max_id"])) != was.get("tail"):
+                return None
+        if set(now["tables"]) - set(old["tables"]):
+            return None  # a table that appeared (an upgrade): its rows may concern old frames
+    except (sqlite3.DatabaseError, UnicodeDecodeError, KeyError, TypeError, ValueError):
+        return None
+    finally:
+        con.close()
+    return {t: max(0, int(old["tables"][t]["max_id"]) - GROWN_OVERLAP_ROWS) for t in SINCE_TABLES if t in old["tables"]}
+
+
+GROWN_OVERLAP_ROWS = 200  # as a sync pass: a capture cycle half-written at the last import is read whole
+
+
+def _resolve(path: Path) -> Path:
+    path = Path(path).expanduser()
+    if path.is_dir() and (path / "db.sqlite").is_file():
+        path = path / "db.sqlite"  # pointed at screenpipe's folder (~/.screenpipe)
+    return path
 
 
 # Columns of a frame row that screenpipe never rewrites once the row exists; a column a later era
@@ -770,7 +861,9 @@ class _Reader:
     def _orphan_counts(self) -> dict[tuple[Any, str], int]:
         """Elements rows whose frame did not become a snapshot, per frame and why."""
         orphans: dict[tuple[Any, str], int] = {}
-        for fid, count in self.con.execute("SELECT frame_id, count(*) FROM elements GROUP BY frame_id"):
+        # A pass from a watermark reads the frames above it only: older frames are not orphans.
+        where = f" WHERE frame_id > {int(self.since['frames'])}" if "frames" in self.since else ""
+        for fid, count in self.con.execute(f"SELECT frame_id, count(*) FROM elements{where} GROUP BY frame_id"):
             if fid not in self.kept:
                 why = self.dropped.get(fid, "missing")
                 orphans[(fid, why)] = count
