@@ -66,6 +66,7 @@ from capture.importers.common import (
     table_columns,
     ts_us,
 )
+from capture.log.rows import build_instances
 from capture.model import (
     CAPTURE_SCHEMA_VERSION,
     INPUT_KINDS,
@@ -87,6 +88,12 @@ MAX_TREE_NODES = 20_000  # per accessibility_tree_json; deeper/larger trees are 
 MAX_TREE_DEPTH = 256
 SIZE_CANDIDATES = 200  # click events examined per monitor to derive its screen size
 Box = tuple[float, float, float, float]  # left, top, width, height
+_NONE = type(None)
+_INT = frozenset({int})
+_INT_OR_NONE = frozenset({int, _NONE})
+_TEXT = frozenset({str, _NONE})
+_FLOAT_OR_NONE = frozenset({float, _NONE})
+_LO, _HI = -0.5, 1.5  # normalised bounds kept as they are (see _unit)
 DUPLICATE_FRAMES = "frames: duplicate rows skipped (identical apart from the id)"
 BACKGROUND = "frames: background windows of a capture cycle (not the foreground; not imported)"
 WHAT = "a screenpipe database (usually ~/.screenpipe/db.sqlite)"
@@ -810,7 +817,87 @@ class _Reader:
         return out
 
     def _element_rows(self, cur: sqlite3.Cursor, out: dict[str, list[Element]], total: int = 0) -> None:
-        """Convert elements rows of kept frames into Element rows, per local day of their frame."""
+        """Convert elements rows of kept frames into Element rows, per local day of their frame.
+
+        Chunk by chunk: a chunk whose every cell is already clean (the usual case) is converted a
+        column at a time (:meth:`_clean_elements`); any other goes row by row through the checks."""
+        n = 0
+        while True:
+            chunk = cur.fetchmany(5000)
+            if not chunk:
+                return
+            n += len(chunk)
+            if total:
+                self.progress.tick("elements", n, total)
+            if not self._clean_elements(chunk, out):
+                self._element_rows_checked(chunk, out)
+
+    def _label(self, field: str, raw: Any) -> str | None:
+        """An elements source ("s") or role ("r") as stored, cleaned once per raw value."""
+        got = self._labels.get((field, raw), "")
+        if got == "":
+            if field == "s":
+                cleaned = self.text(raw, 32, "elements.source")
+                got = sys.intern(cleaned.lower()) if cleaned else "unknown"
+            else:
+                cleaned = self.text(raw, 128, "elements.role")
+                got = sys.intern(cleaned) if cleaned else None
+            self._labels[(field, raw)] = got
+        return got
+
+    def _clean_elements(self, chunk: list[tuple[Any, ...]], out: dict[str, list[Element]]) -> bool:
+        """Convert a chunk of elements rows a column at a time, if every cell is one the row-by-row
+        checks would keep as it is (integer ids, plain text within the limit, depths in range,
+        bounds finite within -0.5..1.5); else change nothing and return False."""
+        eids, fids, sources, roles, texts, parents, depths, lefts, tops, widths, heights = zip(*chunk, strict=True)
+        found = list(map(self.kept.get, fids))
+        if None in found or not set(map(type, eids)) <= _INT:
+            return False
+        owners: list[tuple[int, str]] = found  # type: ignore[assignment]  # no None, checked above
+        types = set(map(type, texts))
+        if not types <= _TEXT:
+            return False
+        present = [t for t in texts if t is not None] if _NONE in types else texts
+        if present and (max(map(len, present)) > MAX_ELEMENT_TEXT or "\x00" in "".join(present)):
+            return False
+        types = set(map(type, depths))
+        if not types <= _INT_OR_NONE:
+            return False
+        present = [d for d in depths if d is not None] if _NONE in types else depths
+        if present and not (0 <= min(present) and max(present) <= DEPTH_LIMIT):
+            return False
+        for col in (lefts, tops, widths, heights):
+            types = set(map(type, col))
+            if not types <= _FLOAT_OR_NONE:
+                return False
+            present = [v for v in col if v is not None] if _NONE in types else col
+            # NaN fails both comparisons, as it fails the row check
+            if not (all(map(_LO.__le__, present)) and all(map(_HI.__ge__, present))):
+                return False
+        smap = {v: self._label("s", v) or "unknown" for v in dict.fromkeys(sources)}
+        rmap = {v: self._label("r", v) for v in dict.fromkeys(roles)}
+        prefix = f"{self.batch.source_id}:elements:"
+        rows = build_instances(Element, [
+            list(map(prefix.__add__, map(str, eids))),
+            [o[0] for o in owners],
+            [o[1] for o in owners],
+            list(map(smap.__getitem__, sources)),
+            list(map(rmap.__getitem__, roles)),
+            [None if t == "" else t for t in texts],
+            [None if p is None else prefix + str(p) for p in parents],
+            list(depths), list(lefts), list(tops), list(widths), list(heights),
+        ])
+        day = self.days.day
+        first = owners[0][0]
+        if all(o[0] == first for o in owners) or len({day(t) for t in {o[0] for o in owners}}) == 1:
+            out.setdefault(day(first), []).extend(rows)
+        else:
+            for row in rows:
+                out.setdefault(day(row.ts_us), []).append(row)
+        return True
+
+    def _element_rows_checked(self, chunk: list[tuple[Any, ...]], out: dict[str, list[Element]]) -> None:
+        """Row by row, every check (text repair, depth range, bounds) and quarantine."""
         prefix = f"{self.batch.source_id}:elements:"
         text = self.text
         kept = self.kept
@@ -819,11 +906,7 @@ class _Reader:
         recent: dict[Any, str] = {}  # element id -> ref within the current frame: parents share one string
         last_fid: Any = None
         append: Any = None
-        n = 0
-        for (eid, fid, source, role, etext, parent, depth, left, top, width, height) in iter_rows(cur):
-            n += 1
-            if total and not n & 0x3FFF:
-                self.progress.tick("elements", n, total)
+        for (eid, fid, source, role, etext, parent, depth, left, top, width, height) in chunk:
             owner = kept.get(fid)
             if owner is None:
                 continue  # counted by _orphan_counts
@@ -833,12 +916,10 @@ class _Reader:
                 append = out.setdefault(day(owner[0]), []).append
             src = labels.get(("s", source), "")
             if src == "":
-                cleaned = text(source, 32, "elements.source")
-                src = labels[("s", source)] = sys.intern(cleaned.lower()) if cleaned else "unknown"
+                src = self._label("s", source)
             r = labels.get(("r", role), "")
             if r == "":
-                cleaned = text(role, 128, "elements.role")
-                r = labels[("r", role)] = sys.intern(cleaned) if cleaned else None
+                r = self._label("r", role)
             if etext is not None and (type(etext) is not str or len(etext) > MAX_ELEMENT_TEXT or "\x00" in etext):
                 etext = text(etext, MAX_ELEMENT_TEXT, "elements.text")
             elif etext == "":
