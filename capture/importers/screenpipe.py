@@ -396,8 +396,14 @@ class _Reader:
         self._labels: dict[tuple[str, Any], str | None] = {}  # (field, raw) -> cleaned role/source
         # frame id -> why it did not become a snapshot ("background" / "quarantined")
         self.dropped: dict[int, str] = {}
+        self._shared: dict[str, str] = {}
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _share(self, value: str | None) -> str | None:
+        """One str object per distinct app / window / url / element name: every input and snapshot
+        of the whole source is held until its day lands, and these repeat on most of them."""
+        return None if value is None else self._shared.setdefault(value, value)
 
     def _select(self, table: str, wanted: list[str]) -> str:
         cols = set(table_columns(self.con, table))
@@ -646,9 +652,9 @@ class _Reader:
             ref=f"{self.batch.source_id}:frames:{fid}",
             ts_us=ts,
             stream=stream,
-            app=app,
-            window=window,
-            url=url,
+            app=self._shared.setdefault(app, app),
+            window=self._share(window),
+            url=self._share(url),
             focused=True if r[4] is None else _truthy(r[4]),
             trigger=trigger,
             heartbeat=trigger is not None and trigger.strip().lower() in HEARTBEAT_TRIGGERS,
@@ -1004,6 +1010,7 @@ class _Reader:
         kinds: dict[Any, str] = {}  # raw event_type -> normalised kind ("" when unknown)
         stream_of = self.stream_of
         append = self.batch.inputs.append
+        share = self._share
         prefix = f"{sid}:ui_events:"
         n = 0
         for row in iter_rows(cur):
@@ -1068,8 +1075,8 @@ class _Reader:
                 px_bounds = _bounds_json(bounds)
                 if px_bounds is None:
                     self.batch.note("ui_events: element_bounds that are not {left,top,width,height} JSON (dropped)")
-            elem_name = None if name is None else text(name, MAX_WINDOW, "ui_events.element_name")
-            elem_role = None if role is None else text(role, 128, "ui_events.element_role")
+            elem_name = None if name is None else share(text(name, MAX_WINDOW, "ui_events.element_name"))
+            elem_role = None if role is None else share(text(role, 128, "ui_events.element_role"))
             append(InputEvent(
                 prefix + str(eid),
                 ts,
@@ -1082,9 +1089,9 @@ class _Reader:
                 mods,
                 typed,
                 op,
-                app_name,
-                None if window is None else text(window, MAX_WINDOW, "ui_events.window_title"),
-                None if url is None else text(url, MAX_URL, "ui_events.browser_url"),
+                share(app_name),
+                None if window is None else share(text(window, MAX_WINDOW, "ui_events.window_title")),
+                None if url is None else share(text(url, MAX_URL, "ui_events.browser_url")),
                 elem_role,
                 elem_name,
                 None if auto_id is None else text(auto_id, 256, "ui_events.element_automation_id"),
