@@ -155,3 +155,21 @@ def test_importing_as_it_grows_lands_what_one_import_lands(tmp_path_factory, cap
         lo = cut
     run(capsys, db, tmp / "once")
     assert log_rows(home) == log_rows(tmp / "once")
+
+
+def test_ui_events_with_bad_utf8_are_read_once_and_repaired(tmp_path: Path) -> None:
+    """ui_events are read with the strict decoder first; text that is not UTF-8 makes the pass run
+    again with the repairing one, and nothing of the first attempt stays behind."""
+    from capture.importers.screenpipe import read_screenpipe
+
+    db = tmp_path / "db.sqlite"
+    add_rows(db, 1, 3001)  # 3000 captures over 15 days
+    con = sqlite3.connect(db)
+    con.execute("UPDATE ui_events SET window_title = CAST(X'436166e9206d656e75' AS TEXT) WHERE id = 2500")
+    con.commit()
+    con.close()
+    b = read_screenpipe(db, tz="UTC")
+    assert len(b.inputs) == 3000 and len({e.ref for e in b.inputs}) == 3000
+    assert [e.window for e in b.inputs if e.window] == ["Caf\ufffd menu"]
+    assert b.notes["ui_events.window_title: invalid UTF-8 replaced with U+FFFD"] == 1
+    assert b.quarantined == []

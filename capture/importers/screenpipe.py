@@ -445,7 +445,7 @@ class _Reader:
             legacy_text = self._accessibility()
         candidates: dict[int, list[tuple[str | None, str, Box]]] = {}
         if "ui_events" in self.tables:
-            candidates = self._ui_events()
+            candidates = self._strict_first(self._ui_events)
         sizes = self._derive_sizes(candidates)
         sizes.update(self.screens)
         for stream in sorted(set(self.screens) - {s for s, _d in self.days.first}):
@@ -486,6 +486,27 @@ class _Reader:
             yield self._chunk(snaps.get(d, []), inputs.get(d, []), elements, streams.get(d, []))
         if not all_days:
             yield self._chunk([], [], [], [])
+
+    def _strict_first(self, read: Any) -> Any:
+        """Run a pass with SQLite's strict UTF-8 decoder (C speed); if some text is not UTF-8, undo
+        what the pass added and run it again with the repairing decoder (bad bytes replaced and
+        counted), so the result is the repairing pass's either way."""
+        batch = self.batch
+        marks = (len(batch.snapshots), len(batch.inputs), len(batch.elements), len(batch.quarantined))
+        notes = dict(batch.notes)
+        factory = self.con.text_factory
+        self.con.text_factory = str
+        try:
+            return read()
+        except sqlite3.OperationalError as exc:
+            if "decode" not in str(exc).lower():
+                raise
+        finally:
+            self.con.text_factory = factory
+        del batch.snapshots[marks[0]:], batch.inputs[marks[1]:], batch.elements[marks[2]:]
+        del batch.quarantined[marks[3]:]
+        batch.notes = notes
+        return read()
 
     def _chunk(self, snapshots: list[Snapshot], inputs: list[InputEvent], elements: list[Element],
                streams: list[StreamInfo]) -> ImportBatch:
