@@ -189,7 +189,7 @@ def sync_once(home: Home, source: Source, *, now_us: int | None = None, progress
                 continued, covered = log.continue_grown_spans(batch)
                 result.continued += continued
                 result.skipped += sum(covered.values())
-                _drop_known_streams(log, batch)
+                drop_known_streams(log, batch)
                 report = log.append(batch, now_us=now, progress=progress)
                 result.landed += sum(report.landed.values())
                 result.skipped += report.skipped
@@ -225,7 +225,7 @@ def _newest(batch: CaptureBatch) -> int | None:
     return max(times) if times else None
 
 
-def _drop_known_streams(log: EventLog, batch: CaptureBatch) -> None:
+def drop_known_streams(log: EventLog, batch: CaptureBatch) -> None:
     """A stream's row for a day is written by the first pass that sees the stream that day; a
     later pass sees it later (and may estimate its size from fewer clicks), which is not news."""
     if not batch.streams:

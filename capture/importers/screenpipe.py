@@ -34,6 +34,7 @@ What is mapped (docs/importers.md says the same for users):
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import json.scanner
 import math
@@ -65,7 +66,16 @@ from capture.importers.common import (
     table_columns,
     ts_us,
 )
-from capture.model import INPUT_KINDS, ROW_KINDS, Element, InputEvent, Snapshot, StreamInfo
+from capture.log.rows import build_instances
+from capture.model import (
+    CAPTURE_SCHEMA_VERSION,
+    INPUT_KINDS,
+    ROW_KINDS,
+    Element,
+    InputEvent,
+    Snapshot,
+    StreamInfo,
+)
 from capture.screenpipe_schema import BUTTONS, CLIPBOARD_OPS
 from capture.timeutil import BadTimestamp
 
@@ -78,6 +88,12 @@ MAX_TREE_NODES = 20_000  # per accessibility_tree_json; deeper/larger trees are 
 MAX_TREE_DEPTH = 256
 SIZE_CANDIDATES = 200  # click events examined per monitor to derive its screen size
 Box = tuple[float, float, float, float]  # left, top, width, height
+_NONE = type(None)
+_INT = frozenset({int})
+_INT_OR_NONE = frozenset({int, _NONE})
+_TEXT = frozenset({str, _NONE})
+_FLOAT_OR_NONE = frozenset({float, _NONE})
+_LO, _HI = -0.5, 1.5  # normalised bounds kept as they are (see _unit)
 DUPLICATE_FRAMES = "frames: duplicate rows skipped (identical apart from the id)"
 BACKGROUND = "frames: background windows of a capture cycle (not the foreground; not imported)"
 WHAT = "a screenpipe database (usually ~/.screenpipe/db.sqlite)"
@@ -129,9 +145,7 @@ def iter_screenpipe(
     ``since`` (continuous sync): read only rows whose id is above ``since[table]`` for frames,
     ui_events and accessibility (elements and trees follow their frames); see :func:`watermarks`.
     """
-    path = Path(path).expanduser()
-    if path.is_dir() and (path / "db.sqlite").is_file():
-        path = path / "db.sqlite"  # pointed at screenpipe's folder (~/.screenpipe)
+    path = _resolve(path)
     con = open_sqlite_readonly(path, WHAT)
     try:
         yield from _Reader(con, path, tz, screens or {}, source_id, progress, since or {}).chunks()
@@ -171,6 +185,90 @@ def source_identity(path: Path) -> str:
         raise read_failure(path, exc) from None
     finally:
         con.close()
+
+
+# -- the source watermark ------------------------------------------------------------------------
+# What `af import` records about a database after importing it completely, so that importing it
+# again is answered from the database's ends alone: per table its row count, highest row id and a
+# hash of the content of its last rows. Bump WATERMARK_VERSION when the mapping changes what a
+# database lands, so that older records no longer match.
+WATERMARK_VERSION = 1
+MARK_TABLES = ("frames", "ui_events", "elements", "accessibility", "ocr_text", "video_chunks")
+TAIL_ROWS = 64  # rows at the end of each table whose content the watermark hashes
+
+
+def _tail_hash(con: sqlite3.Connection, table: str, top: int) -> str:
+    """sha256 of every column of the last TAIL_ROWS rows at or below row id ``top``."""
+    h = hashlib.sha256()
+    for row in con.execute(f'SELECT rowid, * FROM "{table}" WHERE rowid <= ? ORDER BY rowid DESC LIMIT {TAIL_ROWS}',
+                           (top,)):
+        for v in row:
+            # the type tag keeps 1, 1.0, '1' and b'1' apart
+            h.update(f"{type(v).__name__}:{len(v) if isinstance(v, (str, bytes)) else ''}:".encode())
+            h.update(v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogatepass"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def source_mark(path: Path, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The watermark of a database as it is now: its identity, the import options, and per table
+    its rows, highest row id and tail hash (a few indexed reads, whatever the database's size)."""
+    path = _resolve(path)
+    con = open_sqlite_readonly(path, WHAT)
+    try:
+        tables = {str(r[0]) for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        con.text_factory = bytes  # hashed as stored: no decoding, no repair
+        per: dict[str, Any] = {}
+        for table in MARK_TABLES:
+            if table in tables:
+                (rows, top) = con.execute(f'SELECT count(*), max(rowid) FROM "{table}"').fetchone()
+                top = int(top or 0)
+                per[table] = {"rows": int(rows), "max_id": top, "tail": _tail_hash(con, table, top)}
+        con.text_factory = str
+        identity = screenpipe_source_id(con, path) if "frames" in tables else None
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        raise read_failure(path, exc) from None
+    finally:
+        con.close()
+    mark = {"kind": "screenpipe", "version": WATERMARK_VERSION, "capture_schema": CAPTURE_SCHEMA_VERSION,
+            "identity": identity, "options": dict(sorted((options or {}).items())), "tables": per}
+    return json.loads(json.dumps(mark))  # type: ignore[no-any-return]  # as read back: comparable with ==
+
+
+def grown_since(path: Path, old: dict[str, Any], now: dict[str, Any]) -> dict[str, int] | None:
+    """Row ids to read from (``since`` of :func:`iter_screenpipe`) when the database is the one
+    ``old`` was taken of, only grown at its end: same identity and options, and every table's
+    recorded tail rows still there with the same content. None when it is not (read it whole)."""
+    keys = ("kind", "version", "capture_schema", "identity", "options")
+    if any(old.get(k) != now.get(k) for k in keys) or not isinstance(old.get("tables"), dict):
+        return None
+    con = open_sqlite_readonly(_resolve(path), WHAT)
+    try:
+        con.text_factory = bytes
+        for table, was in old["tables"].items():
+            cur = now["tables"].get(table)
+            if not isinstance(was, dict) or cur is None or cur["max_id"] < was.get("max_id", -1) \
+                    or cur["rows"] < was.get("rows", -1):
+                return None
+            if _tail_hash(con, table, int(was["max_id"])) != was.get("tail"):
+                return None
+        if set(now["tables"]) - set(old["tables"]):
+            return None  # a table that appeared (an upgrade): its rows may concern old frames
+    except (sqlite3.DatabaseError, UnicodeDecodeError, KeyError, TypeError, ValueError):
+        return None
+    finally:
+        con.close()
+    return {t: max(0, int(old["tables"][t]["max_id"]) - GROWN_OVERLAP_ROWS) for t in SINCE_TABLES if t in old["tables"]}
+
+
+GROWN_OVERLAP_ROWS = 200  # as a sync pass: a capture cycle half-written at the last import is read whole
+
+
+def _resolve(path: Path) -> Path:
+    path = Path(path).expanduser()
+    if path.is_dir() and (path / "db.sqlite").is_file():
+        path = path / "db.sqlite"  # pointed at screenpipe's folder (~/.screenpipe)
+    return path
 
 
 # Columns of a frame row that screenpipe never rewrites once the row exists; a column a later era
@@ -298,8 +396,14 @@ class _Reader:
         self._labels: dict[tuple[str, Any], str | None] = {}  # (field, raw) -> cleaned role/source
         # frame id -> why it did not become a snapshot ("background" / "quarantined")
         self.dropped: dict[int, str] = {}
+        self._shared: dict[str, str] = {}
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _share(self, value: str | None) -> str | None:
+        """One str object per distinct app / window / url / element name: every input and snapshot
+        of the whole source is held until its day lands, and these repeat on most of them."""
+        return None if value is None else self._shared.setdefault(value, value)
 
     def _select(self, table: str, wanted: list[str]) -> str:
         cols = set(table_columns(self.con, table))
@@ -341,7 +445,7 @@ class _Reader:
             legacy_text = self._accessibility()
         candidates: dict[int, list[tuple[str | None, str, Box]]] = {}
         if "ui_events" in self.tables:
-            candidates = self._ui_events()
+            candidates = self._strict_first(self._ui_events)
         sizes = self._derive_sizes(candidates)
         sizes.update(self.screens)
         for stream in sorted(set(self.screens) - {s for s, _d in self.days.first}):
@@ -382,6 +486,27 @@ class _Reader:
             yield self._chunk(snaps.get(d, []), inputs.get(d, []), elements, streams.get(d, []))
         if not all_days:
             yield self._chunk([], [], [], [])
+
+    def _strict_first(self, read: Any) -> Any:
+        """Run a pass with SQLite's strict UTF-8 decoder (C speed); if some text is not UTF-8, undo
+        what the pass added and run it again with the repairing decoder (bad bytes replaced and
+        counted), so the result is the repairing pass's either way."""
+        batch = self.batch
+        marks = (len(batch.snapshots), len(batch.inputs), len(batch.elements), len(batch.quarantined))
+        notes = dict(batch.notes)
+        factory = self.con.text_factory
+        self.con.text_factory = str
+        try:
+            return read()
+        except sqlite3.OperationalError as exc:
+            if "decode" not in str(exc).lower():
+                raise
+        finally:
+            self.con.text_factory = factory
+        del batch.snapshots[marks[0]:], batch.inputs[marks[1]:], batch.elements[marks[2]:]
+        del batch.quarantined[marks[3]:]
+        batch.notes = notes
+        return read()
 
     def _chunk(self, snapshots: list[Snapshot], inputs: list[InputEvent], elements: list[Element],
                streams: list[StreamInfo]) -> ImportBatch:
@@ -548,9 +673,9 @@ class _Reader:
             ref=f"{self.batch.source_id}:frames:{fid}",
             ts_us=ts,
             stream=stream,
-            app=app,
-            window=window,
-            url=url,
+            app=self._shared.setdefault(app, app),
+            window=self._share(window),
+            url=self._share(url),
             focused=True if r[4] is None else _truthy(r[4]),
             trigger=trigger,
             heartbeat=trigger is not None and trigger.strip().lower() in HEARTBEAT_TRIGGERS,
@@ -719,7 +844,87 @@ class _Reader:
         return out
 
     def _element_rows(self, cur: sqlite3.Cursor, out: dict[str, list[Element]], total: int = 0) -> None:
-        """Convert elements rows of kept frames into Element rows, per local day of their frame."""
+        """Convert elements rows of kept frames into Element rows, per local day of their frame.
+
+        Chunk by chunk: a chunk whose every cell is already clean (the usual case) is converted a
+        column at a time (:meth:`_clean_elements`); any other goes row by row through the checks."""
+        n = 0
+        while True:
+            chunk = cur.fetchmany(5000)
+            if not chunk:
+                return
+            n += len(chunk)
+            if total:
+                self.progress.tick("elements", n, total)
+            if not self._clean_elements(chunk, out):
+                self._element_rows_checked(chunk, out)
+
+    def _label(self, field: str, raw: Any) -> str | None:
+        """An elements source ("s") or role ("r") as stored, cleaned once per raw value."""
+        got = self._labels.get((field, raw), "")
+        if got == "":
+            if field == "s":
+                cleaned = self.text(raw, 32, "elements.source")
+                got = sys.intern(cleaned.lower()) if cleaned else "unknown"
+            else:
+                cleaned = self.text(raw, 128, "elements.role")
+                got = sys.intern(cleaned) if cleaned else None
+            self._labels[(field, raw)] = got
+        return got
+
+    def _clean_elements(self, chunk: list[tuple[Any, ...]], out: dict[str, list[Element]]) -> bool:
+        """Convert a chunk of elements rows a column at a time, if every cell is one the row-by-row
+        checks would keep as it is (integer ids, plain text within the limit, depths in range,
+        bounds finite within -0.5..1.5); else change nothing and return False."""
+        eids, fids, sources, roles, texts, parents, depths, lefts, tops, widths, heights = zip(*chunk, strict=True)
+        found = list(map(self.kept.get, fids))
+        if None in found or not set(map(type, eids)) <= _INT:
+            return False
+        owners: list[tuple[int, str]] = found  # type: ignore[assignment]  # no None, checked above
+        types = set(map(type, texts))
+        if not types <= _TEXT:
+            return False
+        present = [t for t in texts if t is not None] if _NONE in types else texts
+        if present and (max(map(len, present)) > MAX_ELEMENT_TEXT or "\x00" in "".join(present)):
+            return False
+        types = set(map(type, depths))
+        if not types <= _INT_OR_NONE:
+            return False
+        present = [d for d in depths if d is not None] if _NONE in types else depths
+        if present and not (0 <= min(present) and max(present) <= DEPTH_LIMIT):
+            return False
+        for col in (lefts, tops, widths, heights):
+            types = set(map(type, col))
+            if not types <= _FLOAT_OR_NONE:
+                return False
+            present = [v for v in col if v is not None] if _NONE in types else col
+            # NaN fails both comparisons, as it fails the row check
+            if not (all(map(_LO.__le__, present)) and all(map(_HI.__ge__, present))):
+                return False
+        smap = {v: self._label("s", v) or "unknown" for v in dict.fromkeys(sources)}
+        rmap = {v: self._label("r", v) for v in dict.fromkeys(roles)}
+        prefix = f"{self.batch.source_id}:elements:"
+        rows = build_instances(Element, [
+            list(map(prefix.__add__, map(str, eids))),
+            [o[0] for o in owners],
+            [o[1] for o in owners],
+            list(map(smap.__getitem__, sources)),
+            list(map(rmap.__getitem__, roles)),
+            [None if t == "" else t for t in texts],
+            [None if p is None else prefix + str(p) for p in parents],
+            list(depths), list(lefts), list(tops), list(widths), list(heights),
+        ])
+        day = self.days.day
+        first = owners[0][0]
+        if all(o[0] == first for o in owners) or len({day(t) for t in {o[0] for o in owners}}) == 1:
+            out.setdefault(day(first), []).extend(rows)
+        else:
+            for row in rows:
+                out.setdefault(day(row.ts_us), []).append(row)
+        return True
+
+    def _element_rows_checked(self, chunk: list[tuple[Any, ...]], out: dict[str, list[Element]]) -> None:
+        """Row by row, every check (text repair, depth range, bounds) and quarantine."""
         prefix = f"{self.batch.source_id}:elements:"
         text = self.text
         kept = self.kept
@@ -728,11 +933,7 @@ class _Reader:
         recent: dict[Any, str] = {}  # element id -> ref within the current frame: parents share one string
         last_fid: Any = None
         append: Any = None
-        n = 0
-        for (eid, fid, source, role, etext, parent, depth, left, top, width, height) in iter_rows(cur):
-            n += 1
-            if total and not n & 0x3FFF:
-                self.progress.tick("elements", n, total)
+        for (eid, fid, source, role, etext, parent, depth, left, top, width, height) in chunk:
             owner = kept.get(fid)
             if owner is None:
                 continue  # counted by _orphan_counts
@@ -742,12 +943,10 @@ class _Reader:
                 append = out.setdefault(day(owner[0]), []).append
             src = labels.get(("s", source), "")
             if src == "":
-                cleaned = text(source, 32, "elements.source")
-                src = labels[("s", source)] = sys.intern(cleaned.lower()) if cleaned else "unknown"
+                src = self._label("s", source)
             r = labels.get(("r", role), "")
             if r == "":
-                cleaned = text(role, 128, "elements.role")
-                r = labels[("r", role)] = sys.intern(cleaned) if cleaned else None
+                r = self._label("r", role)
             if etext is not None and (type(etext) is not str or len(etext) > MAX_ELEMENT_TEXT or "\x00" in etext):
                 etext = text(etext, MAX_ELEMENT_TEXT, "elements.text")
             elif etext == "":
@@ -770,7 +969,9 @@ class _Reader:
     def _orphan_counts(self) -> dict[tuple[Any, str], int]:
         """Elements rows whose frame did not become a snapshot, per frame and why."""
         orphans: dict[tuple[Any, str], int] = {}
-        for fid, count in self.con.execute("SELECT frame_id, count(*) FROM elements GROUP BY frame_id"):
+        # A pass from a watermark reads the frames above it only: older frames are not orphans.
+        where = f" WHERE frame_id > {int(self.since['frames'])}" if "frames" in self.since else ""
+        for fid, count in self.con.execute(f"SELECT frame_id, count(*) FROM elements{where} GROUP BY frame_id"):
             if fid not in self.kept:
                 why = self.dropped.get(fid, "missing")
                 orphans[(fid, why)] = count
@@ -830,6 +1031,7 @@ class _Reader:
         kinds: dict[Any, str] = {}  # raw event_type -> normalised kind ("" when unknown)
         stream_of = self.stream_of
         append = self.batch.inputs.append
+        share = self._share
         prefix = f"{sid}:ui_events:"
         n = 0
         for row in iter_rows(cur):
@@ -894,8 +1096,8 @@ class _Reader:
                 px_bounds = _bounds_json(bounds)
                 if px_bounds is None:
                     self.batch.note("ui_events: element_bounds that are not {left,top,width,height} JSON (dropped)")
-            elem_name = None if name is None else text(name, MAX_WINDOW, "ui_events.element_name")
-            elem_role = None if role is None else text(role, 128, "ui_events.element_role")
+            elem_name = None if name is None else share(text(name, MAX_WINDOW, "ui_events.element_name"))
+            elem_role = None if role is None else share(text(role, 128, "ui_events.element_role"))
             append(InputEvent(
                 prefix + str(eid),
                 ts,
@@ -908,9 +1110,9 @@ class _Reader:
                 mods,
                 typed,
                 op,
-                app_name,
-                None if window is None else text(window, MAX_WINDOW, "ui_events.window_title"),
-                None if url is None else text(url, MAX_URL, "ui_events.browser_url"),
+                share(app_name),
+                None if window is None else share(text(window, MAX_WINDOW, "ui_events.window_title")),
+                None if url is None else share(text(url, MAX_URL, "ui_events.browser_url")),
                 elem_role,
                 elem_name,
                 None if auto_id is None else text(auto_id, 256, "ui_events.element_automation_id"),

@@ -7,6 +7,7 @@
     sealed/<day>/sources.json      the sealed day's sources and recorders
     manifest.jsonl                 one entry per sealed segment, each chained to the previous by sha256
     quarantine.jsonl               rows that could not land, with their reason
+    watermarks.json                per imported source: where its last complete import ended
     .lock                          held (flock) by the one process writing
 """
 
@@ -18,6 +19,7 @@ from capture.timeutil import parse_day
 
 MANIFEST = "manifest.jsonl"
 QUARANTINE = "quarantine.jsonl"
+WATERMARKS = "watermarks.json"
 LOCK = ".lock"
 SOURCES_OPEN = "sources.jsonl"
 SOURCES_SEALED = "sources.json"

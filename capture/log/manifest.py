@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from capture.files import atomic_write
 from capture.home import Home
 from capture.log.core import LogCore
 from capture.log.files import append_bytes, canonical_json, complete_lines
-from capture.log.layout import amendment_of, is_day, segment_name
+from capture.log.layout import WATERMARKS, amendment_of, is_day, segment_name
 from capture.model import CAPTURE_SCHEMA_VERSION
 from capture.timeutil import iso_utc
 
@@ -111,3 +112,30 @@ class ManifestChain(LogCore):
         }
         entry["hash"] = entry_hash(entry)
         append_bytes(self.manifest_path, canonical_json(entry) + b"\n")
+
+    # -- source watermarks ----------------------------------------------------------------------
+    # Not part of the chain: a record of where each source's last complete import ended, so that
+    # importing an unchanged source again can be answered without reading it. Losing the file
+    # only costs a full read (refs still make the import land nothing twice).
+
+    def source_watermark(self, source_id: str) -> dict[str, Any] | None:
+        """What the last complete import of this source recorded about it (None: nothing)."""
+        try:
+            doc = json.loads((self.dir / WATERMARKS).read_bytes())
+        except (OSError, ValueError):
+            return None
+        sources = doc.get("sources") if isinstance(doc, dict) else None
+        mark = sources.get(source_id) if isinstance(sources, dict) else None
+        return mark if isinstance(mark, dict) else None
+
+    def record_watermark(self, source_id: str, mark: dict[str, Any]) -> None:
+        """Record a source's watermark after an import of it completed (atomic; the writer holds the lock)."""
+        path = self.dir / WATERMARKS
+        try:
+            doc = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            doc = {}
+        found = doc.get("sources") if isinstance(doc, dict) else None
+        sources: dict[str, Any] = found if isinstance(found, dict) else {}
+        sources[source_id] = mark
+        atomic_write(path, canonical_json({"version": 1, "sources": dict(sorted(sources.items()))}) + b"\n")

@@ -100,9 +100,28 @@ def pandas_frame(kind: str, cols: dict[str, list[Any]]) -> Any:
     """A typed pandas DataFrame of checked columns, for DuckDB to scan."""
     import pandas as pd  # imported lazily: only bulk appends need it
 
-    return pd.DataFrame(
-        {n: pd.array(cols[n], dtype=_PANDAS_DTYPE[COLUMNS[kind][n]]) for n in NAMES[kind]}, copy=False
-    )
+    return pd.DataFrame({n: _pandas_array(cols[n], COLUMNS[kind][n]) for n in NAMES[kind]}, copy=False)
+
+
+def _pandas_array(values: list[Any], sqltype: str) -> Any:
+    """One checked column as a typed pandas array. Numbers go through numpy with a mask (several
+    times faster than pd.array's per-value coercion); the values and NULLs are the same."""
+    import numpy as np
+    import pandas as pd
+
+    if sqltype == "DOUBLE" and values:
+        # None -> NaN; checked columns hold no NaN of their own (finite only), so NaN marks NULL
+        data = np.array(values, dtype=np.float64)
+        mask = np.isnan(data)
+        data[mask] = 0.0
+        return pd.arrays.FloatingArray(data, mask)
+    if sqltype == "BIGINT" and values:
+        obj = np.array(values, dtype=object)
+        mask = np.fromiter(map(_NONE.__instancecheck__, values), dtype=bool, count=len(values))
+        if mask.any():
+            obj[mask] = 0
+        return pd.arrays.IntegerArray(obj.astype(np.int64), mask)
+    return pd.array(values, dtype=_PANDAS_DTYPE[sqltype])
 
 
 def empty_sql(kind: str) -> str:

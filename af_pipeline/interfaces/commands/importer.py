@@ -15,6 +15,7 @@ from capture.home import resolve_home
 from capture.importers.common import parse_screen_sizes
 from capture.log import EventLog
 from capture.model import ROW_KINDS
+from capture.sync import drop_known_streams
 
 _DESCRIPTION = """\
 Read a capture source you already have (it is opened read-only and never changed), map it onto
@@ -92,12 +93,25 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     opts: dict[str, Any] = {"tz": settings.tz, "source_id": args.source_id, "progress": progress}
     batches: Iterable[Any]
+    mark: dict[str, Any] | None = None  # the source's watermark, recorded once it has landed whole
+    grown = False
     if args.source_kind == "screenpipe":
         # deferred: only the importer of the source given
-        from capture.importers.screenpipe import iter_screenpipe
+        from capture.importers import screenpipe
 
+        screens = parse_screen_sizes(args.screen)
+        mark = screenpipe.source_mark(path, {"tz": settings.tz, "screens": sorted(screens.items()),
+                                             "source_id": args.source_id})
+        sid = args.source_id or mark["identity"]
+        old = EventLog(home).source_watermark(sid) if sid and home.log_dir.is_dir() else None
+        if old is not None and {k: v for k, v in old.items() if k != "held"} == mark:
+            return _unchanged(args, home, path, sid, old.get("held"))
+        since = screenpipe.grown_since(path, old, mark) if old is not None else None
+        grown = since is not None
+        if grown and progress:
+            progress(f"{path} grew since its last import: reading from row ids {since}")
         # One local day at a time: memory holds one day of element rows, not the whole database.
-        batches = iter_screenpipe(path, screens=parse_screen_sizes(args.screen), **opts)
+        batches = screenpipe.iter_screenpipe(path, screens=screens, since=since, **opts)
     elif args.source_kind == "activitywatch":
         # deferred: only the importer of the source given
         from capture.importers.activitywatch import read_activitywatch
@@ -126,10 +140,19 @@ def run(args: argparse.Namespace) -> int:
             # An export taken later than an earlier import holds the events that grew since in
             # place: their new part lands as a continuation of the logged event, never twice.
             _continued, covered = log.continue_grown_spans(batch)
+            if grown:
+                drop_known_streams(log, batch)  # as a sync pass: a day's stream row is written once
             total.add(batch, log.append(batch, progress=progress))
             total.skipped += sum(covered.values())
             for kind, n in covered.items():
                 total.read[kind] += n  # they were in the source: read, and already in the log
+        if log is not None and mark is not None and (sum(total.landed.values()) > 0 or total.skipped > 0):
+            # Every batch landed: the next import of an unchanged source is answered from this.
+            # "held": the source's rows the log holds (what a re-import would find already there).
+            before = (old or {}).get("held") if grown else None
+            holds = {k: (int(before.get(k, 0)) if isinstance(before, dict) else 0)
+                    + (total.landed[k] if grown else total.read[k]) for k in ROW_KINDS}
+            log.record_watermark(total.source_id, {**mark, "held": holds})
     if progress:
         progress(f"read {sum(total.read.values()):,} rows ({total.unusable:,} unusable) into {home.log_dir}")
     if total.days_touched:
@@ -156,6 +179,32 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(args.source_kind, path, total.source_id, home.root, total.read, total, notes)
     _nothing_landed(path, total, notes)
+    return 0
+
+
+def _unchanged(args: argparse.Namespace, home: Any, path: Path, source_id: str, held: Any) -> int:
+    """The source is as its last complete import left it: nothing is read, nothing lands.
+
+    Its rows are reported as what a re-import that read them would find: all already in the log
+    (``read`` and ``skipped`` from the watermark), with ``rows_read`` 0."""
+    log = EventLog(home)
+    with log.writing():
+        sealed = log.seal_due()  # what a re-import that landed nothing would still have done
+    rows = {k: int(held.get(k, 0)) if isinstance(held, dict) else 0 for k in ROW_KINDS}
+    sentence = (f"{path} has not changed since it was last imported into {home.root} "
+                f"(source {source_id}): its {sum(rows.values()):,} rows are already in the log; nothing was read")
+    if args.json:
+        cli.emit_json({
+            "source": args.source_kind, "path": str(path), "source_id": source_id, "home": str(home.root),
+            "unchanged": True, "message": sentence, "rows_read": 0, "read": rows,
+            "landed": dict.fromkeys(ROW_KINDS, 0), "skipped": sum(rows.values()),
+            "quarantined": 0, "quarantine_reasons": {}, "importer_notes": {}, "days_touched": [],
+            "days_sealed": sealed, "days_amended": [],
+        })
+    else:
+        print(sentence)
+        if sealed:
+            print(f"  sealed now (their grace period had passed): {', '.join(sealed)}")
     return 0
 
 
