@@ -142,7 +142,8 @@ class Reading(ManifestChain):
         """SQL for the rows of one kind of a sealed day, every segment, with the current columns
         (a column that an older capture schema lacked reads as NULL). Not sorted."""
         files = [self.sealed_dir / name / f"{kind}.parquet" for name, _ in self._segments(day)]
-        rel = f"read_parquet({sql_list(files)}, union_by_name = true)"
+        # one file has nothing to unite by name, and its scan is planned faster without it
+        rel = f"read_parquet({sql_list(files)}, union_by_name = true)" if len(files) > 1 else f"read_parquet({sql_list(files)})"
         if self.has_current_columns(day, kind):
             return f"(SELECT {SELECT_SQL[kind]} FROM {rel})"
         present = self._present_columns(files)
