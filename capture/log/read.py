@@ -198,13 +198,12 @@ class Reading(ManifestChain):
 
     def _sealed_element_columns(self, day: str, frame_ids: list[str]) -> dict[str, Any]:
         """The element rows of these snapshots from a sealed day's (hash-checked) segments, in log order."""
-        # A filtered scan does not keep file order, so the (few) matching rows are sorted in the
-        # same query: one pass over the file instead of a read, an order check and a second read.
+        # The semi-join does not keep file order on every day, so the (few) matching rows are
+        # sorted in the same query: one pass over the file, where an order check that failed
+        # used to cost a second full read.
         query = (
             f"SELECT {SELECT_SQL['elements']} FROM {self.sealed_relation(day, 'elements')} "
-            # a list parameter tested per row is pushed into the Parquet scan as a filter (a few
-            # times cheaper than IN (SELECT unnest(?)), which joins after reading every column)
-            f"WHERE list_contains(?::VARCHAR[], snapshot_frame_id) ORDER BY {SORT_SQL['elements']}"
+            f"WHERE snapshot_frame_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY {SORT_SQL['elements']}"
         )
         with self._db() as con:
             data: dict[str, Any] = con.execute(query, [frame_ids]).fetchnumpy()
