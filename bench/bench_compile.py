@@ -15,7 +15,11 @@ the same machine load), wall and CPU time:
 - ours: compile_day(DayCapture, min_minutes=0.5) plus to_json, to_yaml, to_markdown and
   context_block, from the day's rows in memory (what EventLog.read_day returns); and, for the
   same footing as the reference's SQLite read, "ours+read" adds reading the day from a sealed
-  event log (EventLog.read_day).
+  event log (EventLog.read_day(day, lazy_elements=True), as `af day` reads it), in wall and CPU
+  time, with each phase timed on its own (read, compile, each rendering: best of R, CPU ms).
+
+The busiest measured day (most snapshot and input rows) gets its own line: the issue's target
+row is that day's read + compile + 4 renderings against the reference.
 
 Tokens (cl100k_base): the day's raw rows as JSON (screenpipe frames rows without the
 accessibility tree column, and ui_events rows: what a search API returns), our canonical
@@ -174,9 +178,31 @@ def main() -> int:
         emit.context_block(doc)
         return doc
 
+    phases = ("read", "compile", "json", "yaml", "md", "block")
+
+    def ours_read(d: str) -> dict[str, float]:
+        """ours+read, each phase's CPU time on its own."""
+        t: dict[str, float] = {}
+        c = time.process_time()
+        cap = log.read_day(d, lazy_elements=True)  # as `af day` reads it
+        t["read"], c = time.process_time() - c, time.process_time()
+        doc = compile_day(cap, options)
+        t["compile"], c = time.process_time() - c, time.process_time()
+        emit.to_json(doc)
+        t["json"], c = time.process_time() - c, time.process_time()
+        emit.to_yaml(doc)
+        t["yaml"], c = time.process_time() - c, time.process_time()
+        emit.to_markdown(doc)
+        t["md"], c = time.process_time() - c, time.process_time()
+        emit.context_block(doc)
+        t["block"] = time.process_time() - c
+        return t
+
     for d in days:
         ours(caps[d])  # warm (imports, tokenizer)
-    best: dict[str, dict[str, float]] = {d: {"wall": 1e9, "cpu": 1e9, "read_wall": 1e9} for d in days}
+        ours_read(d)
+    best: dict[str, dict[str, float]] = {
+        d: {"wall": 1e9, "cpu": 1e9, "read_wall": 1e9, "read_cpu": 1e9, **{p: 1e9 for p in phases}} for d in days}
     ref_best: dict[str, dict[str, float]] = {d: {"wall": 1e9, "cpu": 1e9} for d in days}
     ref_frames: dict[str, int] = {}
     env = dict(os.environ, TZ=args.tz)
@@ -196,14 +222,17 @@ def main() -> int:
             ours(caps[d])
             best[d]["wall"] = min(best[d]["wall"], time.perf_counter() - w)
             best[d]["cpu"] = min(best[d]["cpu"], time.process_time() - c)
-            w = time.perf_counter()
-            ours(log.read_day(d, lazy_elements=True))  # as `af day` reads it
+            w, c = time.perf_counter(), time.process_time()
+            parts = ours_read(d)
             best[d]["read_wall"] = min(best[d]["read_wall"], time.perf_counter() - w)
+            best[d]["read_cpu"] = min(best[d]["read_cpu"], time.process_time() - c)
+            for p in phases:
+                best[d][p] = min(best[d][p], parts[p])
 
     print(f"\nCompile one day + JSON, YAML, Markdown, context block; best of {args.runs} rounds; "
           f"min_minutes={MIN_MINUTES}; db {db}")
     hdr = (f"{'day':<11} {'snaps':>6} {'inputs':>7} {'frames':>6} {'ref ms':>8} {'ours ms':>8} {'ratio':>6} "
-           f"{'ref cpu':>8} {'our cpu':>8} {'ratio':>6} {'ours+read':>9} {'ratio':>6}")
+           f"{'ref cpu':>8} {'our cpu':>8} {'ratio':>6} {'ours+read':>9} {'ratio':>6} {'+read cpu':>9} {'ratio':>6}")
     print(hdr)
     print("-" * len(hdr))
     ratios, cpu_ratios = [], []
@@ -218,9 +247,24 @@ def main() -> int:
         print(f"{d:<11} {len(cap.snapshots):>6} {len(cap.inputs):>7} {len(doc['frames']):>6} "
               f"{rb['wall'] * 1000:>8.1f} {ob['wall'] * 1000:>8.1f} {ratio:>5.1f}x "
               f"{rb['cpu'] * 1000:>8.1f} {ob['cpu'] * 1000:>8.1f} {cratio:>5.1f}x "
-              f"{ob['read_wall'] * 1000:>9.1f} {rratio:>5.1f}x")
+              f"{ob['read_wall'] * 1000:>9.1f} {rratio:>5.1f}x "
+              f"{ob['read_cpu'] * 1000:>9.1f} {rb['cpu'] / ob['read_cpu']:>5.1f}x")
     print(f"median ratio: wall {statistics.median(ratios):.1f}x, cpu {statistics.median(cpu_ratios):.1f}x "
           f"(reference frames per day: {', '.join(str(ref_frames[d]) for d in days)})")
+    busiest = max(days, key=lambda d: (len(caps[d].snapshots) + len(caps[d].inputs), d))
+    rb, ob = ref_best[busiest], best[busiest]
+    print(f"busiest day {busiest} ({len(caps[busiest].snapshots)} snapshots, {len(caps[busiest].inputs)} inputs), "
+          f"read + compile + 4 renderings: wall {rb['wall'] / ob['read_wall']:.1f}x "
+          f"(ref {rb['wall'] * 1000:.1f} ms, ours {ob['read_wall'] * 1000:.1f} ms), "
+          f"cpu {rb['cpu'] / ob['read_cpu']:.1f}x (ref {rb['cpu'] * 1000:.1f} ms, ours {ob['read_cpu'] * 1000:.1f} ms)")
+
+    print(f"\nOurs+read by phase, CPU ms, best of {args.runs} (each phase's own best)")
+    hdr3 = f"{'day':<11} " + " ".join(f"{p:>8}" for p in phases) + f" {'sum':>8}"
+    print(hdr3)
+    print("-" * len(hdr3))
+    for d in days:
+        print(f"{d:<11} " + " ".join(f"{best[d][p] * 1000:>8.1f}" for p in phases)
+              + f" {sum(best[d][p] for p in phases) * 1000:>8.1f}")
 
     print("\nTokens (cl100k_base)")
     hdr2 = f"{'day':<11} {'raw rows JSON':>14} {'document':>10} {'block':>7} {'raw/doc':>8} {'raw/block':>10}"
