@@ -11,6 +11,7 @@ exactly what ``dagster job execute -m assets.definitions -a defs -j certify --ta
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import warnings
 from collections.abc import Callable
@@ -172,10 +173,35 @@ def run_build(
             from assets.unchanged import FORCE_TAG
 
             tags[FORCE_TAG] = "true"
-        result = job.execute_in_process(
-            instance=inst, tags=tags, raise_on_error=False, run_config=_run_config(verbose, stages)
-        )
+        try:
+            result = job.execute_in_process(
+                instance=inst, tags=tags, raise_on_error=False, run_config=_run_config(verbose, stages)
+            )
+        except Exception as exc:  # the run's own storage failed: a full disk is said as such
+            full = _disk_full(home, exc)
+            if full is None:
+                raise
+            return BuildOutcome(False, days, time.monotonic() - started, "not stored", [full], skipped)
     return BuildOutcome(result.success, days, time.monotonic() - started, result.run_id, _failures(result), skipped)
+
+
+# Below this much free space a SQLite "disk I/O error" is the disk being full: SQLite reports a
+# failed extension of its WAL or shared-memory file that way, not as ENOSPC.
+_FULL_BELOW_BYTES = 1 << 20
+
+
+def _disk_full(home: Home, exc: BaseException) -> str | None:
+    found = no_space(exc)
+    if found:
+        return found
+    if "disk I/O error" in str(exc) or "database or disk is full" in str(exc):
+        try:
+            free = shutil.disk_usage(home.root).free
+        except OSError:
+            return None
+        if free < _FULL_BELOW_BYTES:
+            return f"no space left on device at {home.root} ({free:,} bytes free; the Dagster run's storage could not grow)"
+    return None
 
 
 def _artifacts(home: Home, day: str) -> dict[str, Any]:

@@ -112,10 +112,15 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     path = next((str(r[2]) for r in rows if r[1] == "main"), "")
     if not path or not any(path.startswith(root) for root in _quick["root"]):
         return
-    dbapi_connection.execute("PRAGMA synchronous=NORMAL")
-    with _quick_lock:
-        if path not in _quick["keep"] and _quick["depth"]:
-            _quick["keep"][path] = sqlite3.connect(path, timeout=30, check_same_thread=False)
+    # Only a speed-up: where it cannot be had (a full disk answers "disk I/O error" here), the
+    # connection stays as Dagster made it, and Dagster's own write reports the real cause.
+    try:
+        dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+        with _quick_lock:
+            if path not in _quick["keep"] and _quick["depth"]:
+                _quick["keep"][path] = sqlite3.connect(path, timeout=30, check_same_thread=False)
+    except sqlite3.Error:
+        return
 
 
 @contextmanager
