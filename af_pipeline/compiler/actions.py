@@ -183,7 +183,7 @@ class _Where:
 
     def action(self, op: str, target: str | None, role: str | None, named: bool) -> Action:
         return Action(
-            symbol=_symbol(op, target, role, self.app),
+            symbol=symbol_of(op, target, role, self.app),
             op=op,
             target=target,
             role=role,
@@ -200,7 +200,8 @@ class _Where:
         )
 
 
-def _symbol(op: str, target: str | None, role: str | None, app: str | None) -> str:
+def symbol_of(op: str, target: str | None, role: str | None, app: str | None) -> str:
+    """An action's symbol (op:target [role]); the team table rebuilds it around a generalised target."""
     if op in ("copy", "cut") and target is None:
         return op
     if target is None:

@@ -25,23 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from af_pipeline.compiler.actions import Action
+from af_pipeline.compiler.actions import Action, symbol_of
 from af_pipeline.routines import miner
 
 PARAM = "{param}"
 MIN_USERS = 2  # a target must be seen by this many users to be named in the team table
 TEAM_TABLE_VERSION = 1
-
-
-def _symbol(op: str, target: str | None, role: str | None, app: str | None) -> str:
-    # The symbol format of actions.py (op:target [role]), rebuilt around a generalised target.
-    if op in ("copy", "cut") and target is None:
-        return op
-    if target is None:
-        return f"{op}:? @{app or '?'}"
-    if op in ("click", "copy", "cut") and role:
-        return f"{op}:{target} [{role}]"
-    return f"{op}:{target}"
 
 
 def _targets(a: Action) -> list[str]:
@@ -61,7 +50,7 @@ def generalise(a: Action, shared: set[str], label: str) -> Action:
     target = a.target if a.target is None or a.target in shared else PARAM
     app = a.app if a.app is None or a.app in shared else PARAM
     return replace(
-        a, symbol=_symbol(a.op, target, a.role, app), target=target, app=app,
+        a, symbol=symbol_of(a.op, target, a.role, app), target=target, app=app,
         url=None, url_template=None, day=label, refs=(),
     )
 
