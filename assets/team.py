@@ -164,7 +164,7 @@ def user_memory(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     private_files()
     team = Team(os.environ["AF_TEAM"])
     member = team.member(context.partition_key)
-    with warehouse_lock(member.home, f"team run {context.run_id[:8]}", context.log.warning):
+    with warehouse_lock(member.home, f"team run {context.run.run_id[:8]}", context.log.warning):
         built = team_work.build_user(member.home)
     verdict = certify_user(member)
     return dg.MaterializeResult(metadata={"days": len(built["days"]), "verdict": verdict["verdict"]})

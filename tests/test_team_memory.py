@@ -1,0 +1,71 @@
+"""The team's per-user partitioned asset and its code location (issue 15): materializing one
+user's partition builds and certifies that user's folder alone; the team location loads with a
+job step per registered user."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+import pytest
+import team_support
+
+from capture.team import Team
+
+SEEDS = [101, 102]  # the isolation tests' users: their folders are cached once for both files
+
+
+@pytest.fixture()
+def team(tmp_path, monkeypatch) -> Team:
+    folders = team_support.user_folders(SEEDS, 10)
+    team = Team(tmp_path / "team")
+    team.init()
+    for name, seed in (("alice", SEEDS[0]), ("bob", SEEDS[1])):
+        home = team_support.copy_folder(folders[seed], tmp_path / name)
+        team.add(name, home.root)
+    monkeypatch.setenv("AF_TEAM", str(team.root))
+    return team
+
+
+def _tree(root) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_materializing_one_users_partition_builds_and_certifies_that_user_only(team):
+    from assets.team import USERS, register_users, user_memory
+
+    alice, bob = (team.member("alice"), team.member("bob"))
+    bob_before = _tree(bob.home.root)
+    instance = dg.DagsterInstance.ephemeral()
+    register_users(instance, team)
+    assert sorted(instance.get_dynamic_partitions(USERS.name)) == ["alice", "bob"]
+
+    result = dg.materialize([user_memory], partition_key="alice", instance=instance)
+
+    assert result.success
+    meta = result.asset_materializations_for_node("user_memory")[0].metadata
+    assert meta["verdict"].value == "pass"
+    days = [d.name for d in sorted(alice.home.published_dir.iterdir()) if d.is_dir()]
+    assert meta["days"].value == len(days) >= 5
+    cert = json.loads((alice.home.root / "certificate.json").read_text())
+    assert cert["verdict"] == "pass" and len(cert["days"]) == len(days)
+    assert _tree(bob.home.root) == bob_before, "bob's folder is not touched by alice's partition"
+
+
+def test_an_unregistered_user_is_no_partition(team):
+    from assets.team import register_users, user_memory
+
+    instance = dg.DagsterInstance.ephemeral()
+    register_users(instance, team)
+    with pytest.raises(dg.DagsterError):
+        dg.materialize([user_memory], partition_key="mallory", instance=instance)
+
+
+def test_the_team_code_location_has_a_build_and_certify_step_per_user(team):
+    from assets.team import build_team_definitions
+
+    defs = build_team_definitions(team)
+    job = defs.resolve_job_def("team_build_multiprocess")
+    ops = {node.name for node in job.graph.nodes}
+    assert {"build_alice", "build_bob"} <= ops
+    assert any(n.startswith("certify_alice") for n in ops) and any(n.startswith("certify_bob") for n in ops)
