@@ -26,11 +26,12 @@ so their cost does not follow the history either.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import functools
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,11 +152,22 @@ def replace_day(
     return n
 
 
+@contextlib.contextmanager
+def _transaction(con: Any) -> Iterator[None]:
+    """One DuckDB transaction: committed when the block ends, rolled back on any failure."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
 def insert_frame(con: Any, table: str, select: str, frame: Any, prepare: Callable[[], None]) -> None:
     """In one transaction: ``prepare()`` (clear what is replaced), then insert ``select`` over the
     frame's rows (``frame`` None: nothing to insert). Any failure rolls the whole write back."""
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with _transaction(con):
         prepare()
         if frame is not None:
             con.register("_af_rows", frame)
@@ -163,10 +175,6 @@ def insert_frame(con: Any, table: str, select: str, frame: Any, prepare: Callabl
                 con.execute(f"INSERT INTO {_quote(table)} SELECT {select} FROM _af_rows")
             finally:
                 con.unregister("_af_rows")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def replace_table(con: Any, table: str, columns: Mapping[str, str], rows: Sequence[Sequence[Any]]) -> int:
@@ -220,8 +228,7 @@ def ensure_layout(con: duckdb.DuckDBPyConnection) -> None:
     if all(have.get(RAW_TABLES[k]) == "VIEW" for k in ROW_KINDS) and RAW_FILES in have:
         _follow_move(con)
         return
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with _transaction(con):
         for kind in ROW_KINDS:
             old, copied = RAW_TABLES[kind], COPIED_TABLES[kind]
             if have.get(old) == "BASE TABLE" and copied not in have:
@@ -231,10 +238,6 @@ def ensure_layout(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"CREATE TABLE IF NOT EXISTS {RAW_ROOT} (log_dir VARCHAR, from_warehouse VARCHAR)")
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {PARTS}")
         _refresh_views(con, None)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def _warehouse_dir(con: duckdb.DuckDBPyConnection) -> Path | None:
@@ -251,14 +254,9 @@ def _follow_move(con: duckdb.DuckDBPyConnection) -> None:
     here = _warehouse_dir(con)
     if here is None or not (here / str(row[1])).is_dir():
         return  # reading a registered day will name the missing file
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with _transaction(con):
         con.execute(f"UPDATE {RAW_ROOT} SET log_dir = ?", [str((here / str(row[1])).resolve())])
         _refresh_views(con, None)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def _root(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -311,13 +309,8 @@ def _refresh_views(con: duckdb.DuckDBPyConnection, months: set[str] | None) -> N
 def refresh_views(con: duckdb.DuckDBPyConnection) -> None:
     """Bind every raw view again from raw_files (after raw_files or raw_root was changed by hand)."""
     ensure_layout(con)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with _transaction(con):
         _refresh_views(con, None)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def _registered(con: duckdb.DuckDBPyConnection, day: str) -> dict[str, tuple[str, int]]:
@@ -372,20 +365,14 @@ def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dic
         for kind in ROW_KINDS:
             counts[kind] = replace_records(con, COPIED_TABLES[kind], day, CLASS_OF[kind], getattr(capture, kind))
         sealed, recorders = False, capture.recorders
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with _transaction(con):
             _register(con, day, [], str(Path(log.dir).resolve()))  # no longer registered, if it was
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
     else:
         hashes = log.verified_segments(day)  # CheckFailed if any file differs from its entry
         single = len(segments) == 1
         registered: list[tuple[str, str, int]] = []
         root = Path(log.dir).resolve()
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with _transaction(con):
             for kind in ROW_KINDS:
                 table = COPIED_TABLES[kind]
                 con.execute(f"DELETE FROM {_quote(table)} WHERE day = ?", [day])
@@ -403,10 +390,6 @@ def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dic
                     f"INSERT INTO {_quote(table)} {select}", [day]
                 ).fetchone() or (0,)
             _register(con, day, registered, str(root))
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         recorders_seen: set[str] = set()
         for rel in hashes:
             if rel.endswith("/sources.json"):
