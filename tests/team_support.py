@@ -108,3 +108,15 @@ def copy_folder(src: Path, dst: Path) -> Home:
     shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("done"))
     dst.chmod(0o700)
     return Home(dst)
+
+
+def two_user_team(root: Path, seeds: list[int], days: int = 10):  # -> capture.team.Team
+    """A team at ``root/team`` whose users alice and bob hold copies of the first two seeds' folders."""
+    from capture.team import Team
+
+    folders = user_folders(seeds, days)
+    team = Team(root / "team")
+    team.init()
+    for name, seed in (("alice", seeds[0]), ("bob", seeds[1])):
+        team.add(name, copy_folder(folders[seed], root / name).root)
+    return team

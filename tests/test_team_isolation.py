@@ -45,14 +45,7 @@ async def _search(home: Path, query: str) -> dict:
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory) -> Team:
-    root = tmp_path_factory.mktemp("team")
-    folders = team_support.user_folders(SEEDS, 10)
-    team = Team(root / "team")
-    team.init()
-    for name, seed in (("alice", SEEDS[0]), ("bob", SEEDS[1])):
-        home = team_support.copy_folder(folders[seed], root / name)
-        team.add(name, home.root)
-    return team
+    return team_support.two_user_team(tmp_path_factory.mktemp("team"), SEEDS)
 
 
 def test_a_users_mcp_server_never_answers_from_another_users_folder(team):

@@ -17,12 +17,7 @@ SEEDS = [101, 102]  # the isolation tests' users: their folders are cached once 
 
 @pytest.fixture()
 def team(tmp_path, monkeypatch) -> Team:
-    folders = team_support.user_folders(SEEDS, 10)
-    team = Team(tmp_path / "team")
-    team.init()
-    for name, seed in (("alice", SEEDS[0]), ("bob", SEEDS[1])):
-        home = team_support.copy_folder(folders[seed], tmp_path / name)
-        team.add(name, home.root)
+    team = team_support.two_user_team(tmp_path, SEEDS)
     monkeypatch.setenv("AF_TEAM", str(team.root))
     return team
 
