@@ -176,7 +176,8 @@ def _pool_connections(instance: dg.DagsterInstance | None) -> Callable[[], None]
 
     Replaces, on those two objects only, the methods through which Dagster 1.13 opens every
     connection (SqliteEventLogStorage._connect and has_table, SqliteRunStorage.connect) by the
-    same code with the engine kept instead of created and disposed each time."""
+    same code with the engine kept instead of created and disposed each time, and remembers the
+    dynamic partitions found to exist (see below)."""
     from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
     from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
     from sqlalchemy import create_engine
@@ -227,16 +228,37 @@ def _pool_connections(instance: dg.DagsterInstance | None) -> Callable[[], None]
         with engine_for(runs._conn_string).connect() as conn, conn.begin():
             yield conn
 
+    # A step asks whether its run's day partitions exist each time it reads its partition keys
+    # (two queries a call, ~70 in a one-day run): a key once seen stays known for the block,
+    # unless this instance itself removes keys (assets/partitions.register_days re-adds later ones).
+    known: set[tuple[str, str]] = set()
+    has_partition, delete_partition = events.has_dynamic_partition, events.delete_dynamic_partition
+
+    def events_has_partition(partitions_def_name: str, partition_key: str) -> bool:
+        if (partitions_def_name, partition_key) in known:
+            return True
+        found = has_partition(partitions_def_name, partition_key)
+        if found:
+            known.add((partitions_def_name, partition_key))
+        return found
+
+    def events_delete_partition(partitions_def_name: str, partition_key: str) -> None:
+        known.clear()
+        delete_partition(partitions_def_name, partition_key)
+
     events._connect = events_connect  # type: ignore[method-assign]
     events.has_table = events_has_table  # type: ignore[method-assign]
+    events.has_dynamic_partition = events_has_partition  # type: ignore[method-assign]
+    events.delete_dynamic_partition = events_delete_partition  # type: ignore[method-assign]
     runs.connect = runs_connect  # type: ignore[method-assign]
     setattr(events, _POOLED, engines)
     setattr(runs, _POOLED, engines)
 
     def undo() -> None:
-        for storage, name in ((events, "_connect"), (events, "has_table"), (runs, "connect")):
-            storage.__dict__.pop(name, None)
-            storage.__dict__.pop(_POOLED, None)
+        for name in ("_connect", "has_table", "has_dynamic_partition", "delete_dynamic_partition", _POOLED):
+            events.__dict__.pop(name, None)
+        for name in ("connect", _POOLED):
+            runs.__dict__.pop(name, None)
         with engines_lock:
             kept = list(engines.values())
             engines.clear()

@@ -145,7 +145,13 @@ def test_quick_run_storage_keeps_connections_and_stores_every_event(tmp_path):
             pooled = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
             judged = defs.resolve_job_def("judge").execute_in_process(instance=on_disk, tags=RANGE,
                                                                        raise_on_error=False)
-        pooled_opened = len(opened)
+            pooled_opened = len(opened)
+            # partition keys are remembered for the block, but a key this instance removes is gone
+            assert on_disk.has_dynamic_partition(parts.name, DAYS[-1])
+            on_disk.delete_dynamic_partition(parts.name, DAYS[-1])
+            assert not on_disk.has_dynamic_partition(parts.name, DAYS[-1])
+            on_disk.add_dynamic_partitions(parts.name, [DAYS[-1]])
+            assert on_disk.has_dynamic_partition(parts.name, DAYS[-1])
     finally:
         event.remove(Pool, "connect", count)
     assert plain.success and pooled.success and not judged.success
