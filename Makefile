@@ -18,7 +18,7 @@ test: $(STAMP_PY) $(STAMP_SYS) $(STAMP_AW)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest -p no:cacheprovider
+	$(BIN)/pytest -p no:cacheprovider -n auto --maxprocesses 4 --dist loadfile
 
 setup: $(STAMP_PY) $(STAMP_SYS) $(STAMP_AW)
 

@@ -10,10 +10,13 @@ version and machine.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -33,6 +36,19 @@ def _cache() -> Path:
         if p.exists():
             h.update(p.read_bytes())
     return Path(tempfile.gettempdir()) / f"af-team-corpora-{h.hexdigest()[:12]}"
+
+
+@contextlib.contextmanager
+def _cache_lock() -> Iterator[None]:
+    """One maker of the cache at a time: parallel test workers (pytest -n) ask for the same users."""
+    root = _cache()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _make(job: tuple[int, int, str]) -> str:
@@ -66,10 +82,11 @@ def corpora(seeds: list[int], days: int) -> dict[int, Path]:
     """seed -> a cut screenpipe database of ``days`` days (made in 2 processes when missing)."""
     root = _cache()
     jobs = [(s, days, str(root / f"seed{s}-days{days}")) for s in seeds]
-    todo = [j for j in jobs if not (Path(j[2]) / "cut.sqlite").exists()]
-    if todo:
-        with ProcessPoolExecutor(max_workers=2) as pool:
-            list(pool.map(_make, todo))
+    with _cache_lock():
+        todo = [j for j in jobs if not (Path(j[2]) / "cut.sqlite").exists()]
+        if todo:
+            with ProcessPoolExecutor(max_workers=2) as pool:
+                list(pool.map(_make, todo))
     return {s: Path(t) / "cut.sqlite" for s, _d, t in jobs}
 
 
@@ -97,10 +114,11 @@ def user_folders(seeds: list[int], days: int) -> dict[int, Path]:
     dbs = corpora(seeds, days)
     root = _cache() / f"homes-{code_version()}"
     jobs = [(str(dbs[s]), str(root / f"seed{s}")) for s in seeds]
-    todo = [j for j in jobs if not (Path(j[1]) / "done").exists()]
-    if todo:
-        with ProcessPoolExecutor(max_workers=2) as pool:
-            list(pool.map(_import, todo))
+    with _cache_lock():
+        todo = [j for j in jobs if not (Path(j[1]) / "done").exists()]
+        if todo:
+            with ProcessPoolExecutor(max_workers=2) as pool:
+                list(pool.map(_import, todo))
     return {s: Path(t) for s, (_db, t) in zip(seeds, jobs, strict=True)}
 
 
