@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import attrgetter, eq
+from typing import Any
 
 import numpy as np
 
@@ -307,11 +308,93 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
     targets: dict[int, tuple[str, str | None, str | None]] = {}
     if clicks:
         sizes = screen_sizes(capture.streams)
-        boxes = ElementIndex.for_snapshots(capture, (snaps[pos[i]].source_frame_id for i in anon))
-        for i in clicks:
-            p = pos[i]
-            targets[i] = click_target(inputs[i], snaps[p] if p >= 0 else None, sizes, boxes)
+        columns = _element_columns(capture) if anon else None
+        if columns is not None:
+            # the day's trees as columns: numpy keeps the elements in reach of each click, and
+            # the click rule runs on those alone (the same answer: it rejects all the others)
+            near = ring_candidates(columns, [(inputs[i].x, inputs[i].y, sizes.get(snaps[pos[i]].stream),
+                                              snaps[pos[i]].source_frame_id, snaps[pos[i]].ts_us) for i in anon])
+            near_of = dict(zip(anon, near, strict=True))
+            for i in clicks:
+                p = pos[i]
+                e = inputs[i]
+                if i in near_of:
+                    snap = snaps[p]
+                    targets[i] = resolve_click(e.x, e.y, sizes.get(snap.stream), near_of[i], snap.source_frame_id)
+                else:
+                    targets[i] = click_target(e, snaps[p] if p >= 0 else None, sizes, _NO_BOXES)
+        else:
+            boxes = ElementIndex.for_snapshots(capture, (snaps[pos[i]].source_frame_id for i in anon))
+            for i in clicks:
+                p = pos[i]
+                targets[i] = click_target(inputs[i], snaps[p] if p >= 0 else None, sizes, boxes)
     return Attribution(index, pos_a, pos, dist_a, targets)
+
+
+_NO_BOXES = ElementIndex(())
+
+
+def _element_columns(capture: DayCapture) -> Any:
+    """The day's element rows as columns (capture.log.rows.ElementColumns) when its element
+    source can give them (a sealed day of one segment), else None."""
+    get = getattr(capture.element_source, "columns", None)
+    return get() if callable(get) else None
+
+
+def ring_candidates(columns: Any, clicks: Sequence[tuple[int | None, int | None, tuple[int, int] | None,
+                                                          str | None, int]]) -> list[list[Element]]:
+    """Per click (x, y, screen size, snapshot frame id, snapshot time): the elements of that
+    snapshot's time whose bounds, widened by the ring, contain the click, in log order: every
+    element resolve_click could answer with. ``columns``: the day's ElementColumns (time-sorted).
+
+    The same tests as resolve_click's first rejections, on numpy arrays of every (click, element)
+    pair at once; a click resolve_click answers without looking at elements gets none."""
+    out: list[list[Element]] = [[] for _ in clicks]
+    live: list[int] = []
+    nxs: list[float] = []
+    nys: list[float] = []
+    rxs: list[float] = []
+    rys: list[float] = []
+    times: list[int] = []
+    for k, (x, y, size, frame_id, ts_us) in enumerate(clicks):
+        if x is None or y is None or size is None or frame_id is None:
+            continue
+        w, h = size
+        nx, ny = x / w, y / h  # exactly as resolve_click computes them
+        if not (0.0 <= nx <= 1.0 and 0.0 <= ny <= 1.0):
+            continue
+        live.append(k)
+        nxs.append(nx)
+        nys.append(ny)
+        rxs.append(RING_PX / w)
+        rys.append(RING_PX / h)
+        times.append(ts_us)
+    if not live:
+        return out
+    t = np.asarray(times, dtype=np.int64)
+    lo = np.searchsorted(columns.ts_us, t, side="left")
+    lens = np.searchsorted(columns.ts_us, t, side="right") - lo
+    total = int(lens.sum())
+    if total == 0:
+        return out
+    # every (click, element of its snapshot's time) pair, clicks in order, elements in log order
+    owner = np.repeat(np.arange(len(live)), lens)
+    elem = np.arange(total) - np.repeat(np.cumsum(lens) - lens - lo, lens)
+    left, width = columns.left[elem], columns.width[elem]
+    top, height = columns.top[elem], columns.height[elem]
+    px, py = np.asarray(nxs)[owner], np.asarray(nys)[owner]
+    prx, pry = np.asarray(rxs)[owner], np.asarray(rys)[owner]
+    with np.errstate(invalid="ignore"):
+        keep = ((left - prx <= px) & (px <= left + width + prx) & (top - pry <= py) & (py <= top + height + pry)
+                & ~(width < 0) & ~(height < 0))
+    sel = np.flatnonzero(keep)
+    if sel.size == 0:
+        return out
+    wanted = np.unique(elem[sel])
+    rows = dict(zip(wanted.tolist(), columns.rows(wanted.tolist()), strict=True))
+    for k, r in zip(owner[sel].tolist(), elem[sel].tolist(), strict=True):
+        out[live[k]].append(rows[r])
+    return out
 
 
 def _named(e: InputEvent) -> bool:
