@@ -296,39 +296,52 @@ class Attribution:
 def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attribution:
     """Re-attribute every input event and resolve every click of the day (see the module doc)."""
     index = index if index is not None else SnapIndex(capture.snapshots)
-    inputs = capture.inputs
-    pos_a, dist_a = index.attribute(
-        [e.ts_us for e in inputs],
-        [e.stream for e in inputs] if len(index.by_stream) > 1 else None)
+    ts, streams, kinds = input_values(capture, ("ts_us", "stream", "kind"))
+    pos_a, dist_a = index.attribute(ts, streams if len(index.by_stream) > 1 else None)
     pos = pos_a.tolist()
     snaps = index.snaps
-    clicks = list(compress(range(len(inputs)), map(eq, [e.kind for e in inputs], repeat("click"))))
-    # element trees are fetched once, for the snapshots under anonymous clicks only
-    anon = [i for i in clicks if pos[i] >= 0 and not _named(inputs[i])]
+    clicks = list(compress(range(len(ts)), map(eq, kinds, repeat("click"))))
     targets: dict[int, tuple[str, str | None, str | None]] = {}
     if clicks:
+        xs, ys, names, roles = input_values(capture, ("x", "y", "element_name", "element_role"))
+        # element trees are fetched once, for the snapshots under anonymous clicks only
+        anon = [i for i in clicks if pos[i] >= 0 and not (names[i] and names[i].strip())]
         sizes = screen_sizes(capture.streams)
         columns = _element_columns(capture) if anon else None
+        near_of: dict[int, list[Element]] = {}
         if columns is not None:
             # the day's trees as columns: numpy keeps the elements in reach of each click, and
             # the click rule runs on those alone (the same answer: it rejects all the others)
-            near = ring_candidates(columns, [(inputs[i].x, inputs[i].y, sizes.get(snaps[pos[i]].stream),
+            near = ring_candidates(columns, [(xs[i], ys[i], sizes.get(snaps[pos[i]].stream),
                                               snaps[pos[i]].source_frame_id, snaps[pos[i]].ts_us) for i in anon])
             near_of = dict(zip(anon, near, strict=True))
-            for i in clicks:
-                p = pos[i]
-                e = inputs[i]
-                if i in near_of:
-                    snap = snaps[p]
-                    targets[i] = resolve_click(e.x, e.y, sizes.get(snap.stream), near_of[i], snap.source_frame_id)
-                else:
-                    targets[i] = click_target(e, snaps[p] if p >= 0 else None, sizes, _NO_BOXES)
+            boxes = _NO_BOXES
         else:
             boxes = ElementIndex.for_snapshots(capture, (snaps[pos[i]].source_frame_id for i in anon))
-            for i in clicks:
-                p = pos[i]
-                targets[i] = click_target(inputs[i], snaps[p] if p >= 0 else None, sizes, boxes)
+        for i in clicks:
+            p = pos[i]
+            snap = snaps[p] if p >= 0 else None
+            if i in near_of:
+                targets[i] = resolve_click(xs[i], ys[i], sizes.get(snaps[p].stream), near_of[i], snaps[p].source_frame_id)
+            else:
+                targets[i] = _click_target("click", names[i], roles[i], xs[i], ys[i], snap, sizes, boxes)
     return Attribution(index, pos_a, pos, dist_a, targets)
+
+
+def input_values(capture: DayCapture, names: Sequence[str]) -> list[list[Any]]:
+    """Columns of the day's input events, in row order: the reader's own columns when it left
+    the rows as columns (capture.model.DayCapture.defer_rows), so no event object is made."""
+    columns = capture.row_columns("inputs")
+    if columns is not None:
+        return [columns.values(n) for n in names]
+    inputs = capture.inputs
+    return [list(map(attrgetter(n), inputs)) for n in names]
+
+
+def input_count(capture: DayCapture) -> int:
+    """The day's input events (without making them, when the reader left them as columns)."""
+    columns = capture.row_columns("inputs")
+    return columns.count if columns is not None else len(capture.inputs)
 
 
 _NO_BOXES = ElementIndex(())
@@ -397,10 +410,6 @@ def ring_candidates(columns: Any, clicks: Sequence[tuple[int | None, int | None,
     return out
 
 
-def _named(e: InputEvent) -> bool:
-    return bool(e.element_name and e.element_name.strip())
-
-
 def enrich(capture: DayCapture, layout: str = "identity", attribution: Attribution | None = None) -> list[EnrichedInput]:
     """Every input event of the day, re-attributed, click-resolved and layout-mapped, in
     (time, stream, ref) order. Never raises on odd rows: what cannot be resolved says so.
@@ -443,11 +452,17 @@ def click_target(
     boxes: ElementIndex,
 ) -> tuple[str, str | None, str | None]:
     """(resolution, label, role) of one event; "none" for anything that is not a click."""
-    if e.kind != "click":
+    return _click_target(e.kind, e.element_name, e.element_role, e.x, e.y, snap, sizes, boxes)
+
+
+def _click_target(kind: str, name: str | None, role: str | None, x: int | None, y: int | None,
+                  snap: Snapshot | None, sizes: dict[str, tuple[int, int]],
+                  boxes: ElementIndex) -> tuple[str, str | None, str | None]:
+    if kind != "click":
         return "none", None, None
-    if e.element_name and e.element_name.strip():
-        return "recorded", " ".join(e.element_name.split()), e.element_role
+    if name and name.strip():
+        return "recorded", " ".join(name.split()), role
     if snap is None:
         return "unresolved", None, None
     fid = snap.source_frame_id
-    return resolve_click(e.x, e.y, sizes.get(snap.stream), boxes.of(fid, snap.ts_us), fid)
+    return resolve_click(x, y, sizes.get(snap.stream), boxes.of(fid, snap.ts_us), fid)

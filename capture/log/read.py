@@ -21,12 +21,15 @@ from capture.log.layout import SOURCES_OPEN, SOURCES_SEALED, amendment_of
 from capture.log.manifest import ManifestChain
 from capture.log.opensegments import parse_open
 from capture.log.rows import (
+    ArrowRows,
     ElementColumns,
     arrow_columns,
+    arrow_table,
     build_instances,
     column_values,
     in_order,
     order_keys,
+    order_keys_of,
 )
 from capture.log.schema import COLUMNS, NAMES, SELECT_SQL, SORT_SQL, sort_key
 from capture.model import CLASS_OF, ROW_KINDS, DayCapture
@@ -61,6 +64,12 @@ class ElementsBySnapshot:
             data = self._fetch(ids)
             self._last = (ids, build_instances(CLASS_OF["elements"], [column_values(data[n]) for n in NAMES["elements"]]))
         return list(self._last[1])
+
+
+# Row kinds a sealed read leaves as columns until their rows are asked for (DayCapture.defer_rows):
+# the input events, 19 columns of which the compiler reads a few (its rows would be most of the
+# objects of a read, made and freed again).
+DEFERRED = frozenset({"inputs"})
 
 
 class SealedElements(ElementsBySnapshot):
@@ -210,6 +219,12 @@ class Reading(ManifestChain):
             cap.element_source = SealedElements(rows, functools.partial(self._sealed_element_columns, day),
                                                 single[ROW_KINDS.index("elements")] if single else None)
         for kind in kinds:
+            if single and kind in DEFERRED:
+                table = arrow_table(single[ROW_KINDS.index(kind)], kind)
+                deferred = ArrowRows(kind, table) if table is not None else None
+                if deferred is not None and in_order(kind, order_keys_of(kind, deferred.values)):
+                    cap.defer_rows(kind, deferred)
+                    continue
             cols = arrow_columns(single[ROW_KINDS.index(kind)], kind) if single else None
             if cols is not None and in_order(kind, order_keys(kind, cols)):
                 setattr(cap, kind, build_instances(CLASS_OF[kind], cols))

@@ -226,18 +226,53 @@ def in_order(kind: str, data: dict[str, Any]) -> bool:
     return bool(ok.all())
 
 
-def arrow_columns(path: Path, kind: str) -> list[list[Any]] | None:
-    """A sealed file's rows as Python values per column (NAMES order, file order), read by
-    pyarrow in one thread; None when the file lacks a column of this version's schema (a
-    file sealed before the column existed: the SQL read fills it with NULL)."""
+def arrow_table(path: Path, kind: str) -> Any:
+    """A sealed file's columns of this version (NAMES order, file order) as a pyarrow Table,
+    read in one thread; None when the file lacks one (a file sealed before the column
+    existed: the SQL read fills it with NULL)."""
     import pyarrow.parquet as pq  # imported lazily: only sealed reads need it
 
     pf = pq.ParquetFile(path)
     names = NAMES[kind]
     if not set(names) <= set(pf.schema_arrow.names):
         return None
-    table = pf.read(columns=list(names), use_threads=False)
-    return [table.column(n).to_pylist() for n in names]
+    return pf.read(columns=list(names), use_threads=False)
+
+
+def arrow_columns(path: Path, kind: str) -> list[list[Any]] | None:
+    """A sealed file's rows as Python values per column (see arrow_table)."""
+    table = arrow_table(path, kind)
+    return None if table is None else [table.column(n).to_pylist() for n in NAMES[kind]]
+
+
+class ArrowRows:
+    """One kind of a sealed day's rows as the columns of its file (capture.model.RowColumns):
+    each column becomes Python values when first asked for, the rows only when asked for."""
+
+    __slots__ = ("kind", "count", "_table", "_values")
+
+    def __init__(self, kind: str, table: Any):
+        self.kind = kind
+        self.count: int = table.num_rows
+        self._table = table
+        self._values: dict[str, list[Any]] = {}
+
+    def values(self, name: str) -> list[Any]:
+        got = self._values.get(name)
+        if got is None:
+            got = self._values[name] = self._table.column(name).to_pylist()
+        return got
+
+    def rows(self) -> list[Any]:
+        from capture.model import CLASS_OF
+
+        return build_instances(CLASS_OF[self.kind], [self.values(n) for n in NAMES[self.kind]])
+
+
+def order_keys_of(kind: str, values: Any) -> dict[str, Any]:
+    """order_keys of the sort-key columns given by ``values(name)``."""
+    return order_keys(kind, [values(n) if n in ("ts_us", "stream", "ref", "snapshot_frame_id") else []
+                             for n in NAMES[kind]])
 
 
 def order_keys(kind: str, cols: list[list[Any]]) -> dict[str, Any]:
@@ -284,7 +319,7 @@ class ElementColumns:
         if not set(names) <= set(pf.schema_arrow.names):
             return None
         table = pf.read(columns=list(names), use_threads=False)
-        out = cls({n: table.column(n).combine_chunks() for n in names})
+        out = cls({n: _one_array(table.column(n)) for n in names})
         ts = out.ts_us
         if ts.size > 1 and not bool(np.all(ts[1:] >= ts[:-1])):
             return None
@@ -305,3 +340,8 @@ class ElementColumns:
             else:
                 cols.append(arr.take(take).to_pylist())
         return build_instances(Element, cols)
+
+
+def _one_array(column: Any) -> Any:
+    """A ChunkedArray as one Array (without a copy when it has one chunk, as a one-file read has)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
