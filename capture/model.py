@@ -197,16 +197,18 @@ class DayCapture:
         deferred = self.__dict__.get("_deferred")
         return deferred.get(kind) if deferred else None
 
-    def __getattr__(self, name: str) -> Any:
-        # reached only for a name that is not set: a deferred row kind is made into rows now
-        deferred = self.__dict__.get("_deferred")
-        columns = deferred.get(name) if deferred else None
-        if columns is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        rows = columns.rows()
-        self.__dict__[name] = rows
-        deferred.pop(name, None)  # type: ignore[union-attr]
-        return rows
+    if not typing.TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any attribute name
+
+        def __getattr__(self, name: str) -> Any:
+            # reached only for a name that is not set: a deferred row kind is made into rows now
+            deferred = self.__dict__.get("_deferred")
+            columns = deferred.get(name) if deferred else None
+            if columns is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            rows = columns.rows()
+            self.__dict__[name] = rows
+            deferred.pop(name, None)
+            return rows
 
     def __getstate__(self) -> dict[str, Any]:
         # copies and pickles carry rows, never the reader's columns
