@@ -275,7 +275,7 @@ def run_certify(
     # One run for the whole range: Dagster's per-run overhead (~1.7 s) is paid once and each check
     # reads the warehouse once; every check still evaluates every day and can fail any of them.
 
-    with exclusive_run(home, inst, "af certify", progress):
+    with exclusive_run(home, inst, "af certify", progress), quick_run_storage(inst):
         result = job.execute_in_process(
             instance=inst, tags=_tags(days), raise_on_error=False,
             run_config=_QUIET_RUN if verbose else _run_config(False, False),

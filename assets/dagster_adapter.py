@@ -13,7 +13,7 @@ The rest of assets/ and checks/ speaks public Dagster only. What is here has no 
   line per stage for ``af build`` (the record's ``dagster_meta`` attribute);
 - the interrupt flag Dagster sets when it swallows SIGINT/SIGTERM inside a run;
 - per-day metadata in a range run without three instance queries per day (:func:`add_day_metadata`);
-- the run's SQLite writes without an fsync per event (:func:`quick_run_storage`);
+- the run's SQLite writes without an fsync per event, over kept connections (:func:`quick_run_storage`);
 - run and pool-slot bookkeeping used to settle runs killed mid-step (assets/instance.py).
 
 tests/test_dagster_adapter.py exercises each on a real instance and pins TESTED_WITH, so an
@@ -100,6 +100,13 @@ def add_day_metadata(context: dg.AssetExecutionContext, per_day: Mapping[str, Ma
 # lost on a power cut, never the database), and one idle connection per database file stays open
 # so each event's close is not the last one: the WAL is checkpointed when it grows (SQLite's
 # auto-checkpoint) and once when the run ends.
+#
+# Opening is the other cost: for every event and every read (partition keys, latest
+# materializations) Dagster's SQLite run and event log storages build a new SQLAlchemy engine,
+# connect, and throw both away, so SQLAlchemy also compiles each statement anew (its statement
+# cache lives in the engine). A one-day run does that ~370 times, over a second of CPU. During the
+# block the instance's own storages keep one engine per database file (the runs database, the
+# index shard, the run's shard), with its connections pooled: same transactions, same files.
 
 _quick_lock = threading.Lock()
 _quick: dict[str, Any] = {"depth": 0, "root": (), "keep": {}}
@@ -142,9 +149,11 @@ def quick_run_storage(instance: dg.DagsterInstance | None) -> Iterator[None]:
             _quick["root"] = (str(Path(root).absolute()) + "/", str(Path(root).resolve()) + "/")
     if first:
         event.listen(Pool, "connect", _on_sqlite_connect)
+    unpool = _pool_connections(instance)
     try:
         yield
     finally:
+        unpool()
         with _quick_lock:
             _quick["depth"] -= 1
             last = _quick["depth"] == 0
@@ -156,6 +165,107 @@ def quick_run_storage(instance: dg.DagsterInstance | None) -> Iterator[None]:
             event.remove(Pool, "connect", _on_sqlite_connect)
             for con in kept:
                 con.close()
+
+
+_POOLED = "_af_pooled_engines"  # set on a storage object while its connections are pooled
+
+
+def _pool_connections(instance: dg.DagsterInstance | None) -> Callable[[], None]:
+    """Give the instance's SQLite run and event log storages one kept engine per database file;
+    return what undoes it (a no-op where nothing was changed: another storage, or already pooled).
+
+    Replaces, on those two objects only, the methods through which Dagster 1.13 opens every
+    connection (SqliteEventLogStorage._connect and has_table, SqliteRunStorage.connect) by the
+    same code with the engine kept instead of created and disposed each time, and remembers the
+    dynamic partitions found to exist (see below)."""
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+    from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool, QueuePool
+
+    if instance is None:
+        return lambda: None
+    events, runs = instance.event_log_storage, instance.run_storage
+    if type(events) is not SqliteEventLogStorage or type(runs) is not SqliteRunStorage:
+        return lambda: None
+    if hasattr(events, _POOLED) or hasattr(runs, _POOLED):
+        return lambda: None
+    engines: dict[str, Any] = {}
+    engines_lock = threading.Lock()
+
+    def engine_for(url: str) -> Any:
+        with engines_lock:
+            if url not in engines:
+                # a few kept: Dagster's lock serializes the event log's connections, but it asks
+                # whether a table exists while it holds one, and another thread may use its own
+                engines[url] = create_engine(
+                    url, poolclass=QueuePool, pool_size=4, max_overflow=8,
+                    connect_args={"timeout": 30, "check_same_thread": False},
+                )
+            return engines[url]
+
+    @contextmanager
+    def events_connect(shard: str) -> Iterator[Any]:
+        with events._db_lock:
+            url = events.conn_string_for_shard(shard)
+            if shard not in events._initialized_dbs:  # a new run's shard: created as Dagster does
+                fresh = create_engine(url, poolclass=NullPool, connect_args={"timeout": 30})
+                try:
+                    events._initdb(fresh)
+                finally:
+                    fresh.dispose()
+                events._initialized_dbs.add(shard)
+            with engine_for(url).connect() as conn, conn.begin():
+                yield conn
+
+    def events_has_table(table_name: str) -> bool:
+        engine = engine_for(events.conn_string_for_shard("index"))
+        with engine.connect() as conn:
+            return bool(engine.dialect.has_table(conn, table_name))
+
+    @contextmanager
+    def runs_connect() -> Iterator[Any]:
+        with engine_for(runs._conn_string).connect() as conn, conn.begin():
+            yield conn
+
+    # A step asks whether its run's day partitions exist each time it reads its partition keys
+    # (two queries a call, ~70 in a one-day run): a key once seen stays known for the block,
+    # unless this instance itself removes keys (assets/partitions.register_days re-adds later ones).
+    known: set[tuple[str, str]] = set()
+    has_partition, delete_partition = events.has_dynamic_partition, events.delete_dynamic_partition
+
+    def events_has_partition(partitions_def_name: str, partition_key: str) -> bool:
+        if (partitions_def_name, partition_key) in known:
+            return True
+        found = has_partition(partitions_def_name, partition_key)
+        if found:
+            known.add((partitions_def_name, partition_key))
+        return found
+
+    def events_delete_partition(partitions_def_name: str, partition_key: str) -> None:
+        known.clear()
+        delete_partition(partitions_def_name, partition_key)
+
+    events._connect = events_connect  # type: ignore[method-assign]
+    events.has_table = events_has_table  # type: ignore[method-assign]
+    events.has_dynamic_partition = events_has_partition  # type: ignore[method-assign]
+    events.delete_dynamic_partition = events_delete_partition  # type: ignore[method-assign]
+    runs.connect = runs_connect  # type: ignore[method-assign]
+    setattr(events, _POOLED, engines)
+    setattr(runs, _POOLED, engines)
+
+    def undo() -> None:
+        for name in ("_connect", "has_table", "has_dynamic_partition", "delete_dynamic_partition", _POOLED):
+            events.__dict__.pop(name, None)
+        for name in ("connect", _POOLED):
+            runs.__dict__.pop(name, None)
+        with engines_lock:
+            kept = list(engines.values())
+            engines.clear()
+        for engine in kept:
+            engine.dispose()
+
+    return undo
 
 
 def latest_materializations(

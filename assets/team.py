@@ -34,6 +34,7 @@ import dagster as dg
 from af_pipeline.routines.team import mine_team
 from af_pipeline.warehouse import team as team_work
 from assets.instance import warehouse_lock
+from assets.sensors import days_needing_publish
 from capture.errors import UserError
 from capture.home import private_files
 from capture.team import Member, Team
@@ -170,18 +171,64 @@ def user_memory(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={"days": len(built["days"]), "verdict": verdict["verdict"]})
 
 
+def new_users(instance: Any, team: Team) -> list[str]:
+    """Registered users that are not yet partitions of ``af_users``, in registry order."""
+    have = set(instance.get_dynamic_partitions(USERS.name))
+    return [m.user for m in team.members() if m.user not in have]
+
+
 def register_users(instance: Any, team: Team) -> None:
     """Make every registered user a partition of ``af_users`` (added once; never removed here)."""
-    have = set(instance.get_dynamic_partitions(USERS.name))
-    new = [m.user for m in team.members() if m.user not in have]
+    new = new_users(instance, team)
     if new:
         instance.add_dynamic_partitions(USERS.name, new)
+
+
+USER_MEMORY_JOB = dg.define_asset_job(
+    "user_memory_job", selection=[user_memory],
+    description="Build and certify one user (a partition of af_users): what the team_users sensor launches.",
+)
+
+
+def users_due(team: Team) -> list[tuple[str, str]]:
+    """(user, run key) of users with a sealed day not yet published by this code.
+
+    The key names the user and what is due (each due day's newest manifest entry and the code
+    version), so one sealing launches one run, and a later sealing another."""
+    out = []
+    for m in team.members():
+        due = days_needing_publish(m.home)
+        if due:
+            digest = hashlib.sha256("\n".join(f"{d} {h}" for d, h in sorted(due)).encode()).hexdigest()[:16]
+            out.append((m.user, f"user-{m.user}-{digest}"))
+    return out
+
+
+def build_team_sensor(team: Team) -> dg.SensorDefinition:
+    @dg.sensor(
+        name="team_users", job=USER_MEMORY_JOB, minimum_interval_seconds=300,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Adds each user `af team add` registered as a partition of af_users (no reload needed), "
+        "then builds and certifies each user whose log sealed a day that is not published yet.",
+    )
+    def team_users(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        added = new_users(context.instance, team)
+        # the partitions are added before the run requests are launched (one tick: add, then build)
+        adds = [USERS.build_add_request(added)] if added else []
+        requests = [dg.RunRequest(run_key=key, partition_key=user, tags={"af/user": user})
+                    for user, key in users_due(team)]
+        if not requests:
+            told = f"added {len(added)} user partition(s); " if added else ""
+            return dg.SensorResult(dynamic_partitions_requests=adds, skip_reason=f"{told}every user's sealed days are published")
+        return dg.SensorResult(dynamic_partitions_requests=adds, run_requests=requests)
+
+    return team_users
 
 
 def build_team_definitions(team: Team) -> dg.Definitions:
     private_files()
     jobs = [team_job(str(team.root), kind, certify) for kind in EXECUTORS for certify in (True, False)]
-    return dg.Definitions(assets=[user_memory], jobs=jobs)
+    return dg.Definitions(assets=[user_memory], jobs=[*jobs, USER_MEMORY_JOB], sensors=[build_team_sensor(team)])
 
 
 @dg.definitions

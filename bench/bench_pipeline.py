@@ -21,6 +21,13 @@ measures, wall time:
 4. certify: `af certify` over the first --certify-days days with capture (one Dagster run over
    their partition range, the independent rebuild in other processes, every check).
 
+``--nightly-only`` measures row 2 alone on the data folder an earlier run left in
+.bench/pipeline/home (nothing generated, landed or rebuilt first): one untimed run to load
+what the first build would have loaded, then --rounds timed runs of the build job for the
+log's last day with the tags the schedule's RunRequest gives it, plus ``af/force`` (that day was
+built by the earlier run's nightly, and its steps would skip it unchanged); the best is reported.
+Run it with ``--code DIR`` from another checkout's bench to compare (see bench/bench_certify.py).
+
 Prints a JSON summary (also written to .bench/pipeline/result.json).
 """
 
@@ -51,8 +58,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="calendar days of synthetic capture (default: enough for --certify-days with capture)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", default=str(ROOT / ".bench" / "pipeline"))
+    p.add_argument("--nightly-only", action="store_true",
+                   help="only the nightly run, on the data folder an earlier run built (see above)")
+    p.add_argument("--rounds", type=int, default=3, help="timed nightly runs with --nightly-only (best reported)")
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")
+    if args.nightly_only:
+        return _nightly_only(Path(args.out), args.rounds)
 
     from assets import certify as harness
     from assets.instance import use_home
@@ -149,8 +161,40 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if cert["verdict"] == "pass" and nightly_ok else 1
 
 
-def _nightly(home, day: str, tz: str) -> tuple[float, float, bool]:  # type: ignore[no-untyped-def]
-    """The nightly schedule's tick for ``day``, then the run it requests, timed (wall, CPU)."""
+def _nightly_only(out: Path, rounds: int) -> int:
+    """Row 2 alone, on the folder an earlier full run left (see the module docstring)."""
+    from assets import certify as harness
+    from assets.unchanged import FORCE_TAG
+    from capture.home import Home
+
+    home = Home(out / "home")
+    if not home.warehouse_path.exists():
+        print(json.dumps({"error": f"no built data folder at {home.root}: run bench/bench_pipeline.py first"}),
+              file=sys.stderr)
+        return 2
+    day = harness.select_days(home, None, None)[-1]
+    runs = []
+    for i in range(rounds + 1):  # the first only loads what the first build of a process loads
+        wall, cpu, ok = _nightly(home, day, home.settings().tz, extra_tags={FORCE_TAG: "true"}, skipped_ok=True)
+        if not ok:
+            print(json.dumps({"error": "the nightly run failed"}), file=sys.stderr)
+            return 1
+        if i:
+            runs.append({"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)})
+            _say(f"nightly {day}: {wall:.2f} s wall, {cpu:.2f} s CPU")
+    best = min(runs, key=lambda r: r["wall_s"])
+    result = {"nightly_day": day, "nightly_day_seconds": best["wall_s"], "nightly_day_cpu_seconds": best["cpu_s"],
+              "nightly_runs": runs}
+    (out / "result-nightly.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _nightly(home, day: str, tz: str, extra_tags: dict[str, str] | None = None,  # type: ignore[no-untyped-def]
+             skipped_ok: bool = False) -> tuple[float, float, bool]:
+    """The nightly schedule's tick for ``day``, then the run it requests, timed (wall, CPU).
+    ``skipped_ok``: the day is already published (--nightly-only), so the tick skips it; the run
+    is then the one its RunRequest would have launched."""
     from datetime import date, datetime, timedelta
 
     import dagster as dg
@@ -166,10 +210,12 @@ def _nightly(home, day: str, tz: str) -> tuple[float, float, bool]:  # type: ign
     ctx = dg.build_schedule_context(instance=inst, scheduled_execution_time=when, repository_def=defs.get_repository_def())
     with dg.partition_loading_context(dynamic_partitions_store=inst):
         requests = defs.resolve_schedule_def("nightly_compile").evaluate_tick(ctx).run_requests or []
+    if skipped_ok and not requests:
+        requests = [dg.RunRequest(run_key=f"nightly-{day}", partition_key=day)]
     if not requests or requests[0].partition_key != day:
         raise SystemExit(f"the nightly schedule did not request {day}: {requests}")
     req = requests[0]
-    tags = {**req.tags, "dagster/partition": str(req.partition_key)}
+    tags = {**req.tags, "dagster/partition": str(req.partition_key), **(extra_tags or {})}
     wall, cpu = time.perf_counter(), time.process_time()
     result = defs.resolve_job_def(BUILD_JOB).execute_in_process(instance=inst, tags=tags, raise_on_error=False)
     return time.perf_counter() - wall, time.process_time() - cpu, bool(result.success)

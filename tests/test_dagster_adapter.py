@@ -116,3 +116,54 @@ def test_run_bookkeeping_reads_a_real_run(inst):
     assert os.getpid() in adapter.run_pids(inst, result.run_id)
     assert all(run_id != result.run_id for _pool, run_id in adapter.pool_holders(inst))
     adapter.free_run_slots(inst, result.run_id)  # a no-op for a run holding none, and no error
+
+
+def test_quick_run_storage_keeps_connections_and_stores_every_event(tmp_path):
+    """Inside the block a run opens a handful of SQLite connections instead of one per event and
+    read, every event still reaches the files (another instance on the folder reads them), and
+    afterwards the storages are Dagster's own again."""
+    import sqlite3
+    from collections import Counter
+
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    on_disk = dg.DagsterInstance.local_temp(str(tmp_path))
+    on_disk.add_dynamic_partitions(parts.name, DAYS)
+    opened: list[object] = []
+
+    def count(dbapi_connection, _record):
+        if isinstance(dbapi_connection, sqlite3.Connection):
+            opened.append(dbapi_connection)
+
+    event.listen(Pool, "connect", count)
+    try:
+        plain = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
+        plain_opened = len(opened)
+        opened.clear()
+        with adapter.quick_run_storage(on_disk):
+            pooled = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
+            judged = defs.resolve_job_def("judge").execute_in_process(instance=on_disk, tags=RANGE,
+                                                                       raise_on_error=False)
+            pooled_opened = len(opened)
+            # partition keys are remembered for the block, but a key this instance removes is gone
+            assert on_disk.has_dynamic_partition(parts.name, DAYS[-1])
+            on_disk.delete_dynamic_partition(parts.name, DAYS[-1])
+            assert not on_disk.has_dynamic_partition(parts.name, DAYS[-1])
+            on_disk.add_dynamic_partitions(parts.name, [DAYS[-1]])
+            assert on_disk.has_dynamic_partition(parts.name, DAYS[-1])
+    finally:
+        event.remove(Pool, "connect", count)
+    assert plain.success and pooled.success and not judged.success
+    assert pooled_opened < 15 < plain_opened, (pooled_opened, plain_opened)
+    assert "_connect" not in vars(on_disk.event_log_storage) and "connect" not in vars(on_disk.run_storage)
+
+    other = dg.DagsterInstance.from_ref(on_disk.get_ref())  # a second instance: only the files speak
+    for result in (plain, pooled, judged):
+        stored = Counter(e.dagster_event.event_type_value for e in other.all_logs(result.run_id) if e.dagster_event)
+        assert Counter(e.event_type_value for e in result.all_events) <= stored  # (the run stores a few more)
+    assert other.get_run_by_id(pooled.run_id).is_success
+    checks = other.event_log_storage.get_latest_asset_check_execution_by_key(
+        [dg.AssetCheckKey(thing.key, "odd_days_fail")]
+    )
+    assert checks, "the check's evaluations reached the index shard"

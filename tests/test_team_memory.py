@@ -26,14 +26,23 @@ def _tree(root) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def _tick(team, instance) -> dg.SensorResult:
+    from assets.team import build_team_sensor
+
+    return build_team_sensor(team)(dg.build_sensor_context(instance=instance))
+
+
 def test_materializing_one_users_partition_builds_and_certifies_that_user_only(team):
-    from assets.team import USERS, register_users, user_memory
+    from assets.team import USERS, user_memory
 
     alice, bob = (team.member("alice"), team.member("bob"))
     bob_before = _tree(bob.home.root)
     instance = dg.DagsterInstance.ephemeral()
-    register_users(instance, team)
-    assert sorted(instance.get_dynamic_partitions(USERS.name)) == ["alice", "bob"]
+    # the sensor's first tick makes both registered users partitions and asks to build both
+    first = _tick(team, instance)
+    assert [r.partition_keys for r in first.dynamic_partitions_requests] == [["alice", "bob"]]
+    assert [(r.partition_key, r.tags["af/user"]) for r in first.run_requests] == [("alice", "alice"), ("bob", "bob")]
+    instance.add_dynamic_partitions(USERS.name, list(first.dynamic_partitions_requests[0].partition_keys))
 
     result = dg.materialize([user_memory], partition_key="alice", instance=instance)
 
@@ -45,6 +54,10 @@ def test_materializing_one_users_partition_builds_and_certifies_that_user_only(t
     cert = json.loads((alice.home.root / "certificate.json").read_text())
     assert cert["verdict"] == "pass" and len(cert["days"]) == len(days)
     assert _tree(bob.home.root) == bob_before, "bob's folder is not touched by alice's partition"
+    # the next tick adds no partition and asks only for bob, whose days are still unpublished
+    second = _tick(team, instance)
+    assert second.dynamic_partitions_requests == [] and [r.partition_key for r in second.run_requests] == ["bob"]
+    assert second.run_requests[0].run_key == first.run_requests[1].run_key, "one sealing, one run key"
 
 
 def test_an_unregistered_user_is_no_partition(team):

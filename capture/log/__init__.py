@@ -29,7 +29,8 @@ every part building only on those before it:
     append.py        batches landed, skipped, refused                  (Appending)
 
 and stateless helpers: layout.py (names on disk), files.py (durable writes), schema.py (column
-types and sort orders), rows.py (row checks, columns and back), opensegments.py (reading open/).
+types and sort orders), rows.py (row checks, columns and back), columns.py (rows given as columns,
+as an import hands them over, and their hand-over to DuckDB), opensegments.py (reading open/).
 """
 
 from __future__ import annotations

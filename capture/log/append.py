@@ -22,6 +22,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from capture.log.columns import RowColumns, checked, registered
 from capture.log.dedup import drop_batch_duplicates
 from capture.log.files import (
     append_bytes,
@@ -36,7 +37,7 @@ from capture.log.layout import SOURCES_OPEN
 from capture.log.opensegments import open_sizes, parse_open
 from capture.log.quarantine import Refusals, excerpt, quarantine_key
 from capture.log.read import Reading
-from capture.log.rows import checked_columns, pandas_frame
+from capture.log.rows import checked_columns
 from capture.log.schema import NAMES, SELECT_SQL, TS_MAX_US, TS_MIN_US
 from capture.log.seal import Sealing
 from capture.model import CLASS_OF, ROW_KINDS, CaptureBatch
@@ -46,7 +47,7 @@ from capture.timeutil import day_bounds, local_day
 # "<event ref>~<k>" (see EventLog.continue_grown_spans).
 CONTINUATION = "~"
 # Above this many new rows of one kind for one day, rows are encoded by DuckDB (C speed) instead of
-# row by row in Python; below it, pandas is not worth importing.
+# row by row in Python; below it, DuckDB is not worth the trip.
 BULK_ROWS = 2_000
 _TS_OF = attrgetter("ts_us")
 _REF_OF = attrgetter("ref")
@@ -64,6 +65,10 @@ class AppendReport:
     days_sealed: list[str]
     recovered: list[str] = field(default_factory=list)  # repairs made after an earlier crash
     days_amended: list[str] = field(default_factory=list)  # sealed days that received an amendment
+
+
+def _refs(rows: Any) -> list[Any]:
+    return rows.refs if isinstance(rows, RowColumns) else list(map(_REF_OF, rows))
 
 
 def _exact(row: Any, cls: type) -> bool:
@@ -131,18 +136,14 @@ class Appending(Sealing, Reading):
         names = NAMES[kind]
         if sealed:
             differing: dict[str, list[str]] = {}
-            with self._db() as con:
-                con.register("incoming_rows", pandas_frame(kind, cols))
-                try:
-                    tests = ", ".join(
-                        f"CASE WHEN p.\"{n}\" IS DISTINCT FROM s.\"{n}\" THEN '{n}' END" for n in names if n != "ref"
-                    )
-                    found = con.execute(
-                        f"SELECT p.ref, concat_ws(',', {tests}) AS diff FROM incoming_rows p "
-                        f"JOIN {self.sealed_relation(day, kind)} s ON p.ref = s.ref"
-                    ).fetchall()
-                finally:
-                    con.unregister("incoming_rows")
+            with self._db() as con, registered(con, "incoming_rows", kind, cols) as incoming:
+                tests = ", ".join(
+                    f"CASE WHEN p.\"{n}\" IS DISTINCT FROM s.\"{n}\" THEN '{n}' END" for n in names if n != "ref"
+                )
+                found = con.execute(
+                    f"SELECT p.ref, concat_ws(',', {tests}) AS diff FROM {incoming} p "
+                    f"JOIN {self.sealed_relation(day, kind)} s ON p.ref = s.ref"
+                ).fetchall()
             differing = {ref: diff.split(",") for ref, diff in found if diff}
         else:
             stored = {r.ref: r for r in parse_open(self.open_dir / day / f"{kind}.jsonl", kind)[0]}
@@ -199,10 +200,13 @@ class Appending(Sealing, Reading):
             touched = sorted(grouped)
             skipped += drop_batch_duplicates(grouped)
             # Pass 1: rows whose ref is not yet in their own day.
-            candidates: dict[str, dict[str, list[Any]]] = {}
+            candidates: dict[str, dict[str, Any]] = {}
             already_here: set[str] = set()  # days holding some of this batch's rows already
             for day in touched:
                 by_kind = grouped.pop(day)
+                if day in sealed or (self.open_dir / day).is_dir():
+                    # a day the log holds already: row by row, as rows (the rare path)
+                    by_kind = {k: v.rows() if isinstance(v, RowColumns) else v for k, v in by_kind.items()}
                 if day in sealed:
                     day_refs = [row.ref for rows in by_kind.values() for row in rows]
                     known = self._sealed_refs(day) if self._sharing_source([day], day_refs) else set()
@@ -225,20 +229,23 @@ class Appending(Sealing, Reading):
                     if new:
                         candidates[day][kind] = new
             # Pass 2: a ref is one row of the log wherever it is; one found on another day is skipped.
-            elsewhere = self._refs_in_log([row.ref for day in candidates.values() for rows in day.values()
-                                           for row in rows])
+            elsewhere = self._refs_in_log([ref for day in candidates.values() for rows in day.values()
+                                           for ref in _refs(rows)])
             # Pass 3: refuse rows of sealed days, land the rest day by day.
             for n_done, day in enumerate(touched, start=1):
                 by_kind = candidates.pop(day, {})  # drop each day once landed: memory shrinks as we go
                 if elsewhere:
                     for kind, rows in list(by_kind.items()):
-                        by_kind[kind] = [row for row in rows if row.ref not in elsewhere]
+                        if isinstance(rows, RowColumns):
+                            by_kind[kind] = rows.where([ref not in elsewhere for ref in rows.refs])
+                        else:
+                            by_kind[kind] = [row for row in rows if row.ref not in elsewhere]
                         skipped += len(rows) - len(by_kind[kind])
                 head = f"[{n_done}/{len(touched)}] {day}:"
                 fresh: dict[str, dict[str, list[Any]]] = {}
                 for kind in ROW_KINDS:
-                    if by_kind.get(kind):
-                        cols, bad = checked_columns(kind, by_kind[kind])
+                    if kind in by_kind and len(by_kind[kind]):
+                        cols, bad = checked(kind, by_kind[kind])
                         for row, reason in bad:
                             refused.add(f"{kind} row {reason}", row=str(row.ref), raw=excerpt(kind, row), day=day)
                         if cols["ref"]:
@@ -296,25 +303,52 @@ class Appending(Sealing, Reading):
             days_amended=sorted(amended),
         )
 
-    def _group(self, batch: CaptureBatch, refused: Refusals) -> dict[str, dict[str, list[Any]]]:
-        """Rows by local day and kind; rows without a usable ref, time or type are refused."""
-        out: dict[str, dict[str, list[Any]]] = {}
+    def _group(self, batch: CaptureBatch, refused: Refusals) -> dict[str, dict[str, Any]]:
+        """Rows by local day and kind; rows without a usable ref, time or type are refused.
+
+        A kind given as columns (RowColumns) stays columns: sorted and sliced as columns."""
+        out: dict[str, dict[str, Any]] = {}
         for kind in ROW_KINDS:
-            rows = self._usable(kind, batch.rows(kind), refused)
-            if not rows:
+            given = batch.rows(kind)
+            rows: Any
+            if isinstance(given, RowColumns):
+                rows = self._usable_columns(kind, given, refused)
+                stamps = rows.cols["ts_us"]
+                if not all(map(operator.le, stamps, itertools.islice(stamps, 1, None))):
+                    import numpy as np
+
+                    # stable, as list.sort: rows of one time keep their batch order
+                    rows = rows.take(np.argsort(np.asarray(stamps, dtype=np.int64), kind="stable").tolist())
+                    stamps = rows.cols["ts_us"]
+            else:
+                rows = self._usable(kind, given, refused)
+                stamps = list(map(_TS_OF, rows))
+                if not all(map(operator.le, stamps, itertools.islice(stamps, 1, None))):
+                    rows.sort(key=_TS_OF)
+                    stamps.sort()
+            if not len(rows):
                 continue
-            stamps = list(map(_TS_OF, rows))
-            if not all(map(operator.le, stamps, itertools.islice(stamps, 1, None))):
-                rows.sort(key=_TS_OF)
-                stamps.sort()
             # Sorted by time: each local day is one slice, found by bisecting at the day's end.
             i = 0
             while i < len(rows):
                 day = local_day(stamps[i], self._zone)
                 end = bisect.bisect_left(stamps, day_bounds(day, self._zone)[1], lo=i)
-                out.setdefault(day, {})[kind] = rows[i:end]
+                out.setdefault(day, {})[kind] = rows.slice(i, end) if isinstance(rows, RowColumns) else rows[i:end]
                 i = end
         return out
+
+    def _usable_columns(self, kind: str, rows: RowColumns, refused: Refusals) -> Any:
+        """_usable for rows given as columns: the columns as they are when every ref and time is
+        usable (checked at C speed), else the row objects that pass _usable."""
+        refs, stamps = rows.cols["ref"], rows.cols["ts_us"]
+        if (
+            set(map(type, refs)) <= {str}
+            and "" not in refs
+            and set(map(type, stamps)) <= {int}
+            and (not stamps or (TS_MIN_US <= min(stamps) and max(stamps) < TS_MAX_US))
+        ):
+            return rows
+        return RowColumns.from_rows(kind, self._usable(kind, rows.rows(), refused))
 
     @staticmethod
     def _usable(kind: str, rows: list[Any], refused: Refusals) -> list[Any]:
@@ -351,14 +385,8 @@ class Appending(Sealing, Reading):
         target = folder / f"{kind}.jsonl"
         if len(cols["ref"]) >= BULK_ROWS:
             pending = folder / f".{kind}.pending"
-            with self._db() as con:
-                con.register("pending_rows", pandas_frame(kind, cols))
-                try:
-                    con.execute(
-                        f"COPY (SELECT {SELECT_SQL[kind]} FROM pending_rows) TO '{sql_path(pending)}' (FORMAT json)"
-                    )
-                finally:
-                    con.unregister("pending_rows")
+            with self._db() as con, registered(con, "pending_rows", kind, cols) as rows:
+                con.execute(f"COPY (SELECT {SELECT_SQL[kind]} FROM {rows}) TO '{sql_path(pending)}' (FORMAT json)")
             if not target.exists():
                 fsync_file(pending)
                 os.rename(pending, target)

@@ -35,16 +35,21 @@ REF_SOURCES_MAX = 64
 OPEN_REFS_CACHED = 4
 
 
-def drop_batch_duplicates(grouped: dict[str, dict[str, list[Any]]]) -> int:
+def drop_batch_duplicates(grouped: dict[str, dict[str, Any]]) -> int:
     """Keep one row per ref within a batch: the first in (kind, day, time, batch order).
 
     Candidates are found by comparing hashes in numpy (no Python set of every ref); only rows whose
     hash repeats are compared by their actual ref, so the result does not depend on hash values.
+    A group may be a list of rows or a RowColumns (rows as columns).
     """
     import numpy as np
 
+    from capture.log.columns import RowColumns
+
     order = [(day, kind) for kind in ROW_KINDS for day in sorted(grouped) if kind in grouped[day]]
-    refs = [row.ref for day, kind in order for row in grouped[day][kind]]
+    groups = [grouped[day][kind] for day, kind in order]
+    refs = [ref for rows in groups
+            for ref in (rows.refs if isinstance(rows, RowColumns) else [row.ref for row in rows])]
     if len(refs) < 2:
         return 0
     hashes = np.fromiter(map(hash, refs), dtype=np.int64, count=len(refs))
@@ -53,15 +58,30 @@ def drop_batch_duplicates(grouped: dict[str, dict[str, list[Any]]]) -> int:
     if not len(repeated):
         return 0
     first: set[str] = set()
-    losers: set[int] = set()
-    rows = [row for day, kind in order for row in grouped[day][kind]]
+    losers: list[int] = []  # positions in refs
     for i in np.flatnonzero(np.isin(hashes, repeated)).tolist():
         if refs[i] in first:
-            losers.add(id(rows[i]))
+            losers.append(i)
         else:
             first.add(refs[i])
-    for day, kind in order:
-        grouped[day][kind] = [row for row in grouped[day][kind] if id(row) not in losers]
+    if not losers:
+        return 0
+    start = 0
+    lost = iter(losers)
+    nxt = next(lost, None)
+    for (day, kind), rows in zip(order, groups, strict=True):
+        end = start + len(rows)
+        drop: set[int] = set()
+        while nxt is not None and nxt < end:
+            drop.add(nxt - start)
+            nxt = next(lost, None)
+        if drop:
+            keep = [i not in drop for i in range(len(rows))]
+            if isinstance(rows, RowColumns):
+                grouped[day][kind] = rows.where(keep)
+            else:
+                grouped[day][kind] = [row for row, k in zip(rows, keep, strict=True) if k]
+        start = end
     return len(losers)
 
 

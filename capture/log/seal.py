@@ -10,6 +10,7 @@ sealed day becomes its next amendment.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from typing import Any
 import duckdb
 
 from capture.errors import UserError
+from capture.log.columns import registered
 from capture.log.dedup import ref_source_ids
 from capture.log.files import (
     append_bytes,
@@ -33,7 +35,7 @@ from capture.log.layout import SOURCES_OPEN, SOURCES_SEALED, amendment_of, segme
 from capture.log.lock import WriterLock
 from capture.log.opensegments import parse_open
 from capture.log.quarantine import Quarantine, Refusals
-from capture.log.rows import checked_columns, empty_sql, pandas_frame
+from capture.log.rows import checked_columns, empty_sql
 from capture.log.schema import SELECT_SQL, SORT_SQL
 from capture.model import ROW_KINDS
 from capture.timeutil import day_bounds, parse_day
@@ -94,21 +96,10 @@ class Sealing(WriterLock, Quarantine):
             if not fresh:
                 raise UserError(f"the open segment of {day} in {folder} holds no usable row "
                                 f"({refused.count} damaged lines); nothing to seal")
-            with self._db() as con:
-                names = []
-                relations = {}
-                for kind in ROW_KINDS:
-                    if kind in fresh:
-                        names.append(f"pending_{kind}")
-                        con.register(names[-1], pandas_frame(kind, fresh[kind]))
-                        relations[kind] = names[-1]
-                    else:
-                        relations[kind] = empty_sql(kind)
-                try:
-                    self._write_sealed(con, day, relations, sources)
-                finally:
-                    for view in names:
-                        con.unregister(view)
+            with self._db() as con, contextlib.ExitStack() as views:
+                relations = {kind: views.enter_context(registered(con, f"pending_{kind}", kind, fresh[kind]))
+                             if kind in fresh else empty_sql(kind) for kind in ROW_KINDS}
+                self._write_sealed(con, day, relations, sources)
             shutil.rmtree(folder)
             self._ref_cache.pop(day, None)
             return True
@@ -122,22 +113,10 @@ class Sealing(WriterLock, Quarantine):
         marker = self.dir / f".{name}.direct"  # tells recovery this seal had no open segment behind it
         append_bytes(marker, b"sealing from an import\n")
         try:
-            with self._db() as con:
-                names = []
-                relations = {}
-                for kind in ROW_KINDS:
-                    if kind in fresh:
-                        name = f"pending_{kind}"
-                        con.register(name, pandas_frame(kind, fresh[kind]))
-                        names.append(name)
-                        relations[kind] = name
-                    else:
-                        relations[kind] = empty_sql(kind)
-                try:
-                    self._write_sealed(con, day, relations, sources, amendment=k)
-                finally:
-                    for view in names:
-                        con.unregister(view)
+            with self._db() as con, contextlib.ExitStack() as views:
+                relations = {kind: views.enter_context(registered(con, f"pending_{kind}", kind, fresh[kind]))
+                             if kind in fresh else empty_sql(kind) for kind in ROW_KINDS}
+                self._write_sealed(con, day, relations, sources, amendment=k)
         finally:
             # Only a killed process leaves the marker behind; an error here must not let recovery
             # treat a folder this call did not create as its own half-finished seal.

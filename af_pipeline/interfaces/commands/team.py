@@ -114,7 +114,7 @@ def run_list(args: argparse.Namespace) -> int:
     for m in members:
         print(f"{m.user}\t{m.path}")
     if not members:
-        print("no users yet: add one with `af team add ROOT USER PATH`", file=sys.stderr)
+        print("no users yet: add one with `af team add USER PATH` (--team ROOT or $AF_TEAM)", file=sys.stderr)
     return 0
 
 
