@@ -184,15 +184,15 @@ class DayCapture:
     def element_count(self) -> int:
         return self.element_source.count if self.element_source is not None else len(self.elements)
 
-    # A reader may leave a row kind as columns (RowColumns) until something asks for the rows:
+    # A reader may leave a row kind as columns (DeferredRows) until something asks for the rows:
     # the compiler reads the few columns it needs (row_columns) and never makes the objects.
     # Reading the attribute (``capture.inputs``) makes them, so every other use is unchanged.
-    def defer_rows(self, kind: str, columns: RowColumns) -> None:
+    def defer_rows(self, kind: str, columns: DeferredRows) -> None:
         """Hold ``kind``'s rows as these columns until they are first read."""
         self.__dict__.pop(kind, None)
         self.__dict__.setdefault("_deferred", {})[kind] = columns
 
-    def row_columns(self, kind: str) -> RowColumns | None:
+    def row_columns(self, kind: str) -> DeferredRows | None:
         """The rows of ``kind`` as columns if they are still deferred, else None (use the rows)."""
         deferred = self.__dict__.get("_deferred")
         return deferred.get(kind) if deferred else None
@@ -217,8 +217,9 @@ class DayCapture:
         return {k: v for k, v in self.__dict__.items() if k != "_deferred"}
 
 
-class RowColumns(Protocol):
-    """One row kind of a day as columns, in the log's order (a reader's, e.g. capture.log.rows.ArrowRows)."""
+class DeferredRows(Protocol):
+    """One row kind of a day held as columns until its rows are read, in the log's order (a
+    reader's, e.g. capture.log.rows.ArrowRows)."""
 
     count: int
 

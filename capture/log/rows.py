@@ -246,7 +246,7 @@ def arrow_columns(path: Path, kind: str) -> list[list[Any]] | None:
 
 
 class ArrowRows:
-    """One kind of a sealed day's rows as the columns of its file (capture.model.RowColumns):
+    """One kind of a sealed day's rows as the columns of its file (capture.model.DeferredRows):
     each column becomes Python values when first asked for, the rows only when asked for."""
 
     __slots__ = ("kind", "count", "_table", "_values")
