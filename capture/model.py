@@ -184,6 +184,53 @@ class DayCapture:
     def element_count(self) -> int:
         return self.element_source.count if self.element_source is not None else len(self.elements)
 
+    # A reader may leave a row kind as columns (DeferredRows) until something asks for the rows:
+    # the compiler reads the few columns it needs (row_columns) and never makes the objects.
+    # Reading the attribute (``capture.inputs``) makes them, so every other use is unchanged.
+    def defer_rows(self, kind: str, columns: DeferredRows) -> None:
+        """Hold ``kind``'s rows as these columns until they are first read."""
+        self.__dict__.pop(kind, None)
+        self.__dict__.setdefault("_deferred", {})[kind] = columns
+
+    def row_columns(self, kind: str) -> DeferredRows | None:
+        """The rows of ``kind`` as columns if they are still deferred, else None (use the rows)."""
+        deferred = self.__dict__.get("_deferred")
+        return deferred.get(kind) if deferred else None
+
+    if not typing.TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any attribute name
+
+        def __getattr__(self, name: str) -> Any:
+            # reached only for a name that is not set: a deferred row kind is made into rows now
+            deferred = self.__dict__.get("_deferred")
+            columns = deferred.get(name) if deferred else None
+            if columns is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            rows = columns.rows()
+            self.__dict__[name] = rows
+            deferred.pop(name, None)
+            return rows
+
+    def __getstate__(self) -> dict[str, Any]:
+        # copies and pickles carry rows, never the reader's columns
+        for kind in list(self.__dict__.get("_deferred", {})):
+            getattr(self, kind)
+        return {k: v for k, v in self.__dict__.items() if k != "_deferred"}
+
+
+class DeferredRows(Protocol):
+    """One row kind of a day held as columns until its rows are read, in the log's order (a
+    reader's, e.g. capture.log.rows.ArrowRows)."""
+
+    count: int
+
+    def values(self, name: str) -> list[Any]:
+        """One column as Python values (NULL as None)."""
+        ...
+
+    def rows(self) -> list[Any]:
+        """The rows as capture objects, the same a read that makes them gives."""
+        ...
+
 
 _SCALAR_TYPES = {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE", str: "VARCHAR"}
 _UnionType = type(int | None)

@@ -66,6 +66,39 @@ def test_sealed_elements_by_snapshot_are_the_trees_in_log_order(sealed_log):
     assert lazy.element_source.of_snapshots(["no-such-snapshot"]) == []
 
 
+
+def test_one_segment_day_gives_its_element_rows_as_columns(sealed_log):
+    # the columnar path of click resolution (enrich.ring_candidates) is the one a sealed day
+    # of one segment takes, and its rows are the rows of the full read
+    log, days = sealed_log
+    full = log.read_day(days[0])
+    lazy = log.read_day(days[0], lazy_elements=True)
+    columns = lazy.element_source.columns()
+    assert columns is not None
+    picks = list(range(0, len(full.elements), 97))[::-1]
+    assert columns.rows(picks) == [full.elements[i] for i in picks]
+    assert columns.ts_us.tolist() == [e.ts_us for e in full.elements]
+
+
+def test_sealed_read_leaves_input_events_as_columns_until_asked(sealed_log):
+    # the compile reads the columns it needs and makes no event object; anything that reads
+    # capture.inputs gets the same rows as ever, and copies carry rows, not the reader's columns
+    import copy
+    import pickle
+
+    log, days = sealed_log
+    full = log.read_day(days[0])
+    lazy = log.read_day(days[0], lazy_elements=True)
+    assert lazy.row_columns("inputs") is not None and "inputs" not in vars(lazy)
+    doc = compile_day(lazy, CompileOptions(include_typed_text=True))
+    assert lazy.row_columns("inputs") is not None  # still not made into objects
+    assert canonical_bytes(doc) == canonical_bytes(compile_day(full, CompileOptions(include_typed_text=True)))
+    again = pickle.loads(pickle.dumps(log.read_day(days[0])))
+    assert again.row_columns("inputs") is None and again.inputs == full.inputs
+    assert copy.copy(log.read_day(days[0])).inputs == full.inputs
+    assert lazy.inputs == full.inputs and lazy.row_columns("inputs") is None
+    assert log.read_day(days[0]) == full
+
 def test_warehouse_capture_with_lazy_elements_compiles_to_the_same_bytes(sealed_log, tmp_path):
     log, days = sealed_log
     con = duckdb.connect(str(tmp_path / "w.duckdb"))

@@ -20,7 +20,15 @@ from af_pipeline.about import GENERATOR
 from af_pipeline.compiler import layouts
 from af_pipeline.compiler.categories import CategoryRules, categorize, default_rules
 from af_pipeline.compiler.document import SCHEMA_VERSION, common_ref_ids, encode_refs, id_runs
-from af_pipeline.compiler.enrich import RING_PX, Attribution, SnapIndex, attribute_input, screen_sizes
+from af_pipeline.compiler.enrich import (
+    RING_PX,
+    Attribution,
+    SnapIndex,
+    attribute_input,
+    input_count,
+    input_values,
+    screen_sizes,
+)
 from af_pipeline.compiler.sessionize import (
     NO_END,
     PAPER_RULES,
@@ -329,13 +337,13 @@ def _tally_input(capture: DayCapture, att: Attribution, slots: Slots, options: C
     # Vectorised: counts per (owner slot, volume column) with one bincount. Pointer motion is
     # neither volume nor interaction; app switches and focus changes are interaction (column 7)
     # but not volume.
-    inputs = capture.inputs
-    n_in = len(inputs)
+    # the events' columns, not the events (a sealed read leaves them as columns)
+    kinds, ops, texts_of = input_values(capture, ("kind", "clipboard_op", "text"))
+    n_in = len(kinds)
     n_slots, owner_a, owner = slots.count, slots.owner_a, slots.owner
-    kinds = [e.kind for e in inputs]
     code_a = np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n_in)
     for i in np.flatnonzero(code_a == _K_CLIPBOARD).tolist():
-        op = inputs[i].clipboard_op
+        op = ops[i]
         code_a[i] = _K_PASTES if op == "paste" else (_K_COPIES if op in ("copy", "cut") else _K_OTHER)
     pos_a, dist_a = att.pos, att.dist_us
     unattributed = int(np.count_nonzero(pos_a < 0))
@@ -353,7 +361,7 @@ def _tally_input(capture: DayCapture, att: Attribution, slots: Slots, options: C
     pos_list_a = att.pos_list
     texts = np.flatnonzero(counted & (code_a == _K_TEXT))
     if texts.size:  # characters typed, a count (never the content), summed per owner slot
-        chars = np.fromiter((len(inputs[i].text or "") for i in texts.tolist()), dtype=np.int64, count=texts.size)
+        chars = np.fromiter((len(texts_of[i] or "") for i in texts.tolist()), dtype=np.int64, count=texts.size)
         np.add.at(vol_np[:, _K_CHARS], owner_a[pos_a[texts]], chars)
 
     clicked: list[dict[tuple[str, str | None, str], int]] = [{} for _ in range(n_slots)]
@@ -373,13 +381,13 @@ def _tally_input(capture: DayCapture, att: Attribution, slots: Slots, options: C
     typed: list[list[str]] | None = None
     if options.include_typed_text:
         typed = [[] for _ in range(n_slots)]
+        ts, streams, refs = input_values(capture, ("ts_us", "stream", "ref"))
         keyed = [i for i in np.flatnonzero(counted & ((code_a == _K_KEYS) | (code_a == _K_TEXT))).tolist()
-                 if inputs[i].text]
-        keyed.sort(key=lambda i: (inputs[i].ts_us, inputs[i].stream or "", inputs[i].ref))
+                 if texts_of[i]]
+        keyed.sort(key=lambda i: (ts[i], streams[i] or "", refs[i]))
         for i in keyed:
-            e = inputs[i]
-            mapped = layouts.translate(e.text, e.kind, tbl) or ""
-            typed[owner[pos_list_a[i]]].append(_key_char(mapped) if e.kind == "key" else mapped)
+            mapped = layouts.translate(texts_of[i], kinds[i], tbl) or ""
+            typed[owner[pos_list_a[i]]].append(_key_char(mapped) if kinds[i] == "key" else mapped)
     attribution = {
         "events": n_dist,
         "unattributed": unattributed,
@@ -535,7 +543,7 @@ def _frame_list(capture: DayCapture, framing: Framing, tally: InputTally, tenure
     away_frames = 0
     kept: list[Segment] = []
     # measured-span rows (ActivityWatch) on a day whose other sources did record input
-    mixed_input = tl.ends is not None and bool(capture.inputs)
+    mixed_input = tl.ends is not None and input_count(capture) > 0
     ends_list = tl.ends.tolist() if tl.ends is not None else []
     for fi, seg in enumerate(tl.segments):
         app, site = cast(tuple[str, str | None], seg.key)
@@ -626,7 +634,7 @@ def _coverage(capture: DayCapture, framing: Framing, tally: InputTally, tenure: 
                                 "away_min": _minutes(int(tl.away.sum())), "away_frames": fl.away_frames}
         for entry in stream_rows:
             entry["presence"] = tl.presence_src.get(entry["stream"], "none")
-    if n and not capture.inputs and set(capture.recorders) and set(capture.recorders) <= NO_INPUT_RECORDERS:
+    if n and not input_count(capture) and set(capture.recorders) and set(capture.recorders) <= NO_INPUT_RECORDERS:
         coverage["input_recorded"] = False  # k0 c0 here means "not recorded", never idleness
     return coverage
 
@@ -713,7 +721,7 @@ def _document(capture: DayCapture, framing: Framing, tally: InputTally, tenure: 
                         "layout": options.layout},
             "rules": {"dwell_s": rules.dwell_s, "gap_s": rules.gap_s,
                       "flicker_s": rules.flicker_s, "ring_px": RING_PX},
-            "rows": {"snapshots": len(framing.rows.index.snaps), "inputs": len(capture.inputs),
+            "rows": {"snapshots": len(framing.rows.index.snaps), "inputs": input_count(capture),
                      "elements": capture.element_count(), "presence": len(capture.presence),
                      "streams": len(capture.streams)},
         },

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import attrgetter, eq
+from typing import Any
 
 import numpy as np
 
@@ -295,27 +296,118 @@ class Attribution:
 def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attribution:
     """Re-attribute every input event and resolve every click of the day (see the module doc)."""
     index = index if index is not None else SnapIndex(capture.snapshots)
-    inputs = capture.inputs
-    pos_a, dist_a = index.attribute(
-        [e.ts_us for e in inputs],
-        [e.stream for e in inputs] if len(index.by_stream) > 1 else None)
+    ts, streams, kinds = input_values(capture, ("ts_us", "stream", "kind"))
+    pos_a, dist_a = index.attribute(ts, streams if len(index.by_stream) > 1 else None)
     pos = pos_a.tolist()
     snaps = index.snaps
-    clicks = list(compress(range(len(inputs)), map(eq, [e.kind for e in inputs], repeat("click"))))
-    # element trees are fetched once, for the snapshots under anonymous clicks only
-    anon = [i for i in clicks if pos[i] >= 0 and not _named(inputs[i])]
+    clicks = list(compress(range(len(ts)), map(eq, kinds, repeat("click"))))
     targets: dict[int, tuple[str, str | None, str | None]] = {}
     if clicks:
+        xs, ys, names, roles = input_values(capture, ("x", "y", "element_name", "element_role"))
+        # element trees are fetched once, for the snapshots under anonymous clicks only
+        anon = [i for i in clicks if pos[i] >= 0 and not (names[i] and names[i].strip())]
         sizes = screen_sizes(capture.streams)
-        boxes = ElementIndex.for_snapshots(capture, (snaps[pos[i]].source_frame_id for i in anon))
+        columns = _element_columns(capture) if anon else None
+        near_of: dict[int, list[Element]] = {}
+        if columns is not None:
+            # the day's trees as columns: numpy keeps the elements in reach of each click, and
+            # the click rule runs on those alone (the same answer: it rejects all the others)
+            near = ring_candidates(columns, [(xs[i], ys[i], sizes.get(snaps[pos[i]].stream),
+                                              snaps[pos[i]].source_frame_id, snaps[pos[i]].ts_us) for i in anon])
+            near_of = dict(zip(anon, near, strict=True))
+            boxes = _NO_BOXES
+        else:
+            boxes = ElementIndex.for_snapshots(capture, (snaps[pos[i]].source_frame_id for i in anon))
         for i in clicks:
             p = pos[i]
-            targets[i] = click_target(inputs[i], snaps[p] if p >= 0 else None, sizes, boxes)
+            snap = snaps[p] if p >= 0 else None
+            if i in near_of:
+                targets[i] = resolve_click(xs[i], ys[i], sizes.get(snaps[p].stream), near_of[i], snaps[p].source_frame_id)
+            else:
+                targets[i] = _click_target("click", names[i], roles[i], xs[i], ys[i], snap, sizes, boxes)
     return Attribution(index, pos_a, pos, dist_a, targets)
 
 
-def _named(e: InputEvent) -> bool:
-    return bool(e.element_name and e.element_name.strip())
+def input_values(capture: DayCapture, names: Sequence[str]) -> list[list[Any]]:
+    """Columns of the day's input events, in row order: the reader's own columns when it left
+    the rows as columns (capture.model.DayCapture.defer_rows), so no event object is made."""
+    columns = capture.row_columns("inputs")
+    if columns is not None:
+        return [columns.values(n) for n in names]
+    inputs = capture.inputs
+    return [list(map(attrgetter(n), inputs)) for n in names]
+
+
+def input_count(capture: DayCapture) -> int:
+    """The day's input events (without making them, when the reader left them as columns)."""
+    columns = capture.row_columns("inputs")
+    return columns.count if columns is not None else len(capture.inputs)
+
+
+_NO_BOXES = ElementIndex(())
+
+
+def _element_columns(capture: DayCapture) -> Any:
+    """The day's element rows as columns (capture.log.rows.ElementColumns) when its element
+    source can give them (a sealed day of one segment), else None."""
+    get = getattr(capture.element_source, "columns", None)
+    return get() if callable(get) else None
+
+
+def ring_candidates(columns: Any, clicks: Sequence[tuple[int | None, int | None, tuple[int, int] | None,
+                                                          str | None, int]]) -> list[list[Element]]:
+    """Per click (x, y, screen size, snapshot frame id, snapshot time): the elements of that
+    snapshot's time whose bounds, widened by the ring, contain the click, in log order: every
+    element resolve_click could answer with. ``columns``: the day's ElementColumns (time-sorted).
+
+    The same tests as resolve_click's first rejections, on numpy arrays of every (click, element)
+    pair at once; a click resolve_click answers without looking at elements gets none."""
+    out: list[list[Element]] = [[] for _ in clicks]
+    live: list[int] = []
+    nxs: list[float] = []
+    nys: list[float] = []
+    rxs: list[float] = []
+    rys: list[float] = []
+    times: list[int] = []
+    for k, (x, y, size, frame_id, ts_us) in enumerate(clicks):
+        if x is None or y is None or size is None or frame_id is None:
+            continue
+        w, h = size
+        nx, ny = x / w, y / h  # exactly as resolve_click computes them
+        if not (0.0 <= nx <= 1.0 and 0.0 <= ny <= 1.0):
+            continue
+        live.append(k)
+        nxs.append(nx)
+        nys.append(ny)
+        rxs.append(RING_PX / w)
+        rys.append(RING_PX / h)
+        times.append(ts_us)
+    if not live:
+        return out
+    t = np.asarray(times, dtype=np.int64)
+    lo = np.searchsorted(columns.ts_us, t, side="left")
+    lens = np.searchsorted(columns.ts_us, t, side="right") - lo
+    total = int(lens.sum())
+    if total == 0:
+        return out
+    # every (click, element of its snapshot's time) pair, clicks in order, elements in log order
+    owner = np.repeat(np.arange(len(live)), lens)
+    elem = np.arange(total) - np.repeat(np.cumsum(lens) - lens - lo, lens)
+    left, width = columns.left[elem], columns.width[elem]
+    top, height = columns.top[elem], columns.height[elem]
+    px, py = np.asarray(nxs)[owner], np.asarray(nys)[owner]
+    prx, pry = np.asarray(rxs)[owner], np.asarray(rys)[owner]
+    with np.errstate(invalid="ignore"):
+        keep = ((left - prx <= px) & (px <= left + width + prx) & (top - pry <= py) & (py <= top + height + pry)
+                & ~(width < 0) & ~(height < 0))
+    sel = np.flatnonzero(keep)
+    if sel.size == 0:
+        return out
+    wanted = np.unique(elem[sel])
+    rows = dict(zip(wanted.tolist(), columns.rows(wanted.tolist()), strict=True))
+    for k, r in zip(owner[sel].tolist(), elem[sel].tolist(), strict=True):
+        out[live[k]].append(rows[r])
+    return out
 
 
 def enrich(capture: DayCapture, layout: str = "identity", attribution: Attribution | None = None) -> list[EnrichedInput]:
@@ -360,11 +452,17 @@ def click_target(
     boxes: ElementIndex,
 ) -> tuple[str, str | None, str | None]:
     """(resolution, label, role) of one event; "none" for anything that is not a click."""
-    if e.kind != "click":
+    return _click_target(e.kind, e.element_name, e.element_role, e.x, e.y, snap, sizes, boxes)
+
+
+def _click_target(kind: str, name: str | None, role: str | None, x: int | None, y: int | None,
+                  snap: Snapshot | None, sizes: dict[str, tuple[int, int]],
+                  boxes: ElementIndex) -> tuple[str, str | None, str | None]:
+    if kind != "click":
         return "none", None, None
-    if e.element_name and e.element_name.strip():
-        return "recorded", " ".join(e.element_name.split()), e.element_role
+    if name and name.strip():
+        return "recorded", " ".join(name.split()), role
     if snap is None:
         return "unresolved", None, None
     fid = snap.source_frame_id
-    return resolve_click(e.x, e.y, sizes.get(snap.stream), boxes.of(fid, snap.ts_us), fid)
+    return resolve_click(x, y, sizes.get(snap.stream), boxes.of(fid, snap.ts_us), fid)

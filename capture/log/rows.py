@@ -13,6 +13,7 @@ import itertools
 import math
 from dataclasses import fields
 from operator import attrgetter
+from pathlib import Path
 from typing import Any
 
 from capture.log.schema import COLUMNS, NAMES, REQUIRED
@@ -223,3 +224,124 @@ def in_order(kind: str, data: dict[str, Any]) -> bool:
         ok |= tied & np.asarray(less, dtype=bool)
         tied &= np.asarray(a == b, dtype=bool)
     return bool(ok.all())
+
+
+def arrow_table(path: Path, kind: str) -> Any:
+    """A sealed file's columns of this version (NAMES order, file order) as a pyarrow Table,
+    read in one thread; None when the file lacks one (a file sealed before the column
+    existed: the SQL read fills it with NULL)."""
+    import pyarrow.parquet as pq  # imported lazily: only sealed reads need it
+
+    pf = pq.ParquetFile(path)
+    names = NAMES[kind]
+    if not set(names) <= set(pf.schema_arrow.names):
+        return None
+    return pf.read(columns=list(names), use_threads=False)
+
+
+def arrow_columns(path: Path, kind: str) -> list[list[Any]] | None:
+    """A sealed file's rows as Python values per column (see arrow_table)."""
+    table = arrow_table(path, kind)
+    return None if table is None else [table.column(n).to_pylist() for n in NAMES[kind]]
+
+
+class ArrowRows:
+    """One kind of a sealed day's rows as the columns of its file (capture.model.DeferredRows):
+    each column becomes Python values when first asked for, the rows only when asked for."""
+
+    __slots__ = ("kind", "count", "_table", "_values")
+
+    def __init__(self, kind: str, table: Any):
+        self.kind = kind
+        self.count: int = table.num_rows
+        self._table = table
+        self._values: dict[str, list[Any]] = {}
+
+    def values(self, name: str) -> list[Any]:
+        got = self._values.get(name)
+        if got is None:
+            got = self._values[name] = self._table.column(name).to_pylist()
+        return got
+
+    def rows(self) -> list[Any]:
+        from capture.model import CLASS_OF
+
+        return build_instances(CLASS_OF[self.kind], [self.values(n) for n in NAMES[self.kind]])
+
+
+def order_keys_of(kind: str, values: Any) -> dict[str, Any]:
+    """order_keys of the sort-key columns given by ``values(name)``."""
+    return order_keys(kind, [values(n) if n in ("ts_us", "stream", "ref", "snapshot_frame_id") else []
+                             for n in NAMES[kind]])
+
+
+def order_keys(kind: str, cols: list[list[Any]]) -> dict[str, Any]:
+    """The sort-key columns of columns in NAMES order, as in_order takes them (NULL stream as '')."""
+    import numpy as np
+
+    at = dict(zip(NAMES[kind], cols, strict=True))
+    keys: dict[str, Any] = {"ts_us": np.asarray(at["ts_us"], dtype=np.int64), "ref": np.asarray(at["ref"], dtype=object)}
+    if kind in ("snapshots", "inputs"):
+        keys["stream"] = np.asarray(["" if s is None else s for s in at["stream"]], dtype=object)
+    elif kind == "elements":
+        keys["snapshot_frame_id"] = np.asarray(at["snapshot_frame_id"], dtype=object)
+    return keys
+
+
+class ElementColumns:
+    """A sealed day's element rows as columns, in file order, which is time order: the time and
+    the bounds as numpy arrays (NULL bounds as NaN) for vectorised geometry, and whole rows
+    (Element objects, the same ones a read gives) made only for the rows asked for."""
+
+    __slots__ = ("ts_us", "left", "top", "width", "height", "_arrays")
+
+    def __init__(self, arrays: dict[str, Any]):
+        import numpy as np
+
+        self._arrays = arrays  # name -> pyarrow Array (strings dictionary-encoded)
+        self.ts_us = arrays["ts_us"].to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        nan = float("nan")
+        self.left, self.top, self.width, self.height = (
+            arrays[n].fill_null(nan).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+            for n in ("left", "top", "width", "height"))
+
+    @classmethod
+    def read(cls, path: Path) -> ElementColumns | None:
+        """The columns of one sealed elements file; None when it lacks a current column or its
+        rows are not in time order (then the rows are fetched by snapshot with SQL)."""
+        import numpy as np
+        import pyarrow.parquet as pq
+
+        # strings as dictionaries: their values are decoded once per distinct value
+        strings = [n for n, t in COLUMNS["elements"].items() if t == "VARCHAR" and n != "ref"]
+        pf = pq.ParquetFile(path, read_dictionary=strings)
+        names = NAMES["elements"]
+        if not set(names) <= set(pf.schema_arrow.names):
+            return None
+        table = pf.read(columns=list(names), use_threads=False)
+        out = cls({n: _one_array(table.column(n)) for n in names})
+        ts = out.ts_us
+        if ts.size > 1 and not bool(np.all(ts[1:] >= ts[:-1])):
+            return None
+        return out
+
+    def rows(self, indices: list[int]) -> list[Any]:
+        """The Element rows at these positions, in the order given."""
+        import pyarrow as pa
+
+        from capture.model import Element
+
+        take = pa.array(indices, type=pa.int64())
+        cols: list[list[Any]] = []
+        for n in NAMES["elements"]:
+            arr = self._arrays[n]
+            if pa.types.is_dictionary(arr.type):
+                cols.append(arr.dictionary.take(arr.indices.take(take)).to_pylist())
+            else:
+                cols.append(arr.take(take).to_pylist())
+        return build_instances(Element, cols)
+
+
+def _one_array(column: Any) -> Any:
+    """A ChunkedArray as one Array (without a copy when it has one chunk, as a one-file read has)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()

@@ -1,0 +1,100 @@
+"""Anonymous clicks resolved from a sealed day's element columns answer as the element-tree rule.
+
+A sealed day's element trees are read as columns (capture.log.rows.ElementColumns) and numpy
+keeps, for each click, the elements whose ring-widened bounds contain it (enrich.ring_candidates);
+resolve_click then runs on those alone. These tests hold that to resolve_click over the whole
+tree of the snapshot, on random trees and clicks whose coordinates sit on the ring's and the
+boxes' edges (test_lazy_elements holds whole sealed days read this way to the full read).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from af_pipeline.compiler.enrich import RING_PX, ElementIndex, resolve_click, ring_candidates
+from capture.log.rows import ElementColumns
+from capture.log.schema import COLUMNS, NAMES, sort_key
+from capture.model import Element
+
+_ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}
+# powers of two divide exactly, so clicks land on ring and box edges to the last bit
+SIZES = [(1024, 512), (2048, 1024), (1024, 512), (1920, 1080)]
+# snapshot frame id -> its time; two snapshots share a time (two monitors captured at once)
+SNAPS = {"1": 1_000, "2": 2_000, "3": 2_000, "4": 3_000}
+
+
+def _write(elements: list[Element], path: Path) -> Path:
+    schema = pa.schema([(n, _ARROW[t]) for n, t in COLUMNS["elements"].items()])
+    table = pa.table({n: [getattr(e, n) for e in elements] for n in NAMES["elements"]}, schema=schema)
+    pq.write_table(table, path)
+    return path
+
+
+# bounds on a grid of screen pixels, so ring and box edges fall exactly on click coordinates
+_px = st.integers(min_value=-60, max_value=1100)
+_maybe = st.one_of(st.none(), st.integers(min_value=-5, max_value=400))
+
+
+@st.composite
+def trees(draw):
+    w, h = draw(st.sampled_from(SIZES))
+    n = draw(st.integers(min_value=0, max_value=30))
+    out = []
+    for i in range(n):
+        fid = draw(st.sampled_from(sorted(SNAPS)))
+        left, top = draw(st.one_of(st.none(), _px)), draw(st.one_of(st.none(), _px))
+        width, height = draw(_maybe), draw(_maybe)
+        out.append(Element(
+            ref=f"e:{i:03d}", ts_us=SNAPS[fid], snapshot_frame_id=fid,
+            source=draw(st.sampled_from(["accessibility", "ocr"])),
+            role=draw(st.sampled_from([None, "AXButton", "AXLink"])),
+            text=draw(st.sampled_from([None, "", "  ", "Save", "Open  file", "Save"])),
+            parent_ref=None, depth=draw(st.one_of(st.none(), st.integers(0, 4))),
+            left=None if left is None else left / w, top=None if top is None else top / h,
+            width=None if width is None else width / w, height=None if height is None else height / h,
+        ))
+    out.sort(key=sort_key("elements"))  # the log's order
+    clicks = []
+    for _ in range(draw(st.integers(min_value=0, max_value=12))):
+        size = draw(st.sampled_from([(w, h), (w, h), (w, h), None]))
+        fid = draw(st.sampled_from([None, *sorted(SNAPS), *sorted(SNAPS)]))
+        x, y = draw(st.integers(-20, w + 20)), draw(st.integers(-20, h + 20))
+        boxed = [e for e in out if e.left is not None and e.top is not None]
+        if boxed and draw(st.booleans()):
+            # on or next to an edge of an element's box or ring
+            e = draw(st.sampled_from(boxed))
+            edge = st.sampled_from([-RING_PX - 1, -RING_PX, -RING_PX + 1, -1, 0, 1])
+            x = round(e.left * w) + draw(st.one_of(edge, st.just(round((e.width or 0) * w) + RING_PX)))
+            y = round(e.top * h) + draw(st.one_of(edge, st.just(round((e.height or 0) * h) + RING_PX)))
+            fid = draw(st.sampled_from([e.snapshot_frame_id, e.snapshot_frame_id, fid]))
+        clicks.append((draw(st.one_of(st.just(x), st.none())) if draw(st.integers(0, 9)) == 0 else x, y, size, fid))
+    return out, clicks
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=trees())
+def test_columns_resolve_every_click_as_the_element_tree_rule(case, tmp_path):
+    elements, clicks = case
+    columns = ElementColumns.read(_write(elements, tmp_path / "elements.parquet"))
+    assert columns is not None
+    boxes = ElementIndex(elements)
+    requests = [(x, y, size, fid, SNAPS.get(fid or "", 0)) for x, y, size, fid in clicks]
+    near = ring_candidates(columns, requests)
+    for (x, y, size, fid, ts), got in zip(requests, near, strict=True):
+        tree = list(boxes.of(fid, ts))
+        assert resolve_click(x, y, size, got, fid) == resolve_click(x, y, size, tree, fid)
+        # the candidates are the tree's elements in reach of the ring, in log order
+        if x is not None and y is not None and size is not None and fid is not None \
+                and 0 <= x / size[0] <= 1 and 0 <= y / size[1] <= 1:
+            nx, ny, rx, ry = x / size[0], y / size[1], RING_PX / size[0], RING_PX / size[1]
+            assert got == [e for e in tree if e.left is not None and e.width is not None and e.top is not None
+                           and e.height is not None and e.left - rx <= nx <= e.left + e.width + rx
+                           and e.top - ry <= ny <= e.top + e.height + ry and e.width >= 0 and e.height >= 0]
+        else:
+            assert got == []
+
