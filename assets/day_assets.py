@@ -17,6 +17,7 @@ log has no capture for (one added by hand in the UI), so no empty document is ev
 """
 
 
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -87,9 +88,22 @@ def _sum(key: str) -> Callable[[list[dict]], dict]:
     return lambda rows: {key: sum(int(r.get(key, 0)) for r in rows)}
 
 
+PROGRESS_EVERY_S = 15.0
+_last_progress: dict[str, float] = {}
+
+
 def _progress(context: dg.AssetExecutionContext, name: str, days: Sequence[str], i: int) -> None:
-    if len(days) > 1 and (i == len(days) - 1 or i % 10 == 0):
+    """A line in the run's log when a long step has been quiet for PROGRESS_EVERY_S: each line is
+    an event Dagster stores (a SQLite write), so not one every few days of a range."""
+    key = f"{context.run.run_id} {name}"
+    now = time.monotonic()
+    if i == 0:
+        _last_progress[key] = now
+    elif len(days) > 1 and now - _last_progress.get(key, now) >= PROGRESS_EVERY_S:
+        _last_progress[key] = now
         context.log.info(f"{name}: day {i + 1}/{len(days)} ({days[i]})")
+    if i == len(days) - 1:
+        _last_progress.pop(key, None)
 
 
 def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:

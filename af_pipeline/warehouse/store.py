@@ -130,6 +130,9 @@ def ensure_table(con: duckdb.DuckDBPyConnection, table: str, columns: Mapping[st
         )
 
 
+_TEXT_TYPES = {str, type(None)}
+
+
 def replace_day(
     con: duckdb.DuckDBPyConnection,
     table: str,
@@ -152,7 +155,8 @@ def replace_day(
     data: dict[str, Any] = {"day": pd.Series([day] * n, dtype=object), "seq": np.arange(n, dtype=np.int64)}
     for i, (col, sql_type) in enumerate(zip(cols, types, strict=True)):
         # Only text columns holding something other than text need converting (to canonical JSON).
-        if sql_type == "VARCHAR" and not all(v is None or v.__class__ is str for v in col):
+        # (the set of the column's types, built in C: a generator over every cell cost 50 ms a day)
+        if sql_type == "VARCHAR" and not set(map(type, col)) <= _TEXT_TYPES:
             col = [_cell(v, sql_type) for v in col]
         data[f"c{i}"] = pd.Series(col, dtype=object)
     frame = pd.DataFrame(data)
