@@ -281,3 +281,32 @@ def test_a_warehouse_with_documents_in_the_table_is_migrated_in_place(one_day, t
         assert sorted(p.name[:10] for p in (tmp_path / "w.documents").iterdir()) == ["1999-01-01", day]
     finally:
         con.close()
+
+
+def test_a_batch_commits_every_write_of_a_step_or_none(tmp_path):
+    """A step's days are one transaction: a failure on a later day leaves the earlier days as
+    they were, and what waits for the commit (removing a day's old document file) does not run."""
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    cols = {"v": "BIGINT"}
+    try:
+        store.replace_day(con, "t", "2026-01-01", cols, [(1,)])
+        done: list[str] = []
+        with pytest.raises(RuntimeError), store.batch(con):
+            store.replace_day(con, "t", "2026-01-01", cols, [(2,)])
+            store.replace_day(con, "t", "2026-01-02", cols, [(3,)])
+            store.after_commit(con, lambda: done.append("late"))
+            raise RuntimeError("the third day failed")
+        assert con.execute("SELECT day, v FROM t ORDER BY day").fetchall() == [("2026-01-01", 1)]
+        assert done == []
+        with store.batch(con):
+            with store.batch(con):  # re-entrant: still the one transaction
+                store.replace_day(con, "t", "2026-01-01", cols, [(2,)])
+            store.replace_day(con, "t", "2026-01-02", cols, [(3,)])
+            store.after_commit(con, lambda: done.append("late"))
+            assert done == []
+        assert done == ["late"]
+        assert con.execute("SELECT day, v FROM t ORDER BY day").fetchall() == [("2026-01-01", 2), ("2026-01-02", 3)]
+        store.after_commit(con, lambda: done.append("now"))  # outside a batch: at once
+        assert done == ["late", "now"]
+    finally:
+        con.close()

@@ -330,7 +330,7 @@ def day_document(
     store.replace_day(
         con, DOCUMENTS, day, DOCUMENT_COLUMNS, [(sha, len(doc["frames"]), active, n_tokens, capture.sealed)]
     )
-    store.drop_other_documents(con, day, keep=sha)
+    store.after_commit(con, lambda: store.drop_other_documents(con, day, keep=sha))
     _remember(sha, canonical)
     # later steps read the document as stored (canonical JSON: sorted keys), never the dict built here
     parts.document = (json.loads(canonical), canonical, sha, n_tokens, bool(capture.sealed))

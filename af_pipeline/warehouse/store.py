@@ -172,9 +172,17 @@ def replace_day(
     return n
 
 
+# id(connection) -> what to do once its batch commits, for the connections inside batch()
+_BATCHES: dict[int, list[Callable[[], None]]] = {}
+
+
 @contextlib.contextmanager
 def _transaction(con: Any) -> Iterator[None]:
-    """One DuckDB transaction: committed when the block ends, rolled back on any failure."""
+    """One DuckDB transaction: committed when the block ends, rolled back on any failure. Inside
+    ``batch`` the block is part of the batch's transaction."""
+    if id(con) in _BATCHES:
+        yield
+        return
     con.execute("BEGIN TRANSACTION")
     try:
         yield
@@ -182,6 +190,38 @@ def _transaction(con: Any) -> Iterator[None]:
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+@contextlib.contextmanager
+def batch(con: Any) -> Iterator[None]:
+    """Every write of the block in one transaction: a step's days committed together (one WAL
+    sync instead of one per table and day), or none of them if the step fails, which is also
+    what Dagster records (a failed step materializes none of its partitions). What must wait for
+    the commit (``after_commit``) runs after it. Re-entrant."""
+    if id(con) in _BATCHES:
+        yield
+        return
+    con.execute("BEGIN TRANSACTION")
+    later: list[Callable[[], None]] = []
+    _BATCHES[id(con)] = later
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        _BATCHES.pop(id(con), None)
+    for fn in later:
+        fn()
+
+
+def after_commit(con: Any, fn: Callable[[], None]) -> None:
+    """Run ``fn`` once what the connection wrote is committed: now, or at the end of its batch."""
+    if id(con) in _BATCHES:
+        _BATCHES[id(con)].append(fn)
+    else:
+        fn()
 
 
 def insert_frame(con: Any, table: str, select: str, frame: Any, prepare: Callable[[], None]) -> None:
