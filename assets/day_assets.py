@@ -3,7 +3,10 @@
     raw_day -> frames, enriched_input, page_refs -> day_document -> context_block -> published_day
 
 Each asset reads its inputs from the warehouse, calls a pure af_pipeline function (through its
-step), writes one table (replacing the day) and records what happened. A run may cover one day
+step), writes one table (replacing the day) and records what happened. A step's writes for all
+its days are one transaction (store.batch): committed together, or none if the step fails (then
+Dagster records none of its partitions either); published_day commits day by day, as its files
+are written. A run may cover one day
 (the UI, the nightly schedule) or a range (``af build``: one run, the in-process executor, every
 asset called once with all its days). Each day partition's materialization carries that day's
 own numbers, also in a range run; the run's totals go to its log.
@@ -17,6 +20,7 @@ log has no capture for (one added by hand in the UI), so no empty document is ev
 """
 
 
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,7 +30,7 @@ from dagster_duckdb import DuckDBResource
 
 from af_pipeline.compiler.categories import rules_in
 from af_pipeline.warehouse import day_work as steps
-from af_pipeline.warehouse import publish
+from af_pipeline.warehouse import publish, store
 from af_pipeline.warehouse.day_work import CONTEXT_BUDGET_TOKENS, ENRICH_KINDS, SNAPSHOTS_ONLY
 from af_pipeline.warehouse.version import code_version
 from assets import unchanged
@@ -87,9 +91,22 @@ def _sum(key: str) -> Callable[[list[dict]], dict]:
     return lambda rows: {key: sum(int(r.get(key, 0)) for r in rows)}
 
 
+PROGRESS_EVERY_S = 15.0
+_last_progress: dict[str, float] = {}
+
+
 def _progress(context: dg.AssetExecutionContext, name: str, days: Sequence[str], i: int) -> None:
-    if len(days) > 1 and (i == len(days) - 1 or i % 10 == 0):
+    """A line in the run's log when a long step has been quiet for PROGRESS_EVERY_S: each line is
+    an event Dagster stores (a SQLite write), so not one every few days of a range."""
+    key = f"{context.run.run_id} {name}"
+    now = time.monotonic()
+    if i == 0:
+        _last_progress[key] = now
+    elif len(days) > 1 and now - _last_progress.get(key, now) >= PROGRESS_EVERY_S:
+        _last_progress[key] = now
         context.log.info(f"{name}: day {i + 1}/{len(days)} ({days[i]})")
+    if i == len(days) - 1:
+        _last_progress.pop(key, None)
 
 
 def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
@@ -123,9 +140,10 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
             days, skip = _split(context, data_folder, con)
-            for i, day in enumerate(days):
-                per_day[day] = steps.raw_day(con, log, day, _run(context))
-                _progress(context, "raw_day", days, i)
+            with store.batch(con):
+                for i, day in enumerate(days):
+                    per_day[day] = steps.raw_day(con, log, day, _run(context))
+                    _progress(context, "raw_day", days, i)
         return _result(context, per_day, _sum("rows_total"), skip)
 
     @dg.asset(
@@ -138,7 +156,8 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     def frames(context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource) -> dg.MaterializeResult:
         with warehouse.get_connection() as con:
             days, skip = _split(context, data_folder, con)
-            per_day = {day: steps.frames(con, day, _run(context)) for day in days}
+            with store.batch(con):
+                per_day = {day: steps.frames(con, day, _run(context)) for day in days}
         return _result(
             context,
             per_day,
@@ -162,7 +181,8 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         typed = data_folder.include_typed_text
         with warehouse.get_connection() as con:
             days, skip = _split(context, data_folder, con)
-            per_day = {day: steps.enriched_input(con, day, typed, _run(context)) for day in days}
+            with store.batch(con):
+                per_day = {day: steps.enriched_input(con, day, typed, _run(context)) for day in days}
         return _result(context, per_day, _sum("events"), skip)
 
     @dg.asset(
@@ -174,7 +194,8 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     def page_refs(context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource) -> dg.MaterializeResult:
         with warehouse.get_connection() as con:
             days, skip = _split(context, data_folder, con)
-            per_day = {day: steps.page_refs(con, day, _run(context)) for day in days}
+            with store.batch(con):
+                per_day = {day: steps.page_refs(con, day, _run(context)) for day in days}
         return _result(context, per_day, _sum("urls"), skip)
 
     @dg.asset(
@@ -190,10 +211,11 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
             days, skip = _split(context, data_folder, con)
-            for i, day in enumerate(days):
-                per_day[day] = steps.day_document(con, day, typed, _run(context),
-                                                  categories=rules_in(data_folder.root))
-                _progress(context, "day_document", days, i)
+            with store.batch(con):
+                for i, day in enumerate(days):
+                    per_day[day] = steps.day_document(con, day, typed, _run(context),
+                                                      categories=rules_in(data_folder.root))
+                    _progress(context, "day_document", days, i)
         return _result(context, per_day, _sum("document_tokens"), skip)
 
     @dg.asset(
@@ -206,9 +228,10 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
             days, skip = _split(context, data_folder, con)
-            for day in days:
-                meta = steps.context_block(con, day, _run(context))
-                per_day[day] = meta | {"preview": dg.MetadataValue.md(meta["preview"])}
+            with store.batch(con):
+                for day in days:
+                    meta = steps.context_block(con, day, _run(context))
+                    per_day[day] = meta | {"preview": dg.MetadataValue.md(meta["preview"])}
         return _result(context, per_day, _sum("context_tokens"), skip)
 
     @dg.asset(

@@ -1,6 +1,7 @@
 """Benchmark: does day N cost more when there are N-1 days of history before it?
 
     .venv/bin/python bench/bench_growth.py [--days 365] [--sample 20] [--seed 1] [--out DIR] [--profile]
+                                           [--history-days N [--history-only] [--rounds R]]
 
 DESIGN anchor: "day N compile cost vs history length: second-half / first-half ratio at most 1.1
 at 365 days". What a user pays every night is not the pure compile alone, so this measures three
@@ -15,6 +16,14 @@ things, each in log order over the days that have capture:
              first --sample days are built one run each (timed), the days between them and the
              last --sample days in ONE range run (not timed), then the last --sample days one run
              each (timed).
+
+(d) (--history-days N): each warehouse step of one nightly day (the day work of every asset
+             and the checkpoint the run's connection makes when it closes), without Dagster, on a
+             warehouse holding --sample days and on one holding N days of history (the --sample
+             days built, then copied under earlier day keys, document files included), best CPU
+             of --rounds interleaved rounds: the ratio per step says whether a step's cost follows
+             the history in the warehouse. --history-only measures (d) alone, on a corpus of
+             --sample + 1 days with capture or more.
 
 Ratios: (a) and (b) mean of the second half of the days over the mean of the first half; (c) the
 mean of the last sample over the mean of the first sample. The same ratio of (b) on just the
@@ -35,6 +44,7 @@ Wall times depend on what else runs: the load average before and after is record
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import os
@@ -240,6 +250,165 @@ def history_size(home: Any) -> dict[str, Any]:
             "log_mb": round(dir_mb(home.log_dir), 1), "published_mb": round(dir_mb(home.published_dir), 1)}
 
 
+# ------------------------------------------------------------------ (d) each warehouse step at two history lengths
+
+STEPS = ("raw_day", "frames", "enriched_input", "page_refs", "day_document", "context_block", "published_day",
+         "checkpoint")
+_NOT_PER_DAY = {"raw_root"}
+
+
+def _inflate(con: Any, real_days: list[str], total: int) -> None:
+    """Grow a warehouse built over ``real_days`` to ``total`` days of history: every table's rows
+    (and document files) of the real days again under earlier, made-up day keys, round robin."""
+    import datetime as dt
+
+    from af_pipeline.warehouse import store
+
+    first = dt.date.fromisoformat(real_days[0])
+    fake = [(first - dt.timedelta(days=i + 1)).isoformat() for i in range(total - len(real_days))]
+    docs = store.documents_dir(con) if hasattr(store, "documents_dir") else None  # None: code before document files
+    per_day = [t for (t,) in con.execute(
+        "SELECT table_name FROM duckdb_columns() WHERE column_name = 'day' AND schema_name = 'main' "
+        "AND table_name IN (SELECT table_name FROM duckdb_tables())").fetchall() if t not in _NOT_PER_DAY]
+    pairs = [(day, real_days[i % len(real_days)]) for i, day in enumerate(fake)]
+    con.execute("CREATE TEMP TABLE _fake (fake VARCHAR, src VARCHAR)")
+    con.executemany("INSERT INTO _fake VALUES (?, ?)", pairs)
+    for table in per_day:  # one INSERT per table for all the made-up days
+        cols = [c for (c,) in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND schema_name = 'main' "
+            "ORDER BY column_index", [table]).fetchall()]
+        picked = ", ".join("f.fake" if c == "day" else f't."{c}"' for c in cols)
+        con.execute(f'INSERT INTO "{table}" SELECT {picked} FROM "{table}" t JOIN _fake f ON t.day = f.src '
+                    "ORDER BY f.fake, t.seq")
+    for day, src in pairs:
+        for f in docs.glob(f"{src}.*{store.DOCUMENT_SUFFIX}") if docs is not None else ():
+            shutil.copyfile(f, docs / f.name.replace(src, day, 1))
+    store.refresh_views(con)
+    con.execute("CHECKPOINT")
+
+
+def _copy_warehouse(src: Path, dst: Path) -> None:
+    for suffix in (".duckdb", ".documents"):
+        a, b = src.with_suffix(suffix), dst.with_suffix(suffix)
+        if b.is_dir():
+            shutil.rmtree(b)
+        elif b.exists():
+            b.unlink()
+        if a.exists():
+            (shutil.copytree if a.is_dir() else shutil.copyfile)(a, b)
+
+
+def _steps_once(home: Any, path: Path, day: str, published: Path) -> dict[str, tuple[float, float]]:
+    """Every step of one day on the warehouse at ``path`` as the nightly run does them (one
+    connection, the resource's checkpoint threshold), then the checkpoint its close makes:
+    step -> (wall s, CPU s)."""
+    import duckdb
+
+    from af_pipeline.compiler.categories import rules_in
+    from af_pipeline.warehouse import day_work as steps
+    from af_pipeline.warehouse.version import code_version
+    from capture.log import EventLog
+
+    log = EventLog(home)
+    run = steps.RunParts()
+    steps._RECENT_DOCS.clear()
+    con = duckdb.connect(str(path), config={"checkpoint_threshold": "1GB"})
+    calls: dict[str, Callable[[], Any]] = {
+        "raw_day": lambda: steps.raw_day(con, log, day, run),
+        "frames": lambda: steps.frames(con, day, run),
+        "enriched_input": lambda: steps.enriched_input(con, day, False, run),
+        "page_refs": lambda: steps.page_refs(con, day, run),
+        "day_document": lambda: steps.day_document(con, day, False, run, categories=rules_in(home.root)),
+        "context_block": lambda: steps.context_block(con, day, run),
+        "published_day": lambda: steps.published_day(con, day, published, code_version(), run),
+        "checkpoint": lambda: (con.execute("CHECKPOINT"), con.close()),
+    }
+    out = {}
+    try:
+        for name in STEPS:
+            w, c = time.perf_counter(), time.process_time()
+            calls[name]()
+            out[name] = (time.perf_counter() - w, time.process_time() - c)
+    finally:
+        with contextlib.suppress(Exception):
+            con.close()
+        log.close()
+    return out
+
+
+def warehouse_history(home: Any, days: list[str], small: int, big: int, rounds: int, out: Path) -> dict[str, Any]:
+    """(d): each step of the busiest of the 5 days after the first ``small`` days, on a warehouse holding ``small``
+    days of history and on one holding ``big`` (the same built days copied under earlier day
+    keys), interleaved for ``rounds`` rounds; best wall and CPU per step, and their ratios."""
+    import duckdb
+
+    from af_pipeline.compiler.categories import rules_in
+    from af_pipeline.warehouse import day_work as steps
+    from af_pipeline.warehouse.version import code_version
+    from capture.log import EventLog
+
+    work = out / "history"
+    built = days[:small]
+    # the busiest of the next few days: a light day's steps are a few ms, all noise
+    rows = {d.day: d.counts.get("snapshots", 0) + d.counts.get("inputs", 0) for d in EventLog(home).days()}
+    day = max(days[small:small + 5], key=lambda d: (rows.get(d, 0), d))
+    base = work / "base.duckdb"
+    stamp = work / f"base-{small}-{code_version()}"  # the built history is kept for the same code and days
+    if not stamp.exists():
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        say(f"(d): building {len(built)} days without Dagster (the history)")
+        con = duckdb.connect(str(base), config={"checkpoint_threshold": "1GB"})
+        log = EventLog(home)
+        try:
+            for d in built:
+                steps.build_day(con, log, d, work / "published-base", False, code_version(), rules_in(home.root))
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+            log.close()
+        stamp.write_text("ok\n")
+    say(f"(d): copying the {len(built)} days to {big} days of history")
+    _copy_warehouse(base, work / "small.duckdb")
+    _copy_warehouse(base, work / "big.duckdb")
+    con = duckdb.connect(str(work / "big.duckdb"))
+    try:
+        _inflate(con, built, big)
+    finally:
+        con.close()
+    best: dict[str, dict[str, list[float]]] = {k: {s: [] for s in STEPS} for k in ("small", "big")}
+    for r in range(rounds):
+        for label in ("small", "big") if r % 2 == 0 else ("big", "small"):
+            # each round starts from the history alone: the measured day is new to it, as at night
+            _copy_warehouse(work / f"{label}.duckdb", work / "run.duckdb")
+            pub = work / f"published-{label}-{r}"
+            for name, (_wall, cpu) in _steps_once(home, work / "run.duckdb", day, pub).items():
+                best[label][name].append(cpu)
+        say(f"  round {r + 1}/{rounds} done")
+    per_step = {}
+    for name in STEPS:
+        a, b = min(best["small"][name]), min(best["big"][name])
+        per_step[name] = {"small_cpu_ms": round(1000 * a, 1), "big_cpu_ms": round(1000 * b, 1),
+                          "ratio": _r(b / a) if a > 0 else None}
+    total_a = sum(min(v) for v in best["small"].values())
+    total_b = sum(min(v) for v in best["big"].values())
+    return {"day": day, "small_days": small, "big_days": big, "rounds": rounds, "steps": per_step,
+            "total_ratio": _r(total_b / total_a) if total_a else None,
+            "met": all(v["ratio"] is not None and v["ratio"] <= TARGET for v in per_step.values())}
+
+
+def render_history(h: dict[str, Any]) -> str:
+    lines = [f"(d) each warehouse step of {h['day']} at {h['big_days']} vs {h['small_days']} days of history "
+             f"(best CPU of {h['rounds']} interleaved rounds; total ratio {h['total_ratio']}):", "",
+             f"| step | {h['small_days']} days (ms CPU) | {h['big_days']} days (ms CPU) | ratio | target | met? |",
+             "|---|---|---|---|---|---|"]
+    for name, s in h["steps"].items():
+        met = "-" if s["ratio"] is None else ("yes" if s["ratio"] <= TARGET else "**no**")
+        lines.append(f"| {name} | {s['small_cpu_ms']:.1f} | {s['big_cpu_ms']:.1f} | {s['ratio']} | <= {TARGET} | {met} |")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------ report
 
 def _row(name: str, n: str, first: float | None, last: float | None, r: float | None, note: str = "") -> str:
@@ -330,7 +499,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"cache and results folder (default {DEFAULT_OUT})")
     ap.add_argument("--profile", action="store_true",
                     help="also profile each sample day's run (untimed re-run) and list what grew")
+    ap.add_argument("--history-days", type=int, default=None, metavar="N",
+                    help="(d): also time each warehouse step of one day at N vs --sample days of history, the "
+                    "history made by copying the first --sample days built (needs --sample + 1 days with capture)")
+    ap.add_argument("--history-only", action="store_true", help="measure (d) alone, not (a)-(c)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of (d) (default 3)")
     args = ap.parse_args(argv)
+    if args.history_only and not args.history_days:
+        ap.error("--history-only needs --history-days")
     if args.days < 4 or args.sample < 1:
         ap.error("--days must be at least 4 and --sample at least 1")
     warnings.filterwarnings("ignore")
@@ -357,6 +533,16 @@ def main(argv: list[str] | None = None) -> int:
     still_open = [d.day for d in status if not d.sealed]
     if still_open:  # a history is sealed days; open ones are read from JSONL and would skew every ratio
         say(f"warning: {len(still_open)} day(s) are still open ({still_open[0]} ..); use an earlier --start")
+    if args.history_only:
+        if len(days) <= args.sample:
+            ap.error(f"(d) needs more than --sample {args.sample} days with capture; the corpus has {len(days)}")
+        h = warehouse_history(home, days, args.sample, args.history_days, args.rounds, out)
+        res = {"days": args.days, "seed": args.seed, "history": h, "load_before": load_before, "load_after": _load(),
+               "wall_s": round(time.time() - started, 1)}
+        (out / "result.json").write_text(json.dumps(res, indent=2) + "\n")
+        print(render_history(h))
+        print(json.dumps(res, indent=2))
+        return 0
     k = min(args.sample, len(days) // 2)
     say(f"(a)+(b): reading and compiling {len(days)} days with capture, in log order")
     ab = read_and_compile(home, days)
@@ -384,6 +570,12 @@ def main(argv: list[str] | None = None) -> int:
                            "target": TARGET}
     res |= summarize(days, ab, first, last, history, k)
     res["met"] = {m: (res[m]["ratio"] is not None and res[m]["ratio"] <= TARGET) for m in ("read", "compile", "nightly")}
+    # the target is per step: every step of the nightly run at most 1.1x
+    res["met"]["nightly_steps"] = all(s["ratio"] is not None and s["ratio"] <= TARGET
+                                      for s in res["nightly"]["steps"].values())
+    if args.history_days:
+        res["history"] = warehouse_history(home, days, k, args.history_days, args.rounds, out)
+        res["met"]["history_steps"] = res["history"]["met"]
     if args.profile:
         res["profile_growth"] = profile_growth(out / "first.prof", out / "last.prof")
         res["profile_growth_own"] = profile_growth(out / "first.prof", out / "last.prof", key="own")
@@ -391,6 +583,9 @@ def main(argv: list[str] | None = None) -> int:
             "wall_s": round(time.time() - started, 1)}
     (out / "result.json").write_text(json.dumps(res, indent=2) + "\n")
     print(render(res))
+    if "history" in res:
+        print()
+        print(render_history(res["history"]))
     if args.profile:
         print("\nWhat grew most from the first sample's runs to the last's (cumulative s over all runs):\n")
         for p in res["profile_growth"][:12]:
@@ -414,7 +609,7 @@ def runner(sizes: Any, timeout: float, _done: dict[str, Any]) -> dict[str, Any]:
     out = BENCH_DIR / "runner-growth"
     (out / "result.json").unlink(missing_ok=True)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--days", "20" if quick else "365",
-           "--sample", "3" if quick else "20", "--out", str(out)]
+           "--sample", "3" if quick else "20", "--out", str(out), "--history-days", "30" if quick else "365"]
     say(f"[bench] growth: {' '.join(cmd[1:])}")
     m = run_measured(cmd, timeout=timeout)
     if m.timed_out or not (out / "result.json").exists():
@@ -426,10 +621,16 @@ def runner(sizes: Any, timeout: float, _done: dict[str, Any]) -> dict[str, Any]:
 def table_row(r: dict[str, Any]) -> tuple[str, str]:
     """The runner's 'ours' and 'met?' cells."""
     a, b, c = r["read"], r["compile"], r["nightly"]
-    return (f"at {r['days']} days: read {a['ratio']:.3f}, compile {b['ratio']:.3f} ({b['days']} days with capture, "
+    steps = ", ".join(f"{n} {s['ratio']:.2f}" for n, s in c.get("steps", {}).items() if s["ratio"] is not None)
+    text = (f"at {r['days']} days: read {a['ratio']:.3f}, compile {b['ratio']:.3f} ({b['days']} days with capture, "
             f"2nd half / 1st); nightly Dagster "
             f"run {c['ratio']:.3f} (last {c['sample']} / first {c['sample']}, {c['first_median_ms']:.0f} -> "
-            f"{c['last_median_ms']:.0f} ms)", "yes" if all(r["met"].values()) else "**no**")
+            f"{c['last_median_ms']:.0f} ms; per step, wall: {steps or '-'})")
+    h = r.get("history")
+    if h:
+        text += (f"; each warehouse step at {h['big_days']} vs {h['small_days']} days, CPU: "
+                 + ", ".join(f"{n} {s['ratio']:.2f}" for n, s in h["steps"].items() if s["ratio"] is not None))
+    return text, "yes" if all(r["met"].values()) else "**no**"
 
 
 if __name__ == "__main__":

@@ -308,6 +308,7 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
     spill = Path(tempfile.mkdtemp(prefix="af-rebuild-spill-"))
     con = duckdb.connect(":memory:", config={"threads": 1, "memory_limit": MEMORY_LIMIT,
                                              "temp_directory": str(spill)})
+    store.use_documents_dir(con, out / "documents")  # thrown away with the build, like the warehouse
     try:
         started = time.monotonic()
         rules = rules_in(home.root)

@@ -13,7 +13,7 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from af_pipeline.warehouse import store
+from af_pipeline.warehouse import day_work, store
 from assets.dagster_adapter import DayResults, day_check
 from assets.resources import DataFolder
 from certification import appendonly, rebuild, recompile
@@ -59,7 +59,7 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
         fresh = rebuild.fresh_build(data_folder.home, data_folder.include_typed_text, days)
         env = {"other process TZ": fresh.env.get("TZ", ""), "other process PYTHONHASHSEED": fresh.env.get("PYTHONHASHSEED", "")}
         with warehouse.get_connection() as con:
-            stored = dict(con.execute("SELECT day, sha256 FROM day_document WHERE day IN (SELECT unnest(?))", [days]).fetchall())
+            stored = day_work.document_hashes(con, days)  # the files as they are, not the recorded hashes
         return {
             day: day_result(
                 recompile.compare(data_folder.published_dir, fresh.published, day, stored.get(day, "missing")), len(days), env

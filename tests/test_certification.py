@@ -119,6 +119,23 @@ def test_published_file_altered_with_its_manifest_still_fails_recompile(incremen
     assert "document.md" in checks["byte_identical_recompile"][1]
 
 
+def test_altered_warehouse_document_file_fails_recompile(incremental):
+    """The warehouse keeps each day's document in a file named by its sha256: a file changed
+    after it was written (its recorded hash left as it was) fails the recompile check."""
+    import gzip
+
+    home, days = incremental
+    (path,) = (home.root / "warehouse.documents").glob(f"{days[0]}.*.json.gz")
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    doc["frames"] = doc["frames"][1:]
+    path.write_bytes(gzip.compress(json.dumps(doc, sort_keys=True).encode()))
+    ok, checks = certify(home, days[0])
+    assert not ok
+    assert checks["byte_identical_recompile"][0] is False
+    assert "warehouse document hashes to" in checks["byte_identical_recompile"][1]
+    assert checks["append_only"][0] is True  # the published files were not touched
+
+
 def test_perturbed_frame_row_fails_quality_and_rebuild(incremental):
     home, days = incremental
     con = duckdb.connect(str(home.warehouse_path))

@@ -214,3 +214,99 @@ def test_a_warehouse_moved_with_its_data_folder_follows_it(tmp_path):
         assert store.load_capture(con, day).snapshots
     finally:
         con.close()
+
+
+def test_documents_are_private_files_checked_against_their_hash(one_day, tmp_path):
+    """The warehouse holds the document's hash; the document is a gzip file beside the DuckDB
+    file, mode 0600, and a file that no longer matches its hash is refused, naming the file."""
+    import gzip
+    import stat
+
+    from capture.errors import CheckFailed
+
+    home, log, day = one_day
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        steps.raw_day(con, log, day)
+        meta = steps.day_document(con, day, include_typed_text=False)
+        assert not store.has_column(con, steps.DOCUMENTS, steps.INLINE_DOCUMENT)
+        (path,) = (tmp_path / "w.documents").iterdir()
+        assert path.name == f"{day}.{meta['canonical_sha256']}.json.gz"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert steps.document_hashes(con, [day]) == {day: meta["canonical_sha256"]}
+        steps._RECENT_DOCS.clear()
+        path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()).replace(b'"frames"', b'"framez"', 1)))
+        with pytest.raises(CheckFailed, match=f"{path.name}.*changed after it was written"):
+            steps.document(con, day)
+        assert steps.document_hashes(con, [day])[day] != meta["canonical_sha256"]
+        steps.day_document(con, day, include_typed_text=False)  # building the day again mends it
+        assert steps.document_hashes(con, [day]) == {day: meta["canonical_sha256"]}
+        path.unlink()
+        steps._RECENT_DOCS.clear()
+        with pytest.raises(CheckFailed, match="missing"):
+            steps.document(con, day)
+    finally:
+        con.close()
+
+
+def test_a_warehouse_with_documents_in_the_table_is_migrated_in_place(one_day, tmp_path):
+    """Warehouses written before document files kept each document in a column: they read as
+    before, and the next document written moves every stored one to its file."""
+    import hashlib
+
+    home, log, day = one_day
+    empty = hashlib.sha256(b"{}").hexdigest()
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        steps.raw_day(con, log, day)
+        meta = steps.day_document(con, day, include_typed_text=False)
+        steps._RECENT_DOCS.clear()
+        doc, n_tokens = steps.document(con, day)
+        text = store.read_document_bytes(con, day, meta["canonical_sha256"]).decode()
+        # the old layout: the text as the first column, no file
+        con.execute("CREATE TABLE old AS SELECT day, seq, ? AS canonical_json, sha256, frames, active_min, tokens, "
+                    "sealed FROM day_document", [text])
+        con.execute("DROP TABLE day_document")
+        con.execute("ALTER TABLE old RENAME TO day_document")
+        con.execute("INSERT INTO day_document SELECT '1999-01-01', 0, '{}', ?, 0, 0.0, 1, true", [empty])
+        for f in (tmp_path / "w.documents").iterdir():
+            f.unlink()
+        assert steps.document(con, day) == (doc, n_tokens)  # read from the column
+        assert steps.document_hashes(con, [day]) == {day: meta["canonical_sha256"]}
+        steps.day_document(con, day, include_typed_text=False)
+        assert not store.has_column(con, steps.DOCUMENTS, steps.INLINE_DOCUMENT)
+        steps._RECENT_DOCS.clear()
+        assert steps.document(con, day) == (doc, n_tokens)
+        assert steps.document_hashes(con, ["1999-01-01"]) == {"1999-01-01": empty}
+        assert sorted(p.name[:10] for p in (tmp_path / "w.documents").iterdir()) == ["1999-01-01", day]
+    finally:
+        con.close()
+
+
+def test_a_batch_commits_every_write_of_a_step_or_none(tmp_path):
+    """A step's days are one transaction: a failure on a later day leaves the earlier days as
+    they were, and what waits for the commit (removing a day's old document file) does not run."""
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    cols = {"v": "BIGINT"}
+    try:
+        store.replace_day(con, "t", "2026-01-01", cols, [(1,)])
+        done: list[str] = []
+        with pytest.raises(RuntimeError), store.batch(con):
+            store.replace_day(con, "t", "2026-01-01", cols, [(2,)])
+            store.replace_day(con, "t", "2026-01-02", cols, [(3,)])
+            store.after_commit(con, lambda: done.append("late"))
+            raise RuntimeError("the third day failed")
+        assert con.execute("SELECT day, v FROM t ORDER BY day").fetchall() == [("2026-01-01", 1)]
+        assert done == []
+        with store.batch(con):
+            with store.batch(con):  # re-entrant: still the one transaction
+                store.replace_day(con, "t", "2026-01-01", cols, [(2,)])
+            store.replace_day(con, "t", "2026-01-02", cols, [(3,)])
+            store.after_commit(con, lambda: done.append("late"))
+            assert done == []
+        assert done == ["late"]
+        assert con.execute("SELECT day, v FROM t ORDER BY day").fetchall() == [("2026-01-01", 2), ("2026-01-02", 3)]
+        store.after_commit(con, lambda: done.append("now"))  # outside a batch: at once
+        assert done == ["late", "now"]
+    finally:
+        con.close()

@@ -96,14 +96,16 @@ ENRICHED_COLUMNS = {
     "key_text": "VARCHAR",  # typed content: NULL unless the operator opted in at build time
 }
 PAGE_COLUMNS = {"url": "VARCHAR", "snapshots": "BIGINT", "site": "VARCHAR", "page": "VARCHAR"}
+# The document itself is a file named by its sha256 (store.write_document): not a column, whose
+# compressed row group DuckDB rewrote at each checkpoint, a cost growing with the history.
 DOCUMENT_COLUMNS = {
-    "canonical_json": "VARCHAR",
     "sha256": "VARCHAR",
     "frames": "BIGINT",
     "active_min": "DOUBLE",
     "tokens": "BIGINT",
     "sealed": "BOOLEAN",
 }
+INLINE_DOCUMENT = "canonical_json"  # the column of warehouses written before document files
 CONTEXT_COLUMNS = {"text": "VARCHAR", "sha256": "VARCHAR", "tokens": "BIGINT"}
 
 # A run keeps the parts of at most this many capture rows (snapshots, inputs, presence, streams)
@@ -323,9 +325,12 @@ def day_document(
     canonical = body.decode("utf-8")
     n_tokens = tokens.count(canonical)
     active = float(doc["coverage"]["active_min"])
+    store.move_text_to_documents(con, DOCUMENTS, INLINE_DOCUMENT)  # an older warehouse, once
+    store.write_document(con, day, sha, body)  # before the row that names it is committed
     store.replace_day(
-        con, DOCUMENTS, day, DOCUMENT_COLUMNS, [(canonical, sha, len(doc["frames"]), active, n_tokens, capture.sealed)]
+        con, DOCUMENTS, day, DOCUMENT_COLUMNS, [(sha, len(doc["frames"]), active, n_tokens, capture.sealed)]
     )
+    store.after_commit(con, lambda: store.drop_other_documents(con, day, keep=sha))
     _remember(sha, canonical)
     # later steps read the document as stored (canonical JSON: sorted keys), never the dict built here
     parts.document = (json.loads(canonical), canonical, sha, n_tokens, bool(capture.sealed))
@@ -427,10 +432,9 @@ def _plain(value: Any) -> Any:
 
 
 # Canonical documents just written, by their sha256. The steps after day_document read the
-# day's document back; DuckDB keeps the documents of all days in one compressed column segment,
-# so reading one decompresses every day's, a cost that grows with the history. The small sha256
-# column says which document the warehouse holds; a document is only taken from here when its
-# hash matches, so a hit is always the stored document.
+# day's document back; a hit here spares reading and decompressing its file. The sha256 column
+# says which document the warehouse holds; a document is only taken from here when its hash
+# matches, so a hit is always the stored document.
 _RECENT_DOCS: OrderedDict[str, str] = OrderedDict()
 _RECENT_MAX = 8
 
@@ -450,8 +454,24 @@ def _stored_document(con: Any, day: str) -> tuple[str, str, int, bool] | None:
     sha, n_tokens, sealed = str(row[0]), int(row[1]), bool(row[2])
     canonical = _RECENT_DOCS.get(sha)
     if canonical is None:
-        (canonical,) = con.execute(f"SELECT canonical_json FROM {DOCUMENTS} WHERE day = ?", [day]).fetchone() or ("",)
+        if store.has_column(con, DOCUMENTS, INLINE_DOCUMENT):  # not migrated yet (day_document migrates)
+            (canonical,) = con.execute(f"SELECT {INLINE_DOCUMENT} FROM {DOCUMENTS} WHERE day = ?", [day]).fetchone()
+        else:
+            canonical = store.read_document_bytes(con, day, sha).decode("utf-8")  # checked against sha
     return canonical, sha, n_tokens, sealed
+
+
+def document_hashes(con: Any, days: Sequence[str]) -> dict[str, str]:
+    """day -> sha256 of the day's stored document as it is now (its file read and hashed, not the
+    hash recorded beside it), or why there is none: what certification compares to a recompile,
+    so a document changed after it was written fails."""
+    rows = con.execute(f"SELECT day, sha256 FROM {DOCUMENTS} WHERE day IN (SELECT unnest(?::VARCHAR[]))",
+                       [list(days)]).fetchall()
+    if store.has_column(con, DOCUMENTS, INLINE_DOCUMENT):
+        texts = dict(con.execute(f"SELECT day, {INLINE_DOCUMENT} FROM {DOCUMENTS} "
+                                 "WHERE day IN (SELECT unnest(?::VARCHAR[]))", [list(days)]).fetchall())
+        return {str(d): hashlib.sha256(str(texts[d]).encode("utf-8")).hexdigest() for d, _sha in rows}
+    return {str(d): store.document_hash(con, str(d), str(sha)) for d, sha in rows}
 
 
 def document(con: Any, day: str) -> tuple[dict[str, Any], int]:

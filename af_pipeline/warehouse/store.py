@@ -21,23 +21,39 @@ column existed (merged in the log's order). The views are one branch per month
 registering a day rebinds one month, never the whole history. Per-day readers (load_capture, the
 element fetch, page_refs, the quality checks) go to the day's file directly (``day_relation``),
 so their cost does not follow the history either.
+
+Large per-day texts (the canonical day documents) are *document files*, not table cells: one
+gzip file per day and content hash under ``<warehouse>.documents/`` beside the DuckDB file
+(``write_document``), the table keeping the day's sha256, which every reader checks
+(``read_document``). In one table column every day's text shares the compressed row group
+DuckDB rewrites at each checkpoint, a cost that grew with the history (5.8-9.4 s a checkpoint
+at 365 days). A file is named by its hash and written before the table row that names it is
+committed, so the table never names a file that is not there; the day's older files are removed
+after the commit. An in-memory warehouse keeps its files in a folder given with
+``use_documents_dir`` (else a temporary one removed when the process ends).
 """
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import dataclasses
 import functools
+import gzip
+import hashlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from capture.files import canonical_json
+from capture.errors import CheckFailed
+from capture.files import atomic_write, canonical_json
 from capture.log import (
     COLUMNS,
     NAMES,
@@ -114,6 +130,9 @@ def ensure_table(con: duckdb.DuckDBPyConnection, table: str, columns: Mapping[st
         )
 
 
+_TEXT_TYPES = {str, type(None)}
+
+
 def replace_day(
     con: duckdb.DuckDBPyConnection,
     table: str,
@@ -136,7 +155,8 @@ def replace_day(
     data: dict[str, Any] = {"day": pd.Series([day] * n, dtype=object), "seq": np.arange(n, dtype=np.int64)}
     for i, (col, sql_type) in enumerate(zip(cols, types, strict=True)):
         # Only text columns holding something other than text need converting (to canonical JSON).
-        if sql_type == "VARCHAR" and not all(v is None or v.__class__ is str for v in col):
+        # (the set of the column's types, built in C: a generator over every cell cost 50 ms a day)
+        if sql_type == "VARCHAR" and not set(map(type, col)) <= _TEXT_TYPES:
             col = [_cell(v, sql_type) for v in col]
         data[f"c{i}"] = pd.Series(col, dtype=object)
     frame = pd.DataFrame(data)
@@ -152,9 +172,17 @@ def replace_day(
     return n
 
 
+# id(connection) -> what to do once its batch commits, for the connections inside batch()
+_BATCHES: dict[int, list[Callable[[], None]]] = {}
+
+
 @contextlib.contextmanager
 def _transaction(con: Any) -> Iterator[None]:
-    """One DuckDB transaction: committed when the block ends, rolled back on any failure."""
+    """One DuckDB transaction: committed when the block ends, rolled back on any failure. Inside
+    ``batch`` the block is part of the batch's transaction."""
+    if id(con) in _BATCHES:
+        yield
+        return
     con.execute("BEGIN TRANSACTION")
     try:
         yield
@@ -162,6 +190,38 @@ def _transaction(con: Any) -> Iterator[None]:
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+@contextlib.contextmanager
+def batch(con: Any) -> Iterator[None]:
+    """Every write of the block in one transaction: a step's days committed together (one WAL
+    sync instead of one per table and day), or none of them if the step fails, which is also
+    what Dagster records (a failed step materializes none of its partitions). What must wait for
+    the commit (``after_commit``) runs after it. Re-entrant."""
+    if id(con) in _BATCHES:
+        yield
+        return
+    con.execute("BEGIN TRANSACTION")
+    later: list[Callable[[], None]] = []
+    _BATCHES[id(con)] = later
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        _BATCHES.pop(id(con), None)
+    for fn in later:
+        fn()
+
+
+def after_commit(con: Any, fn: Callable[[], None]) -> None:
+    """Run ``fn`` once what the connection wrote is committed: now, or at the end of its batch."""
+    if id(con) in _BATCHES:
+        _BATCHES[id(con)].append(fn)
+    else:
+        fn()
 
 
 def insert_frame(con: Any, table: str, select: str, frame: Any, prepare: Callable[[], None]) -> None:
@@ -526,3 +586,102 @@ def digests(con: duckdb.DuckDBPyConnection, days: Sequence[str]) -> dict[str, di
         for day, digest in found.items():
             out[day][table] = digest
     return out
+
+
+# --- document files (module docstring) -------------------------------------------------------------
+
+_DOCUMENTS_VAR = "af_documents_dir"  # a DuckDB session variable: the folder of an in-memory warehouse
+DOCUMENT_SUFFIX = ".json.gz"
+
+
+def use_documents_dir(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+    """Keep this connection's document files in ``folder`` (for an in-memory warehouse)."""
+    con.execute(f"SET VARIABLE {_DOCUMENTS_VAR} = ?", [str(Path(folder).resolve())])
+
+
+def documents_dir(con: duckdb.DuckDBPyConnection) -> Path:
+    """The folder of the warehouse's document files: ``<stem>.documents`` beside its file."""
+    (given,) = con.execute(f"SELECT getvariable('{_DOCUMENTS_VAR}')").fetchone() or (None,)
+    if given:
+        return Path(str(given))
+    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    if row and row[0]:
+        db = Path(str(row[0])).resolve()
+        return db.with_name(f"{db.stem}.documents")
+    # in memory and nobody said where: a folder that lives as long as the process
+    folder = Path(tempfile.mkdtemp(prefix="af-documents-"))
+    atexit.register(shutil.rmtree, folder, True)
+    use_documents_dir(con, folder)
+    return folder
+
+
+def document_path(con: duckdb.DuckDBPyConnection, day: str, sha256: str) -> Path:
+    return documents_dir(con) / f"{day}.{sha256}{DOCUMENT_SUFFIX}"
+
+
+def write_document(con: duckdb.DuckDBPyConnection, day: str, sha256: str, body: bytes) -> Path:
+    """Write one day's document file (gzip with no name or time in it: equal bodies give equal
+    files), atomically and private (0600). Call before committing the row that names it."""
+    path = document_path(con, day, sha256)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    atomic_write(path, gzip.compress(body, compresslevel=6, mtime=0), mode=0o600)
+    return path
+
+
+def drop_other_documents(con: duckdb.DuckDBPyConnection, day: str, keep: str | None) -> None:
+    """Remove the day's document files but the one of hash ``keep`` (after its row is committed)."""
+    folder = documents_dir(con)
+    if not folder.is_dir():
+        return
+    for path in folder.glob(f"{day}.*{DOCUMENT_SUFFIX}"):
+        if keep is None or path.name != f"{day}.{keep}{DOCUMENT_SUFFIX}":
+            path.unlink(missing_ok=True)
+
+
+def read_document_bytes(con: duckdb.DuckDBPyConnection, day: str, sha256: str) -> bytes:
+    """The day's document as written, or CheckFailed naming the file when it is missing,
+    unreadable or does not hash to the sha256 the warehouse holds for it."""
+    path = document_path(con, day, sha256)
+    try:
+        body = gzip.decompress(path.read_bytes())
+    except FileNotFoundError:
+        raise CheckFailed(f"{path}: the warehouse's document of {day} is missing; rebuild the day "
+                          f"(`af build --force --from {day} --to {day}`)") from None
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise CheckFailed(f"{path}: the warehouse's document of {day} is unreadable ({exc})") from None
+    actual = hashlib.sha256(body).hexdigest()
+    if actual != sha256:
+        raise CheckFailed(f"{path}: the warehouse's document of {day} hashes to {actual[:12]}, "
+                          f"not the {sha256[:12]} the warehouse recorded: it was changed after it was written")
+    return body
+
+
+def document_hash(con: duckdb.DuckDBPyConnection, day: str, sha256: str) -> str:
+    """The sha256 of the day's document file as it is now (what certification compares), or a
+    text saying why there is none."""
+    path = document_path(con, day, sha256)
+    try:
+        return hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest()
+    except FileNotFoundError:
+        return f"missing ({path})"
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        return f"unreadable ({path}: {exc})"
+
+
+def move_text_to_documents(con: duckdb.DuckDBPyConnection, table: str, text_column: str) -> bool:
+    """Migrate a table that still holds its documents in ``text_column`` (warehouses written
+    before document files): every row's text becomes its document file (named by the row's
+    ``sha256``, the text as it was, so a changed row still fails its check), then the column is
+    dropped. True when the table was migrated; a read-only connection cannot, and says so."""
+    have = _existing_columns(con, table)
+    if have is None or text_column not in {n for n, _ in have}:
+        return False
+    for day, sha, text in con.execute(f"SELECT day, sha256, {_quote(text_column)} FROM {_quote(table)}").fetchall():
+        write_document(con, str(day), str(sha), str(text).encode("utf-8"))
+    with _transaction(con):
+        con.execute(f"ALTER TABLE {_quote(table)} DROP COLUMN {_quote(text_column)}")
+    return True
+
+
+def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    return column in {n for n, _ in _existing_columns(con, table) or []}
