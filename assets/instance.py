@@ -24,17 +24,20 @@ from capture.home import Home
 WAREHOUSE_POOL = "af_warehouse"
 
 # Why each setting: telemetry is off because the pipeline is local-only; pools default to one
-# slot so two runs never write the DuckDB file at once (DuckDB allows one writer process).
-DAGSTER_YAML = f"""\
-# Written by activity-frames. Safe to edit; `af` only rewrites it when it is missing.
+# slot so two runs never write one DuckDB file at once (DuckDB allows one writer process). The
+# team's instance (assets/team.py) uses the same settings.
+POOLS_YAML = """\
 telemetry:
   enabled: false
 concurrency:
   pools:
     default_limit: 1
     granularity: op
-# The warehouse pool is {WAREHOUSE_POOL}; with default_limit 1 only one step writes DuckDB at a time.
 """
+DAGSTER_YAML = (
+    "# Written by activity-frames. Safe to edit; `af` only rewrites it when it is missing.\n" + POOLS_YAML
+    + f"# The warehouse pool is {WAREHOUSE_POOL}; with default_limit 1 only one step writes DuckDB at a time.\n"
+)
 
 
 def prepare(home: Home) -> Path:

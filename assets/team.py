@@ -33,7 +33,7 @@ import dagster as dg
 
 from af_pipeline.routines.team import mine_team
 from af_pipeline.warehouse import team as team_work
-from assets.instance import warehouse_lock
+from assets.instance import POOLS_YAML, warehouse_lock
 from assets.sensors import days_needing_publish
 from capture.errors import UserError
 from capture.home import private_files
@@ -239,16 +239,11 @@ def defs() -> dg.Definitions:
 # --- The team's instance: run and event storage in Postgres across machines --------------------
 
 PG_URL_ENV = "AF_TEAM_PG_URL"
-_YAML_HEAD = """\
-# Written by activity-frames (af team). Safe to edit; `af team` only writes it when it is missing.
-telemetry:
-  enabled: false
-# One slot per pool: each user's steps are in the pool af_user:<name>, so one writer per warehouse.
-concurrency:
-  pools:
-    default_limit: 1
-    granularity: op
-"""
+_YAML_HEAD = (
+    "# Written by activity-frames (af team). Safe to edit; `af team` only writes it when it is missing.\n"
+    + POOLS_YAML
+    + "# One slot per pool: each user's steps are in the pool af_user:<name>, so one writer per warehouse.\n"
+)
 # Postgres keeps run and event storage for every worker and run at once (SQLite would serialize
 # them on one file and cannot be shared between machines). The URL is read from the environment
 # so no password lands in a file.
