@@ -201,15 +201,11 @@ def batch(con: Any) -> Iterator[None]:
     if id(con) in _BATCHES:
         yield
         return
-    con.execute("BEGIN TRANSACTION")
     later: list[Callable[[], None]] = []
-    _BATCHES[id(con)] = later
     try:
-        yield
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        with _transaction(con):
+            _BATCHES[id(con)] = later  # from here on, the block's own transactions join this one
+            yield
     finally:
         _BATCHES.pop(id(con), None)
     for fn in later:
