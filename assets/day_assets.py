@@ -211,10 +211,10 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
             days, skip = _split(context, data_folder, con)
+            categories = rules_in(data_folder.root)  # once for the step's days
             with store.batch(con):
                 for i, day in enumerate(days):
-                    per_day[day] = steps.day_document(con, day, typed, _run(context),
-                                                      categories=rules_in(data_folder.root))
+                    per_day[day] = steps.day_document(con, day, typed, _run(context), categories=categories)
                     _progress(context, "day_document", days, i)
         return _result(context, per_day, _sum("document_tokens"), skip)
 

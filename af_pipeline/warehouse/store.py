@@ -669,8 +669,7 @@ def move_text_to_documents(con: duckdb.DuckDBPyConnection, table: str, text_colu
     before document files): every row's text becomes its document file (named by the row's
     ``sha256``, the text as it was, so a changed row still fails its check), then the column is
     dropped. True when the table was migrated; a read-only connection cannot, and says so."""
-    have = _existing_columns(con, table)
-    if have is None or text_column not in {n for n, _ in have}:
+    if not has_column(con, table, text_column):
         return False
     for day, sha, text in con.execute(f"SELECT day, sha256, {_quote(text_column)} FROM {_quote(table)}").fetchall():
         write_document(con, str(day), str(sha), str(text).encode("utf-8"))

@@ -225,7 +225,8 @@ class Reading(ManifestChain):
                 if deferred is not None and in_order(kind, order_keys_of(kind, deferred.values)):
                     cap.defer_rows(kind, deferred)
                     continue
-            cols = arrow_columns(single[ROW_KINDS.index(kind)], kind) if single else None
+            # (a deferred kind's file was just read: missing a column or out of order, SQL reads it)
+            cols = arrow_columns(single[ROW_KINDS.index(kind)], kind) if single and kind not in DEFERRED else None
             if cols is not None and in_order(kind, order_keys(kind, cols)):
                 setattr(cap, kind, build_instances(CLASS_OF[kind], cols))
                 continue

@@ -11,6 +11,7 @@ import collections
 import gc
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import fields
 from operator import attrgetter
 from pathlib import Path
@@ -226,13 +227,13 @@ def in_order(kind: str, data: dict[str, Any]) -> bool:
     return bool(ok.all())
 
 
-def arrow_table(path: Path, kind: str) -> Any:
+def arrow_table(path: Path, kind: str, dictionary: Sequence[str] = ()) -> Any:
     """A sealed file's columns of this version (NAMES order, file order) as a pyarrow Table,
-    read in one thread; None when the file lacks one (a file sealed before the column
-    existed: the SQL read fills it with NULL)."""
+    read in one thread, the ``dictionary`` columns dictionary-encoded; None when the file lacks
+    one (a file sealed before the column existed: the SQL read fills it with NULL)."""
     import pyarrow.parquet as pq  # imported lazily: only sealed reads need it
 
-    pf = pq.ParquetFile(path)
+    pf = pq.ParquetFile(path, read_dictionary=list(dictionary) or None)
     names = NAMES[kind]
     if not set(names) <= set(pf.schema_arrow.names):
         return None
@@ -310,16 +311,13 @@ class ElementColumns:
         """The columns of one sealed elements file; None when it lacks a current column or its
         rows are not in time order (then the rows are fetched by snapshot with SQL)."""
         import numpy as np
-        import pyarrow.parquet as pq
 
         # strings as dictionaries: their values are decoded once per distinct value
         strings = [n for n, t in COLUMNS["elements"].items() if t == "VARCHAR" and n != "ref"]
-        pf = pq.ParquetFile(path, read_dictionary=strings)
-        names = NAMES["elements"]
-        if not set(names) <= set(pf.schema_arrow.names):
+        table = arrow_table(path, "elements", strings)
+        if table is None:
             return None
-        table = pf.read(columns=list(names), use_threads=False)
-        out = cls({n: _one_array(table.column(n)) for n in names})
+        out = cls({n: _one_array(table.column(n)) for n in NAMES["elements"]})
         ts = out.ts_us
         if ts.size > 1 and not bool(np.all(ts[1:] >= ts[:-1])):
             return None
