@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import capture.log as log_module
 from capture.log import NAMES, SELECT_SQL, EventLog, _in_order, sort_key
+from capture.log.columns import registered
 from capture.model import CLASS_OF, CaptureBatch, Element, InputEvent, Snapshot
 from capture.timeutil import day_bounds
 
@@ -33,8 +34,8 @@ def _fetched(kind: str, rows: list) -> dict:
     """Columns of rows as DuckDB's fetchnumpy returns them (masked arrays where NULLs occur)."""
     con = duckdb.connect()
     cols = {n: [getattr(r, n) for r in rows] for n in NAMES[kind]}
-    con.register("rows_in", log_module._frame(kind, cols))
-    return con.execute(f"SELECT {SELECT_SQL[kind]} FROM rows_in").fetchnumpy()
+    with registered(con, "rows_in", kind, cols) as rows_in:
+        return con.execute(f"SELECT {SELECT_SQL[kind]} FROM {rows_in}").fetchnumpy()
 
 
 @SETTINGS

@@ -47,7 +47,6 @@ from capture.log.manifest import entry_hash
 from capture.log.read import DayStatus, ElementsBySnapshot
 from capture.log.rows import build_instances, column_values
 from capture.log.rows import in_order as _in_order  # noqa: F401 - tests/test_log_read.py checks it directly
-from capture.log.rows import pandas_frame as _frame  # noqa: F401 - tests/test_log_read.py builds rows with it
 from capture.log.schema import COLUMNS, NAMES, SELECT_SQL, SORT_SQL, TS_MAX_US, TS_MIN_US, sort_key
 from capture.log.verify import Verifying, VerifyReport
 from capture.timeutil import local_day

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from operator import attrgetter, itemgetter
 from typing import Any, overload
 
-from capture.log.rows import build_instances, checked_columns, columns_ok
+from capture.log.rows import build_instances, checked_columns, columns_ok, ints_as_floats
 from capture.log.schema import COLUMNS, NAMES
 from capture.model import CLASS_OF
 
@@ -138,8 +138,4 @@ def checked(kind: str, rows: Any) -> tuple[dict[str, list[Any]], list[tuple[Any,
     cols = {n: rows.cols[n] for n in NAMES[kind]}
     if not columns_ok(kind, cols):
         return checked_columns(kind, rows.rows())
-    for name, sqltype in COLUMNS[kind].items():
-        # as checked_columns: 0 and 0.0 must read back alike from an open day and a sealed one
-        if sqltype == "DOUBLE" and int in set(map(type, cols[name])):
-            cols[name] = [float(v) if type(v) is int else v for v in cols[name]]
-    return cols, []
+    return ints_as_floats(kind, cols), []

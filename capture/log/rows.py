@@ -26,7 +26,6 @@ _ALLOWED: dict[str, frozenset[type]] = {
     "DOUBLE": frozenset({float, int, _NONE}),
     "VARCHAR": frozenset({str, _NONE}),
 }
-_PANDAS_DTYPE = {"BOOLEAN": "boolean", "BIGINT": "Int64", "DOUBLE": "Float64", "VARCHAR": "string"}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -91,39 +90,16 @@ def checked_columns(kind: str, rows: list[Any]) -> tuple[dict[str, list[Any]], l
             else:
                 bad.append((row, problem))
         cols = {n: list(map(attrgetter(n), good)) for n in NAMES[kind]}
+    return ints_as_floats(kind, cols), bad
+
+
+def ints_as_floats(kind: str, cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """Whole numbers in DOUBLE columns as floats, so 0 and 0.0 read back alike from an open day
+    (JSON) and a sealed one (Parquet DOUBLE)."""
     for name, sqltype in COLUMNS[kind].items():
-        # 0 and 0.0 must read back alike from an open day (JSON) and a sealed one (Parquet DOUBLE).
         if sqltype == "DOUBLE" and int in set(map(type, cols[name])):
             cols[name] = [float(v) if type(v) is int else v for v in cols[name]]
-    return cols, bad
-
-
-def pandas_frame(kind: str, cols: dict[str, list[Any]]) -> Any:
-    """A typed pandas DataFrame of checked columns, for DuckDB to scan."""
-    import pandas as pd  # imported lazily: only bulk appends need it
-
-    return pd.DataFrame({n: _pandas_array(cols[n], COLUMNS[kind][n]) for n in NAMES[kind]}, copy=False)
-
-
-def _pandas_array(values: list[Any], sqltype: str) -> Any:
-    """One checked column as a typed pandas array. Numbers go through numpy with a mask (several
-    times faster than pd.array's per-value coercion); the values and NULLs are the same."""
-    import numpy as np
-    import pandas as pd
-
-    if sqltype == "DOUBLE" and values:
-        # None -> NaN; checked columns hold no NaN of their own (finite only), so NaN marks NULL
-        data = np.array(values, dtype=np.float64)
-        mask = np.isnan(data)
-        data[mask] = 0.0
-        return pd.arrays.FloatingArray(data, mask)
-    if sqltype == "BIGINT" and values:
-        obj = np.array(values, dtype=object)
-        mask = np.fromiter(map(_NONE.__instancecheck__, values), dtype=bool, count=len(values))
-        if mask.any():
-            obj[mask] = 0
-        return pd.arrays.IntegerArray(obj.astype(np.int64), mask)
-    return pd.array(values, dtype=_PANDAS_DTYPE[sqltype])
+    return cols
 
 
 def empty_sql(kind: str) -> str:

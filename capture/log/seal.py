@@ -43,6 +43,13 @@ from capture.timeutil import day_bounds, parse_day
 HOUR_US = 3_600 * 1_000_000
 
 
+def _pending(con: duckdb.DuckDBPyConnection, views: contextlib.ExitStack, fresh: dict[str, Any]) -> dict[str, str]:
+    """kind -> the SQL relation of the day's checked columns (registered until ``views`` closes),
+    or an empty relation of the kind's columns where the day has none of it."""
+    return {kind: views.enter_context(registered(con, f"pending_{kind}", kind, fresh[kind]))
+            if kind in fresh else empty_sql(kind) for kind in ROW_KINDS}
+
+
 class Sealing(WriterLock, Quarantine):
     """Sealing open days (when due, or on request) and sealing checked rows straight from memory."""
 
@@ -97,9 +104,7 @@ class Sealing(WriterLock, Quarantine):
                 raise UserError(f"the open segment of {day} in {folder} holds no usable row "
                                 f"({refused.count} damaged lines); nothing to seal")
             with self._db() as con, contextlib.ExitStack() as views:
-                relations = {kind: views.enter_context(registered(con, f"pending_{kind}", kind, fresh[kind]))
-                             if kind in fresh else empty_sql(kind) for kind in ROW_KINDS}
-                self._write_sealed(con, day, relations, sources)
+                self._write_sealed(con, day, _pending(con, views, fresh), sources)
             shutil.rmtree(folder)
             self._ref_cache.pop(day, None)
             return True
@@ -114,9 +119,7 @@ class Sealing(WriterLock, Quarantine):
         append_bytes(marker, b"sealing from an import\n")
         try:
             with self._db() as con, contextlib.ExitStack() as views:
-                relations = {kind: views.enter_context(registered(con, f"pending_{kind}", kind, fresh[kind]))
-                             if kind in fresh else empty_sql(kind) for kind in ROW_KINDS}
-                self._write_sealed(con, day, relations, sources, amendment=k)
+                self._write_sealed(con, day, _pending(con, views, fresh), sources, amendment=k)
         finally:
             # Only a killed process leaves the marker behind; an error here must not let recovery
             # treat a folder this call did not create as its own half-finished seal.
