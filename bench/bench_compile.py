@@ -9,7 +9,8 @@ process with TZ set to the same zone, because it reads the machine zone for its 
 is a yardstick only.
 
 What is timed, per day, best of R rounds (rounds alternate between the two sides so both see
-the same machine load), wall and CPU time:
+the same machine load; each side runs each round in a fresh process of its own, which holds only
+the day it reads, after one untimed warm-up call per day), wall and CPU time:
 - reference: ActivityLog(db, min_minutes=0.5).day(DAY) (reads SQLite and compiles) plus its
   to_json, to_yaml, to_markdown and context_block;
 - ours: compile_day(DayCapture, min_minutes=0.5) plus to_json, to_yaml, to_markdown and
@@ -37,7 +38,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import venv
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,50 @@ for day in days:
         to_json(doc); to_yaml(doc); to_markdown(doc); context_block(doc)
         walls.append(time.perf_counter() - w); cpus.append(time.process_time() - c)
     out[day] = {"wall": min(walls), "cpu": min(cpus), "frames": len(doc.frames)}
+print(json.dumps(out))
+'''
+
+# Our side, also a fresh process per round, like the reference: a process that holds only the
+# day it reads (the bench process holds the whole source in memory, and every cyclic-GC pass of a
+# timed phase would walk it). Per day: one warm call, then one timed "ours" (compile + the four
+# renderings from the rows read_day returns) and one timed "ours+read" with each phase on its own.
+OURS_RUNNER = r'''
+import gc, json, sys, time
+from pathlib import Path
+from af_pipeline.compiler import emit
+from af_pipeline.compiler.compile import CompileOptions, compile_day
+from capture.home import Home
+from capture.log import EventLog
+home, days, options = Home(Path(sys.argv[1])), json.loads(sys.argv[2]), CompileOptions(min_minutes=float(sys.argv[3]))
+log = EventLog(home)
+def renderings(doc):
+    emit.to_json(doc); emit.to_yaml(doc); emit.to_markdown(doc); emit.context_block(doc)
+out = {}
+for day in days:
+    renderings(compile_day(log.read_day(day, lazy_elements=True), options))  # warm (imports, tokenizer)
+    cap = log.read_day(day)
+    gc.collect()  # each timed call starts from a clean heap (a collector pass falls at the same point every round)
+    w, c = time.perf_counter(), time.process_time()
+    renderings(compile_day(cap, options))
+    v = {"wall": time.perf_counter() - w, "cpu": time.process_time() - c}
+    del cap
+    gc.collect()
+    w0, c0 = time.perf_counter(), time.process_time()
+    c = c0
+    cap = log.read_day(day, lazy_elements=True)  # as `af day` reads it
+    v["read"], c = time.process_time() - c, time.process_time()
+    doc = compile_day(cap, options)
+    v["compile"], c = time.process_time() - c, time.process_time()
+    emit.to_json(doc)
+    v["json"], c = time.process_time() - c, time.process_time()
+    emit.to_yaml(doc)
+    v["yaml"], c = time.process_time() - c, time.process_time()
+    emit.to_markdown(doc)
+    v["md"], c = time.process_time() - c, time.process_time()
+    emit.context_block(doc)
+    v["block"] = time.process_time() - c
+    v["read_wall"], v["read_cpu"] = time.perf_counter() - w0, time.process_time() - c0
+    out[day] = v
 print(json.dumps(out))
 '''
 
@@ -168,39 +212,10 @@ def main() -> int:
     say("landing the rows in a temporary event log ...")
     log.append(batch, now_us=day_bounds(max(caps), args.tz)[1] + 10**12)
 
-    options = CompileOptions(min_minutes=MIN_MINUTES)
-
-    def ours(cap: DayCapture) -> dict[str, Any]:
-        doc = compile_day(cap, options)
-        emit.to_json(doc)
-        emit.to_yaml(doc)
-        emit.to_markdown(doc)
-        emit.context_block(doc)
-        return doc
+    options = CompileOptions(min_minutes=MIN_MINUTES)  # the report's own compiles (frame counts, tokens)
 
     phases = ("read", "compile", "json", "yaml", "md", "block")
-
-    def ours_read(d: str) -> dict[str, float]:
-        """ours+read, each phase's CPU time on its own."""
-        t: dict[str, float] = {}
-        c = time.process_time()
-        cap = log.read_day(d, lazy_elements=True)  # as `af day` reads it
-        t["read"], c = time.process_time() - c, time.process_time()
-        doc = compile_day(cap, options)
-        t["compile"], c = time.process_time() - c, time.process_time()
-        emit.to_json(doc)
-        t["json"], c = time.process_time() - c, time.process_time()
-        emit.to_yaml(doc)
-        t["yaml"], c = time.process_time() - c, time.process_time()
-        emit.to_markdown(doc)
-        t["md"], c = time.process_time() - c, time.process_time()
-        emit.context_block(doc)
-        t["block"] = time.process_time() - c
-        return t
-
-    for d in days:
-        ours(caps[d])  # warm (imports, tokenizer)
-        ours_read(d)
+    ours_cmd = [sys.executable, "-c", OURS_RUNNER, str(home.root), json.dumps(days), str(MIN_MINUTES)]
     best: dict[str, dict[str, float]] = {
         d: {"wall": 1e9, "cpu": 1e9, "read_wall": 1e9, "read_cpu": 1e9, **{p: 1e9 for p in phases}} for d in days}
     ref_best: dict[str, dict[str, float]] = {d: {"wall": 1e9, "cpu": 1e9} for d in days}
@@ -217,17 +232,12 @@ def main() -> int:
             ref_best[d]["cpu"] = min(ref_best[d]["cpu"], v["cpu"])
             ref_frames[d] = v["frames"]
         say(f"round {r + 1}/{args.runs}: ours ...")
-        for d in days:
-            w, c = time.perf_counter(), time.process_time()
-            ours(caps[d])
-            best[d]["wall"] = min(best[d]["wall"], time.perf_counter() - w)
-            best[d]["cpu"] = min(best[d]["cpu"], time.process_time() - c)
-            w, c = time.perf_counter(), time.process_time()
-            parts = ours_read(d)
-            best[d]["read_wall"] = min(best[d]["read_wall"], time.perf_counter() - w)
-            best[d]["read_cpu"] = min(best[d]["read_cpu"], time.process_time() - c)
-            for p in phases:
-                best[d][p] = min(best[d][p], parts[p])
+        proc = subprocess.run(ours_cmd, capture_output=True, text=True, env=env, cwd=str(ROOT))
+        if proc.returncode != 0:
+            raise SystemExit(f"bench: our side failed:\n{proc.stderr[-2000:]}")
+        for d, v in json.loads(proc.stdout).items():
+            for k, x in v.items():
+                best[d][k] = min(best[d][k], x)
 
     print(f"\nCompile one day + JSON, YAML, Markdown, context block; best of {args.runs} rounds; "
           f"min_minutes={MIN_MINUTES}; db {db}")

@@ -87,6 +87,33 @@ class Element:
     height: float | None = None
 
 
+# What a click's resolution reads of an element (af_pipeline.compiler.enrich.resolve_click):
+# every Element field but the tree's parent link, the costliest column of an element file to read.
+BOX_FIELDS = ("ref", "ts_us", "snapshot_frame_id", "source", "role", "text", "depth", "left", "top", "width", "height")
+
+
+@dataclass(frozen=True, slots=True)
+class ElementBox:
+    """An Element without its parent link: what a sealed day's element columns give click
+    resolution for the elements in reach of a click (capture.log.rows.ElementColumns.boxes)."""
+
+    ref: str
+    ts_us: int
+    snapshot_frame_id: str
+    source: str
+    role: str | None = None
+    text: str | None = None
+    depth: int | None = None
+    left: float | None = None
+    top: float | None = None
+    width: float | None = None
+    height: float | None = None
+
+    @classmethod
+    def of(cls, e: Element) -> ElementBox:
+        return cls(*(getattr(e, n) for n in BOX_FIELDS))
+
+
 @dataclass(frozen=True, slots=True)
 class Presence:
     """An afk / not-afk interval, or an unlock instant, reported by the source."""

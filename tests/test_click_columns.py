@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from af_pipeline.compiler.enrich import RING_PX, ElementIndex, resolve_click, ring_candidates
 from capture.log.rows import ElementColumns
 from capture.log.schema import COLUMNS, NAMES, sort_key
-from capture.model import Element
+from capture.model import Element, ElementBox
 
 _ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}
 # powers of two divide exactly, so clicks land on ring and box edges to the last bit
@@ -92,7 +92,7 @@ def test_columns_resolve_every_click_as_the_element_tree_rule(case, tmp_path):
         if x is not None and y is not None and size is not None and fid is not None \
                 and 0 <= x / size[0] <= 1 and 0 <= y / size[1] <= 1:
             nx, ny, rx, ry = x / size[0], y / size[1], RING_PX / size[0], RING_PX / size[1]
-            assert got == [e for e in tree if e.left is not None and e.width is not None and e.top is not None
+            assert got == [ElementBox.of(e) for e in tree if e.left is not None and e.width is not None and e.top is not None
                            and e.height is not None and e.left - rx <= nx <= e.left + e.width + rx
                            and e.top - ry <= ny <= e.top + e.height + ry and e.width >= 0 and e.height >= 0]
         else:

@@ -17,6 +17,7 @@ from af_pipeline.compiler.emit import canonical_bytes
 from af_pipeline.compiler.enrich import enrich
 from af_pipeline.warehouse import store
 from capture.log import EventLog
+from capture.model import ElementBox
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +77,8 @@ def test_one_segment_day_gives_its_element_rows_as_columns(sealed_log):
     columns = lazy.element_source.columns()
     assert columns is not None
     picks = list(range(0, len(full.elements), 97))[::-1]
-    assert columns.rows(picks) == [full.elements[i] for i in picks]
+    # each as an ElementBox: the fields click resolution reads (all but the parent link)
+    assert columns.boxes(picks) == [ElementBox.of(full.elements[i]) for i in picks]
     assert columns.ts_us.tolist() == [e.ts_us for e in full.elements]
 
 

@@ -77,3 +77,21 @@ def test_sealed_read_builds_the_same_rows_as_the_constructor(home):
     assert all(type(e) is CLASS_OF["elements"] for e in got)
     assert [type(e.width) for e in got] == [float] * len(got)
     assert np.isnan(np.array([e.top for e in got], dtype=float)).all()  # missing stays missing
+
+
+@SETTINGS
+@given(kind_rows=st.one_of(
+    st.tuples(st.just("snapshots"), st.lists(snapshots, max_size=12)),
+    st.tuples(st.just("inputs"), st.lists(inputs, max_size=12)),
+    st.tuples(st.just("elements"), st.lists(elements, max_size=12)),
+), presort=st.booleans())
+def test_order_check_of_python_columns_agrees_with_the_sort_key(kind_rows, presort):
+    # the columns a one-segment sealed read gives (pyarrow's Python values, None for NULL)
+    from capture.log.rows import order_keys
+
+    kind, rows = kind_rows
+    key = sort_key(kind)
+    if presort:
+        rows = sorted(rows, key=key)
+    cols = [[getattr(r, n) for r in rows] for n in NAMES[kind]]
+    assert _in_order(kind, order_keys(kind, cols)) == (rows == sorted(rows, key=key))

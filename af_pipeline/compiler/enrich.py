@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from af_pipeline.compiler import layouts
-from capture.model import DayCapture, Element, InputEvent, Snapshot, StreamInfo
+from capture.model import DayCapture, Element, ElementBox, InputEvent, Snapshot, StreamInfo
 
 RING_PX = 40
 RESOLUTIONS: tuple[str, ...] = ("recorded", "exact", "tolerance", "zone", "unresolved", "none")
@@ -229,7 +229,7 @@ def resolve_click(
     x: int | None,
     y: int | None,
     size: tuple[int, int] | None,
-    elements: Sequence[Element],
+    elements: Sequence[Element] | Sequence[ElementBox],
     frame_id: str | None = None,
 ) -> tuple[str, str | None, str | None]:
     """(resolution, label, role) for an anonymous click at pixel (x, y) on a screen of ``size``
@@ -241,9 +241,9 @@ def resolve_click(
     if not (0.0 <= nx <= 1.0 and 0.0 <= ny <= 1.0):
         return "unresolved", None, None  # off this screen: the stream is wrong or the size is
     rx, ry = RING_PX / w, RING_PX / h  # the ring, per axis, in this screen's units
-    best: Element | None = None
+    best: Element | ElementBox | None = None
     best_key: tuple[bool, float, int, str] | None = None
-    near: list[tuple[bool, float, float, str, Element]] = []
+    near: list[tuple[bool, float, float, str, Element | ElementBox]] = []
     for e in elements:
         # cheapest rejections first: most of a tree is nowhere near the click
         left, width = e.left, e.width
@@ -308,7 +308,7 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
         anon = [i for i in clicks if pos[i] >= 0 and not (names[i] and names[i].strip())]
         sizes = screen_sizes(capture.streams)
         columns = _element_columns(capture) if anon else None
-        near_of: dict[int, list[Element]] = {}
+        near_of: dict[int, list[ElementBox]] = {}
         if columns is not None:
             # the day's trees as columns: numpy keeps the elements in reach of each click, and
             # the click rule runs on those alone (the same answer: it rejects all the others)
@@ -355,14 +355,14 @@ def _element_columns(capture: DayCapture) -> Any:
 
 
 def ring_candidates(columns: Any, clicks: Sequence[tuple[int | None, int | None, tuple[int, int] | None,
-                                                          str | None, int]]) -> list[list[Element]]:
+                                                          str | None, int]]) -> list[list[ElementBox]]:
     """Per click (x, y, screen size, snapshot frame id, snapshot time): the elements of that
     snapshot's time whose bounds, widened by the ring, contain the click, in log order: every
     element resolve_click could answer with. ``columns``: the day's ElementColumns (time-sorted).
 
     The same tests as resolve_click's first rejections, on numpy arrays of every (click, element)
     pair at once; a click resolve_click answers without looking at elements gets none."""
-    out: list[list[Element]] = [[] for _ in clicks]
+    out: list[list[ElementBox]] = [[] for _ in clicks]
     live: list[int] = []
     nxs: list[float] = []
     nys: list[float] = []
@@ -404,7 +404,7 @@ def ring_candidates(columns: Any, clicks: Sequence[tuple[int | None, int | None,
     if sel.size == 0:
         return out
     wanted = np.unique(elem[sel])
-    rows = dict(zip(wanted.tolist(), columns.rows(wanted.tolist()), strict=True))
+    rows = dict(zip(wanted.tolist(), columns.boxes(wanted.tolist()), strict=True))
     for k, r in zip(owner[sel].tolist(), elem[sel].tolist(), strict=True):
         out[live[k]].append(rows[r])
     return out
