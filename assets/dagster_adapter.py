@@ -426,3 +426,192 @@ def stage_progress(init_context: dg.InitLoggerContext) -> logging.Logger:
     else:
         out.disabled = True
     return out
+
+
+# --- opening and creating the instance's SQLite files, and event batches (every process) ---------
+#
+# Installed when this module is imported, i.e. in every process that runs our runs: `af` (the CLI),
+# and the code server and run workers of the UI and the daemon, which load assets.definitions.
+# Each is only a speed-up of what Dagster does; none changes what is stored.
+#
+# - Alembic's head revision: Dagster asks for it each time it opens a storage or a run's new shard
+#   (check_alembic_revision), and alembic parses every one of Dagster's ~90 migration scripts to
+#   answer. The scripts of the installed Dagster do not change while a process runs: asked once.
+# - A new run's event shard: Dagster creates its tables and stamps its revision with
+#   synchronous=FULL, dozens of commits each synced to disk (~1 s of wall time on a busy disk,
+#   more than the rest of a nightly run's bookkeeping). The first shard is made that way into
+#   ``<runs folder>/.af-shard-template/<dagster version>-<head>.db``; each new shard is then a
+#   copy of it, synced once. Dagster's own initialisation still runs on the copy (it finds the
+#   shard at head and leaves it), so a bad template could only cost the time it was meant to save.
+# - Event batches: with DAGSTER_EVENT_BATCH_SIZE set, Dagster hands a storage the events it sends
+#   as one batch (a run's planned materializations, one per asset and day; the materializations of
+#   a step over several days) through store_event_batch, which SqliteEventLogStorage does not
+#   have: Dagster's default stores them one by one, a transaction (and connection) per event and
+#   shard. Ours stores the batch in one transaction per shard. A batch that fails leaves nothing
+#   (both transactions roll back) and Dagster then stores its events one by one, as before.
+
+EVENT_BATCH_SIZE = "1000"  # a 47-day range run plans 9 x 47 materializations in one batch
+SHARD_TEMPLATE_DIR = ".af-shard-template"  # beside the run shards; Dagster lists only *.db there
+
+_heads: dict[str, Any] = {}
+_installed: list[bool] = []
+
+
+def _check_alembic_revision(alembic_config: Any, conn: Any) -> tuple[Any, Any]:
+    """Dagster's check_alembic_revision, the head revision computed once per script location."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    from dagster._core.storage import sql
+
+    with sql._alembic_lock:
+        db_revision = MigrationContext.configure(conn).get_current_revision()
+        where = str(alembic_config.get_main_option("script_location"))
+        if where not in _heads:
+            _heads[where] = ScriptDirectory.from_config(alembic_config).as_revision_number("head")
+    return db_revision, _heads[where]
+
+
+def _template_for(storage: Any, original: Callable[..., None]) -> Path | None:
+    """The run-shard template of this storage's folder (made by Dagster's own code), or None."""
+    import os
+
+    from alembic.script import ScriptDirectory
+    from dagster._core.storage.event_log.sqlite import sqlite_event_log
+    from dagster._core.storage.sql import get_alembic_config
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    config = get_alembic_config(sqlite_event_log.__file__)
+    where = str(config.get_main_option("script_location"))
+    if where not in _heads:
+        _heads[where] = ScriptDirectory.from_config(config).as_revision_number("head")
+    folder = Path(storage._base_dir) / SHARD_TEMPLATE_DIR
+    template = folder / f"{dg.__version__}-{_heads[where]}.db"
+    if template.is_file():
+        return template
+    folder.mkdir(exist_ok=True)
+    making = folder / f".{template.name}.{os.getpid()}-{threading.get_ident()}.tmp"
+    engine = create_engine(f"sqlite:///{making}", poolclass=NullPool)
+    try:
+        original(storage, engine)
+    finally:
+        engine.dispose()
+    con = sqlite3.connect(making)
+    try:  # the template is one file: its WAL folded in
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+    for extra in ("-wal", "-shm"):
+        Path(f"{making}{extra}").unlink(missing_ok=True)
+    making.replace(template)
+    return template
+
+
+def _shard_from_template(storage: Any, path: str, original: Callable[..., None]) -> None:
+    import os
+    import shutil
+
+    template = _template_for(storage, original)
+    if template is None:
+        return
+    tmp = Path(f"{path}.af-{os.getpid()}-{threading.get_ident()}.tmp")  # not *.db: never taken for a run's shard
+    try:
+        shutil.copyfile(template, tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)  # never over a shard another process made meanwhile
+        except FileExistsError:
+            pass
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _install_sqlite_speedups() -> None:
+    import os
+
+    from dagster._core.storage.event_log.sqlite import consolidated_sqlite_event_log, sqlite_event_log
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+        INDEX_SHARD_NAME,
+        SqliteEventLogStorage,
+    )
+    from dagster._core.storage.runs.sqlite import sqlite_run_storage
+    from dagster._core.storage.schedules.sqlite import sqlite_schedule_storage
+
+    if _installed:
+        return
+    _installed.append(True)
+    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", EVENT_BATCH_SIZE)
+    for module in (sqlite_event_log, consolidated_sqlite_event_log, sqlite_run_storage, sqlite_schedule_storage):
+        module.check_alembic_revision = _check_alembic_revision  # type: ignore[attr-defined]
+
+    original_initdb = SqliteEventLogStorage._initdb
+
+    def initdb(self: Any, engine: Any, for_index_shard: bool = False) -> None:
+        path = engine.url.database
+        if (not for_index_shard and path and not Path(path).exists()
+                and Path(path).parent.resolve() == Path(self._base_dir).resolve() and Path(path).stem != INDEX_SHARD_NAME):
+            try:
+                _shard_from_template(self, path, original_initdb)
+            except (OSError, sqlite3.Error):
+                pass  # only a speed-up: Dagster creates the shard itself below
+        original_initdb(self, engine, for_index_shard)
+
+    SqliteEventLogStorage._initdb = initdb  # type: ignore[method-assign]
+    SqliteEventLogStorage.store_event_batch = _store_event_batch  # type: ignore[method-assign]
+
+
+def _store_event_batch(self: Any, events: Sequence[Any]) -> None:
+    """SqliteEventLogStorage.store_event for each event, in one transaction per shard."""
+    from contextlib import ExitStack
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    if len(events) < 2 or "_connect" in vars(self) and getattr(self._connect, "_af_batch", False):
+        for event in events:
+            self.store_event(event)
+        return
+    owner = threading.get_ident()
+    before = vars(self).get("_connect")
+    plain = self._connect  # Dagster's (or quick_run_storage's) for other threads meanwhile
+    kept = getattr(self, _POOLED, None)
+    with self._db_lock, ExitStack() as stack:
+        conns: dict[str, Any] = {}
+
+        def shard_connection(shard: str) -> Any:
+            if shard not in conns:
+                url = self.conn_string_for_shard(shard)
+                engine = kept.get(url) if kept else None
+                if engine is None:
+                    engine = create_engine(url, poolclass=NullPool, connect_args={"timeout": 30})
+                    stack.callback(engine.dispose)
+                if shard not in self._initialized_dbs:
+                    self._initdb(engine)
+                    self._initialized_dbs.add(shard)
+                conn = stack.enter_context(engine.connect())
+                stack.enter_context(conn.begin())
+                conns[shard] = conn
+            return conns[shard]
+
+        @contextmanager
+        def batch_connect(shard: str) -> Iterator[Any]:
+            if threading.get_ident() != owner:  # waits for the batch, as Dagster's lock makes it
+                with plain(shard) as conn:
+                    yield conn
+                return
+            yield shard_connection(shard)
+
+        batch_connect._af_batch = True  # type: ignore[attr-defined]
+        self._connect = batch_connect
+        try:
+            for event in events:
+                self.store_event(event)
+        finally:
+            if before is None:
+                vars(self).pop("_connect", None)
+            else:
+                self._connect = before
+
+
+_install_sqlite_speedups()
