@@ -285,3 +285,34 @@ def test_a_batch_is_stored_in_one_transaction_per_shard_or_not_at_all(tmp_path, 
         latest = other.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=thing.key, asset_partitions=[day]), limit=1).records[0]
         assert latest.run_id == fell_back.run_id
+
+
+def test_outside_the_block_dagster_home_files_are_written_without_a_sync_per_event(tmp_path, monkeypatch):
+    """A run outside quick_run_storage (as the daemon's run worker starts it: run creation, the
+    first and last events) on DAGSTER_HOME: each connection at synchronous=NORMAL and a kept reader
+    per file, so a close does not checkpoint (the WAL stays until the process lets go), and
+    another instance still reads every event."""
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    on_disk = dg.DagsterInstance.local_temp(str(tmp_path))
+    on_disk.add_dynamic_partitions(parts.name, DAYS)
+    modes: list[int] = []
+
+    def mode(dbapi_connection, _record):  # runs after the adapter's listener (installed first)
+        modes.append(dbapi_connection.execute("PRAGMA synchronous").fetchone()[0])
+
+    event.listen(Pool, "connect", mode)
+    try:
+        run = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
+    finally:
+        event.remove(Pool, "connect", mode)
+    assert run.success and modes and set(modes) == {1}, modes  # 1: NORMAL (Dagster's default is FULL, 2)
+    shard = tmp_path / "history" / "runs" / f"{run.run_id}.db"
+    assert shard.with_name(shard.name + "-wal").exists()  # not checkpointed away at each close
+    other = dg.DagsterInstance.from_ref(on_disk.get_ref())
+    assert other.get_run_by_id(run.run_id).is_success
+    assert _planned_by_day(other, run.run_id) == DAYS
+    adapter._close_kept()  # what the process does at exit: the WALs are folded into their files
+    assert not shard.with_name(shard.name + "-wal").exists()
