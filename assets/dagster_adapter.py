@@ -14,6 +14,8 @@ The rest of assets/ and checks/ speaks public Dagster only. What is here has no 
 - the interrupt flag Dagster sets when it swallows SIGINT/SIGTERM inside a run;
 - per-day metadata in a range run without three instance queries per day (:func:`add_day_metadata`);
 - the run's SQLite writes without an fsync per event, over kept connections (:func:`quick_run_storage`);
+- Alembic's head revision asked once, new run shards copied from a template, event batches in one
+  transaction per shard (installed on import, every process: :func:`_install_sqlite_speedups`);
 - run and pool-slot bookkeeping used to settle runs killed mid-step (assets/instance.py).
 
 tests/test_dagster_adapter.py exercises each on a real instance and pins TESTED_WITH, so an
@@ -22,6 +24,7 @@ upgrade fails there first, with the list of what to re-verify.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import sqlite3
@@ -95,11 +98,13 @@ def add_day_metadata(context: dg.AssetExecutionContext, per_day: Mapping[str, Ma
 # Dagster's SQLite storages open a new connection for every event they store and close it after;
 # with WAL and synchronous=FULL (SQLite's default) each commit syncs the WAL to disk, and each close
 # of the last connection checkpoints the WAL into the database and syncs again: several fsyncs per
-# event, 300+ events for a range run. During a run, connections to the instance's databases use
-# synchronous=NORMAL (WAL stays consistent after a crash or power cut; the last commits may be
-# lost on a power cut, never the database), and one idle connection per database file stays open
-# so each event's close is not the last one: the WAL is checkpointed when it grows (SQLite's
-# auto-checkpoint) and once when the run ends.
+# event, 300+ events for a range run. Connections to the instance's databases (DAGSTER_HOME, and
+# the instance of a quick_run_storage block) use synchronous=NORMAL (WAL stays consistent after a
+# crash or power cut; the last commits may be lost on a power cut, never the database), and one
+# idle connection per database file stays open so each event's close is not the last one: the WAL
+# is checkpointed when it grows (SQLite's auto-checkpoint), and when the block ends or the process
+# exits. Outside a block (a run's creation and its first and last events, a run the daemon's
+# worker executes) the HOME_KEEP files last opened keep theirs.
 #
 # Opening is the other cost: for every event and every read (partition keys, latest
 # materializations) Dagster's SQLite run and event log storages build a new SQLAlchemy engine,
@@ -109,34 +114,76 @@ def add_day_metadata(context: dg.AssetExecutionContext, per_day: Mapping[str, Ma
 # index shard, the run's shard), with its connections pooled: same transactions, same files.
 
 _quick_lock = threading.Lock()
-_quick: dict[str, Any] = {"depth": 0, "root": (), "keep": {}}
+_quick: dict[str, Any] = {"depth": 0, "root": (), "keep": {}, "home_keep": {}}
+HOME_KEEP = 8  # idle connections kept to DAGSTER_HOME's files: the runs, index and newest run shard
+
+
+def _home_roots() -> tuple[str, ...]:
+    """DAGSTER_HOME as Dagster names it and resolved: the instance every process of ours uses."""
+    import os
+
+    home = os.environ.get("DAGSTER_HOME", "")
+    if not home:
+        return ()
+    if _quick.get("home_env") != home:
+        _quick["home_env"] = home
+        _quick["home_roots"] = (str(Path(home).absolute()) + "/", str(Path(home).resolve()) + "/")
+    return cast(tuple[str, ...], _quick["home_roots"])
 
 
 def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Listens to every SQLAlchemy connection of the process (installed once, below): those to
+    # the instance's files get synchronous=NORMAL always, from the run's creation to its last
+    # event (before, the events stored before and after the run's resources came up synced each
+    # commit); the kept idle connection only within quick_run_storage.
     if not isinstance(dbapi_connection, sqlite3.Connection):
         return
     rows = dbapi_connection.execute("PRAGMA database_list").fetchall()
     path = next((str(r[2]) for r in rows if r[1] == "main"), "")
-    if not path or not any(path.startswith(root) for root in _quick["root"]):
+    roots = (*_quick["root"], *_home_roots())
+    if not path or not any(path.startswith(root) for root in roots):
         return
     # Only a speed-up: where it cannot be had (a full disk answers "disk I/O error" here), the
     # connection stays as Dagster made it, and Dagster's own write reports the real cause.
     try:
         dbapi_connection.execute("PRAGMA synchronous=NORMAL")
         with _quick_lock:
-            if path not in _quick["keep"] and _quick["depth"]:
-                _quick["keep"][path] = sqlite3.connect(path, timeout=30, check_same_thread=False)
+            kept = _quick["home_keep"]
+            if path in _quick["keep"] or path in kept:
+                return
+            if _quick["depth"] and any(path.startswith(root) for root in _quick["root"]):
+                _quick["keep"][path] = _idle_reader(path)
+                return
+            # Outside the block (a run's creation, its first and last events, a run the daemon
+            # launched): the few files last used stay open, so a connection's close is not the
+            # last one and does not checkpoint and sync the file each time.
+            kept[path] = _idle_reader(path)
+            while len(kept) > HOME_KEEP:
+                kept.pop(next(iter(kept))).close()
     except sqlite3.Error:
         return
+
+
+def _idle_reader(path: str) -> sqlite3.Connection:
+    """A connection that has read once: only then does it hold the shared lock on the WAL index
+    that tells another connection's close it is not the last one."""
+    con = sqlite3.connect(path, timeout=30, check_same_thread=False)
+    con.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    return con
+
+
+def _close_kept() -> None:
+    with _quick_lock:
+        kept = list(_quick["home_keep"].values())
+        _quick["home_keep"].clear()
+    for con in kept:
+        con.close()  # the last connection: SQLite checkpoints the file's WAL into it
 
 
 @contextmanager
 def quick_run_storage(instance: dg.DagsterInstance | None) -> Iterator[None]:
     """For the block: the instance's SQLite files written without an fsync per event (see above).
     Re-entrant; a no-op for an instance without a folder on disk."""
-    from sqlalchemy import event
-    from sqlalchemy.pool import Pool
-
     root = getattr(instance, "root_directory", None) if instance is not None else None
     if not root or not Path(root).is_dir():
         yield
@@ -147,8 +194,6 @@ def quick_run_storage(instance: dg.DagsterInstance | None) -> Iterator[None]:
         if first:
             # the folder as Dagster names it, and resolved (it may be reached through a symlink)
             _quick["root"] = (str(Path(root).absolute()) + "/", str(Path(root).resolve()) + "/")
-    if first:
-        event.listen(Pool, "connect", _on_sqlite_connect)
     unpool = _pool_connections(instance)
     try:
         yield
@@ -162,7 +207,6 @@ def quick_run_storage(instance: dg.DagsterInstance | None) -> Iterator[None]:
                 _quick["keep"] = {}
                 _quick["root"] = ()
         if last:
-            event.remove(Pool, "connect", _on_sqlite_connect)
             for con in kept:
                 con.close()
 
@@ -426,3 +470,198 @@ def stage_progress(init_context: dg.InitLoggerContext) -> logging.Logger:
     else:
         out.disabled = True
     return out
+
+
+# --- opening and creating the instance's SQLite files, and event batches (every process) ---------
+#
+# Installed when this module is imported, i.e. in every process that runs our runs: `af` (the CLI),
+# and the code server and run workers of the UI and the daemon, which load assets.definitions.
+# Each is only a speed-up of what Dagster does; none changes what is stored.
+#
+# - Alembic's head revision: Dagster asks for it each time it opens a storage or a run's new shard
+#   (check_alembic_revision), and alembic parses every one of Dagster's ~90 migration scripts to
+#   answer. The scripts of the installed Dagster do not change while a process runs: asked once.
+# - A new run's event shard: Dagster creates its tables and stamps its revision with
+#   synchronous=FULL, dozens of commits each synced to disk (~1 s of wall time on a busy disk,
+#   more than the rest of a nightly run's bookkeeping). The first shard is made that way into
+#   ``<runs folder>/.af-shard-template/<dagster version>-<head>.db``; each new shard is then a
+#   copy of it, synced once. Dagster's own initialisation still runs on the copy (it finds the
+#   shard at head and leaves it), so a bad template could only cost the time it was meant to save.
+# - Event batches: with DAGSTER_EVENT_BATCH_SIZE set, Dagster hands a storage the events it sends
+#   as one batch (a run's planned materializations, one per asset and day; the materializations of
+#   a step over several days) through store_event_batch, which SqliteEventLogStorage does not
+#   have: Dagster's default stores them one by one, a transaction (and connection) per event and
+#   shard. Ours stores the batch in one transaction per shard. A batch that fails leaves nothing
+#   (both transactions roll back) and Dagster then stores its events one by one, as before.
+
+EVENT_BATCH_SIZE = "1000"  # a 47-day range run plans 9 x 47 materializations in one batch
+SHARD_TEMPLATE_DIR = ".af-shard-template"  # beside the run shards; Dagster lists only *.db there
+
+_heads: dict[str, Any] = {}
+_installed: list[bool] = []
+
+
+def _check_alembic_revision(alembic_config: Any, conn: Any) -> tuple[Any, Any]:
+    """Dagster's check_alembic_revision, the head revision computed once per script location."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    from dagster._core.storage import sql
+
+    with sql._alembic_lock:
+        db_revision = MigrationContext.configure(conn).get_current_revision()
+        where = str(alembic_config.get_main_option("script_location"))
+        if where not in _heads:
+            _heads[where] = ScriptDirectory.from_config(alembic_config).as_revision_number("head")
+    return db_revision, _heads[where]
+
+
+def _template_for(storage: Any, original: Callable[..., None]) -> Path | None:
+    """The run-shard template of this storage's folder (made by Dagster's own code), or None."""
+    import os
+
+    from alembic.script import ScriptDirectory
+    from dagster._core.storage.event_log.sqlite import sqlite_event_log
+    from dagster._core.storage.sql import get_alembic_config
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    config = get_alembic_config(sqlite_event_log.__file__)
+    where = str(config.get_main_option("script_location"))
+    if where not in _heads:
+        _heads[where] = ScriptDirectory.from_config(config).as_revision_number("head")
+    folder = Path(storage._base_dir) / SHARD_TEMPLATE_DIR
+    template = folder / f"{dg.__version__}-{_heads[where]}.db"
+    if template.is_file():
+        return template
+    folder.mkdir(exist_ok=True)
+    making = folder / f".{template.name}.{os.getpid()}-{threading.get_ident()}.tmp"
+    engine = create_engine(f"sqlite:///{making}", poolclass=NullPool)
+    try:
+        original(storage, engine)
+    finally:
+        engine.dispose()
+    con = sqlite3.connect(making)
+    try:  # the template is one file: its WAL folded in
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+    for extra in ("-wal", "-shm"):
+        Path(f"{making}{extra}").unlink(missing_ok=True)
+    with open(making, "rb+") as f:  # made once, copied into every new shard: on disk for good
+        os.fsync(f.fileno())
+    making.replace(template)
+    return template
+
+
+def _shard_from_template(storage: Any, path: str, original: Callable[..., None]) -> None:
+    import os
+    import shutil
+
+    template = _template_for(storage, original)
+    if template is None:
+        return
+    tmp = Path(f"{path}.af-{os.getpid()}-{threading.get_ident()}.tmp")  # not *.db: never taken for a run's shard
+    try:
+        shutil.copyfile(template, tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)  # never over a shard another process made meanwhile
+        except FileExistsError:
+            pass
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _install_sqlite_speedups() -> None:
+    import os
+
+    from dagster._core.storage.event_log.sqlite import consolidated_sqlite_event_log, sqlite_event_log
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+        INDEX_SHARD_NAME,
+        SqliteEventLogStorage,
+    )
+    from dagster._core.storage.runs.sqlite import sqlite_run_storage
+    from dagster._core.storage.schedules.sqlite import sqlite_schedule_storage
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    if _installed:
+        return
+    _installed.append(True)
+    event.listen(Pool, "connect", _on_sqlite_connect)
+    atexit.register(_close_kept)
+    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", EVENT_BATCH_SIZE)
+    for module in (sqlite_event_log, consolidated_sqlite_event_log, sqlite_run_storage, sqlite_schedule_storage):
+        module.check_alembic_revision = _check_alembic_revision  # type: ignore[attr-defined]
+
+    original_initdb = SqliteEventLogStorage._initdb
+
+    def initdb(self: Any, engine: Any, for_index_shard: bool = False) -> None:
+        path = engine.url.database
+        if (not for_index_shard and path and not Path(path).exists()
+                and Path(path).parent.resolve() == Path(self._base_dir).resolve() and Path(path).stem != INDEX_SHARD_NAME):
+            try:
+                _shard_from_template(self, path, original_initdb)
+            except (OSError, sqlite3.Error):
+                pass  # only a speed-up: Dagster creates the shard itself below
+        original_initdb(self, engine, for_index_shard)
+
+    SqliteEventLogStorage._initdb = initdb  # type: ignore[method-assign]
+    SqliteEventLogStorage.store_event_batch = _store_event_batch  # type: ignore[method-assign]
+
+
+def _store_event_batch(self: Any, events: Sequence[Any]) -> None:
+    """SqliteEventLogStorage.store_event for each event, in one transaction per shard."""
+    from contextlib import ExitStack
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    if len(events) < 2 or "_connect" in vars(self) and getattr(self._connect, "_af_batch", False):
+        for event in events:
+            self.store_event(event)
+        return
+    owner = threading.get_ident()
+    before = vars(self).get("_connect")
+    plain = self._connect  # Dagster's (or quick_run_storage's) for other threads meanwhile
+    kept = getattr(self, _POOLED, None)
+    with self._db_lock, ExitStack() as stack:
+        conns: dict[str, Any] = {}
+
+        def shard_connection(shard: str) -> Any:
+            if shard not in conns:
+                url = self.conn_string_for_shard(shard)
+                engine = kept.get(url) if kept else None
+                if engine is None:
+                    engine = create_engine(url, poolclass=NullPool, connect_args={"timeout": 30})
+                    stack.callback(engine.dispose)
+                if shard not in self._initialized_dbs:
+                    self._initdb(engine)
+                    self._initialized_dbs.add(shard)
+                conn = stack.enter_context(engine.connect())
+                stack.enter_context(conn.begin())
+                conns[shard] = conn
+            return conns[shard]
+
+        @contextmanager
+        def batch_connect(shard: str) -> Iterator[Any]:
+            if threading.get_ident() != owner:  # waits for the batch, as Dagster's lock makes it
+                with plain(shard) as conn:
+                    yield conn
+                return
+            yield shard_connection(shard)
+
+        batch_connect._af_batch = True  # type: ignore[attr-defined]
+        self._connect = batch_connect
+        try:
+            for event in events:
+                self.store_event(event)
+        finally:
+            if before is None:
+                vars(self).pop("_connect", None)
+            else:
+                self._connect = before
+
+
+_install_sqlite_speedups()

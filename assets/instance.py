@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from af_pipeline.warehouse.days import log_days
-from assets.dagster_adapter import free_run_slots, pool_holders, run_pids
+from assets.dagster_adapter import EVENT_BATCH_SIZE, free_run_slots, pool_holders, run_pids
 from assets.partitions import register_days
 from capture.files import atomic_write
 from capture.home import Home
@@ -59,6 +59,9 @@ def use_home(home: Home) -> Path:
     os.environ["DAGSTER_HOME"] = str(folder)
     os.environ["AF_HOME"] = str(home.root)
     os.environ["DAGSTER_TELEMETRY_DISABLED"] = "1"
+    # Run events Dagster sends as a batch are stored in one transaction per shard
+    # (assets/dagster_adapter.py); set here too for the webserver and daemon `af ui` starts.
+    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", EVENT_BATCH_SIZE)
     return folder
 
 

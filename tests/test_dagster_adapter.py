@@ -167,3 +167,152 @@ def test_quick_run_storage_keeps_connections_and_stores_every_event(tmp_path):
         [dg.AssetCheckKey(thing.key, "odd_days_fail")]
     )
     assert checks, "the check's evaluations reached the index shard"
+
+
+def _planned_by_day(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    return sorted(
+        e.dagster_event.event_specific_data.partition
+        for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED)
+    )
+
+
+def test_new_run_shards_come_from_one_template_and_dagster_accepts_them(tmp_path):
+    """The first run's shard is made by Dagster and kept as the template; later shards are copies
+    at Alembic's head, which Dagster opens, writes and reads like its own."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    from dagster._core.storage.event_log.sqlite import sqlite_event_log
+    from dagster._core.storage.sql import get_alembic_config
+    from sqlalchemy import create_engine
+
+    assert "DAGSTER_EVENT_BATCH_SIZE" in __import__("os").environ  # set by importing the adapter
+    on_disk = dg.DagsterInstance.local_temp(str(tmp_path))
+    on_disk.add_dynamic_partitions(parts.name, DAYS)
+    runs = [defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE) for _ in range(2)]
+    base = tmp_path / "history" / "runs"
+    templates = list((base / adapter.SHARD_TEMPLATE_DIR).iterdir())
+    assert [t.name.split("-")[0] for t in templates] == [dg.__version__]
+    assert sorted(on_disk.event_log_storage.get_all_run_ids()) == sorted(r.run_id for r in runs)
+    head = ScriptDirectory.from_config(get_alembic_config(sqlite_event_log.__file__)).as_revision_number("head")
+    for shard in [templates[0], *(base / f"{r.run_id}.db" for r in runs)]:
+        with create_engine(f"sqlite:///{shard}").connect() as conn:
+            assert MigrationContext.configure(conn).get_current_revision() == head, shard
+    other = dg.DagsterInstance.from_ref(on_disk.get_ref())
+    for r in runs:
+        assert other.get_run_by_id(r.run_id).is_success
+        assert _planned_by_day(other, r.run_id) == DAYS  # still one planned event per day
+
+
+def test_the_cached_alembic_head_answers_as_dagster_does(tmp_path):
+    from dagster._core.storage import sql
+    from dagster._core.storage.event_log.sqlite import sqlite_event_log
+    from sqlalchemy import create_engine
+
+    config = sql.get_alembic_config(sqlite_event_log.__file__)
+    fresh = create_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
+    (tmp_path / "inst").mkdir()
+    dg.DagsterInstance.local_temp(str(tmp_path / "inst"))
+    made = create_engine(f"sqlite:///{tmp_path / 'inst' / 'history' / 'runs' / 'index.db'}")
+    for engine in (fresh, made):
+        with engine.connect() as conn:
+            assert adapter._check_alembic_revision(config, conn) == sql.check_alembic_revision(config, conn)
+    assert sqlite_event_log.check_alembic_revision is adapter._check_alembic_revision
+
+
+def test_a_batch_is_stored_in_one_transaction_per_shard_or_not_at_all(tmp_path, capfd):
+    """A range run's planned events and its step's per-day materializations arrive as batches:
+    each is stored with one commit per shard; a batch that fails midway stores nothing, and
+    Dagster then stores its events one by one, each exactly once."""
+    import sqlite3
+    from collections import Counter
+
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    on_disk = dg.DagsterInstance.local_temp(str(tmp_path))
+    on_disk.add_dynamic_partitions(parts.name, DAYS)
+    defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)  # makes the shard template
+    commits: list[int] = []
+
+    def commit(_conn):
+        commits.append(1)
+
+    event.listen(Engine, "commit", commit)
+    sizes: list[int] = []
+    per_batch: list[int] = []
+    batch = SqliteEventLogStorage.store_event_batch
+
+    def counted(self, events):
+        sizes.append(len(events))
+        before = len(commits)
+        batch(self, events)
+        per_batch.append(len(commits) - before)
+
+    SqliteEventLogStorage.store_event_batch = counted
+    try:
+        ok = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
+        assert sorted(sizes) == [len(DAYS), len(DAYS)], sizes  # planned events; materializations
+        assert max(per_batch) <= 2, per_batch  # one commit per shard: the run's and the index
+
+        real_store = SqliteEventLogStorage.store_event
+        failing: list[int] = []
+
+        def fail_third_of_a_batch(self, entry):
+            if getattr(self._connect, "_af_batch", False) and len(failing) < 3:
+                failing.append(1)
+                if len(failing) == 3:
+                    raise sqlite3.OperationalError("disk I/O error (test)")
+            real_store(self, entry)
+
+        SqliteEventLogStorage.store_event = fail_third_of_a_batch
+        try:
+            fell_back = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
+        finally:
+            SqliteEventLogStorage.store_event = real_store
+    finally:
+        SqliteEventLogStorage.store_event_batch = batch
+        event.remove(Engine, "commit", commit)
+    assert "Falling back to storing multiple single-event" in capfd.readouterr().err
+    other = dg.DagsterInstance.from_ref(on_disk.get_ref())
+    for run in (ok, fell_back):
+        assert _planned_by_day(other, run.run_id) == DAYS
+        mats = Counter(
+            e.dagster_event.partition for e in other.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+        )
+        assert mats == Counter(DAYS), mats
+    for day in DAYS:
+        latest = other.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=thing.key, asset_partitions=[day]), limit=1).records[0]
+        assert latest.run_id == fell_back.run_id
+
+
+def test_outside_the_block_dagster_home_files_are_written_without_a_sync_per_event(tmp_path, monkeypatch):
+    """A run outside quick_run_storage (as the daemon's run worker starts it: run creation, the
+    first and last events) on DAGSTER_HOME: each connection at synchronous=NORMAL and a kept reader
+    per file, so a close does not checkpoint (the WAL stays until the process lets go), and
+    another instance still reads every event."""
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    on_disk = dg.DagsterInstance.local_temp(str(tmp_path))
+    on_disk.add_dynamic_partitions(parts.name, DAYS)
+    modes: list[int] = []
+
+    def mode(dbapi_connection, _record):  # runs after the adapter's listener (installed first)
+        modes.append(dbapi_connection.execute("PRAGMA synchronous").fetchone()[0])
+
+    event.listen(Pool, "connect", mode)
+    try:
+        run = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
+    finally:
+        event.remove(Pool, "connect", mode)
+    assert run.success and modes and set(modes) == {1}, modes  # 1: NORMAL (Dagster's default is FULL, 2)
+    shard = tmp_path / "history" / "runs" / f"{run.run_id}.db"
+    assert shard.with_name(shard.name + "-wal").exists()  # not checkpointed away at each close
+    other = dg.DagsterInstance.from_ref(on_disk.get_ref())
+    assert other.get_run_by_id(run.run_id).is_success
+    assert _planned_by_day(other, run.run_id) == DAYS
+    adapter._close_kept()  # what the process does at exit: the WALs are folded into their files
+    assert not shard.with_name(shard.name + "-wal").exists()
