@@ -36,9 +36,11 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import hashlib
+import itertools
 import json
 import json.scanner
 import math
+import operator
 import sqlite3
 import sys
 from collections.abc import Iterable, Iterator
@@ -94,6 +96,8 @@ _INT = frozenset({int})
 _INT_OR_NONE = frozenset({int, _NONE})
 _TEXT = frozenset({str, _NONE})
 _FLOAT_OR_NONE = frozenset({float, _NONE})
+_STR = frozenset({str})
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 _LO, _HI = -0.5, 1.5  # normalised bounds kept as they are (see _unit)
 DUPLICATE_FRAMES = "frames: duplicate rows skipped (identical apart from the id)"
 BACKGROUND = "frames: background windows of a capture cycle (not the foreground; not imported)"
@@ -834,6 +838,9 @@ class _Reader:
         factory = self.con.text_factory
         self.con.text_factory = str
         try:
+            fast = self._elements_fast(fids)
+            if fast is not None:
+                return fast
             return self._convert_elements(base, fids)
         except sqlite3.OperationalError as exc:
             if "decode" not in str(exc).lower():
@@ -841,6 +848,95 @@ class _Reader:
         finally:
             self.con.text_factory = factory
         return self._convert_elements(base, fids)
+
+    def _elements_fast(self, fids: list[int]) -> list[Any] | None:
+        """The day's elements rows as :meth:`_convert_elements` gives them, when every cell is one
+        the checks keep as it is; else None (nothing noted or quarantined) and the day is read
+        again the checked way.
+
+        SQLite writes the refs (an integer id formats as Python's str() does; an id or parent of
+        any other type becomes a blob, which sends the day to the checked way) and reads without
+        sorting; the columns are checked whole (:meth:`_fast_block`) and marked verified, so the
+        log does not check them again."""
+        prefix = f"{self.batch.source_id}:elements:"
+        try:
+            prefix.encode("utf-8")  # bound as an SQL parameter: must be plain UTF-8
+        except UnicodeEncodeError:
+            return None
+        if not set(self._ELEMENT_COLS) <= set(table_columns(self.con, "elements")):
+            return None
+        since = f"id > {int(self.since['elements'])} AND " if "elements" in self.since else ""
+        sql = ("SELECT id, frame_id, source, role, text, "
+               "CASE typeof(id) WHEN 'integer' THEN ?1 || id ELSE X'00' END, "
+               "CASE typeof(parent_id) WHEN 'integer' THEN ?1 || parent_id WHEN 'null' THEN NULL ELSE X'00' END, "
+               f"depth, left_bound, top_bound, width_bound, height_bound FROM elements WHERE {since}frame_id IN ")
+        blocks: list[Any] = []
+        for i in range(0, len(fids), 500):
+            chunk = fids[i:i + 500]
+            marks = ",".join(f"?{k}" for k in range(2, len(chunk) + 2))
+            rows = self.con.execute(f"{sql}({marks})", [prefix, *chunk]).fetchall()
+            if not rows:
+                continue
+            block = self._fast_block(rows)
+            if block is None:
+                return None
+            blocks.append(block)
+        return blocks
+
+    def _fast_block(self, rows: list[tuple[Any, ...]]) -> RowColumns | None:
+        """One chunk of :meth:`_elements_fast` as verified columns in id order, or None."""
+        eids = [r[0] for r in rows]
+        if not set(map(type, eids)) <= _INT:
+            return None
+        if not all(map(int.__lt__, eids, itertools.islice(eids, 1, None))):
+            rows.sort(key=_FIRST)  # the order of ORDER BY id (ids are unique: the primary key)
+        _eids, fids, sources, roles, texts, refs, parents, depths, lefts, tops, widths, heights = zip(
+            *rows, strict=True)
+        found = list(map(self.kept.get, fids))
+        if None in found or not set(map(type, refs)) <= _STR or not set(map(type, parents)) <= _TEXT:
+            return None
+        types = set(map(type, texts))
+        if not types <= _TEXT:
+            return None
+        present = [t for t in texts if t is not None] if _NONE in types else texts
+        if present and (max(map(len, present)) > MAX_ELEMENT_TEXT or "\x00" in "".join(present)):
+            return None
+        types = set(map(type, depths))
+        if not types <= _INT_OR_NONE:
+            return None
+        present = [d for d in depths if d is not None] if _NONE in types else depths
+        if present and not (0 <= min(present) and max(present) <= DEPTH_LIMIT):
+            return None
+        for col in (lefts, tops, widths, heights):
+            types = set(map(type, col))
+            if not types <= _FLOAT_OR_NONE:
+                return None
+            present = [v for v in col if v is not None] if _NONE in types else col
+            if not (all(map(_LO.__le__, present)) and all(map(_HI.__ge__, present))):
+                return None
+        labels = self._labels
+        smap: dict[Any, Any] = {}
+        rmap: dict[Any, Any] = {}
+        for field, raw_values, limit, out in (("s", sources, 32, smap), ("r", roles, 128, rmap)):
+            for v in dict.fromkeys(raw_values):
+                if (field, v) not in labels and not (v is None or (type(v) is str and len(v) <= limit
+                                                                   and "\x00" not in v)):
+                    return None  # cleaning it would note a repair: the checked way keeps the notes' order
+                out[v] = self._label(field, v) or ("unknown" if field == "s" else None)
+        if not set(map(type, smap.values())) <= _STR or not set(map(type, rmap.values())) <= _TEXT:
+            return None  # a label repaired earlier (a str subclass): the row checks decide
+        owners: list[tuple[int, str]] = found  # type: ignore[assignment]  # no None, checked above
+        return RowColumns("elements", {
+            "ref": list(refs),
+            "ts_us": list(map(_FIRST, owners)),
+            "snapshot_frame_id": list(map(_SECOND, owners)),
+            "source": list(map(smap.__getitem__, sources)),
+            "role": list(map(rmap.__getitem__, roles)),
+            "text": [None if t == "" else t for t in texts] if "" in texts else list(texts),
+            "parent_ref": list(parents),
+            "depth": list(depths), "left": list(lefts), "top": list(tops), "width": list(widths),
+            "height": list(heights),
+        }, verified=True)
 
     def _convert_elements(self, base: str, fids: list[int]) -> list[Any]:
         out: dict[str, list[Any]] = {}
