@@ -70,6 +70,7 @@ from capture.importers.common import (
     ts_us,
 )
 from capture.log.columns import RowColumns
+from capture.log.rows import gc_paused
 from capture.model import (
     CAPTURE_SCHEMA_VERSION,
     INPUT_KINDS,
@@ -445,6 +446,29 @@ class _Reader:
     # -- the passes ----------------------------------------------------------------------------
 
     def chunks(self) -> Iterator[ImportBatch]:
+        with gc_paused():  # (never across a yield: the consumer's own work keeps the collector)
+            days = self._partition()
+        snaps, frames_of, inputs, texts, streams, has_elements, scanned = days
+        all_days = sorted(set(snaps) | set(inputs) | set(streams))
+        for i, d in enumerate(all_days, 1):
+            with gc_paused():
+                elements = texts.get(d, [])
+                fids = sorted(frames_of.get(d, []))
+                elements.extend(self._trees_of(f for f in fids if f in self.tree_frames))
+                if scanned is not None:
+                    elements.extend(scanned.pop(d, []))
+                elif has_elements and fids:
+                    elements.extend(self._elements_of(fids))
+                self.progress.tick(f"day {d}:", i, len(all_days))
+                chunk = self._chunk(snaps.pop(d, []), self._input_columns(inputs.pop(d, [])),
+                                    _as_columns(elements), streams.get(d, []))
+            yield chunk
+            del chunk
+        if not all_days:
+            yield self._chunk([], [], [], [])
+
+    def _partition(self) -> tuple[Any, ...]:
+        """Every pass but the elements', and their rows by local day."""
         self.progress.say(f"{'legacy' if self.legacy else 'current'} schema; reading frames")
         self._frames()
         legacy_text: list[Element] = []
@@ -481,20 +505,7 @@ class _Reader:
         self.batch.snapshots, self.batch.inputs = [], []
         self._choose_tree_side(has_elements)
         scanned = self._elements_scan() if has_elements and not self._frame_index() else None
-        all_days = sorted(set(snaps) | set(inputs) | set(streams))
-        for i, d in enumerate(all_days, 1):
-            elements = texts.get(d, [])
-            fids = sorted(frames_of.get(d, []))
-            elements.extend(self._trees_of(f for f in fids if f in self.tree_frames))
-            if scanned is not None:
-                elements.extend(scanned.pop(d, []))
-            elif has_elements and fids:
-                elements.extend(self._elements_of(fids))
-            self.progress.tick(f"day {d}:", i, len(all_days))
-            yield self._chunk(snaps.pop(d, []), self._input_columns(inputs.pop(d, [])), _as_columns(elements),
-                              streams.get(d, []))
-        if not all_days:
-            yield self._chunk([], [], [], [])
+        return snaps, frames_of, inputs, texts, streams, has_elements, scanned
 
     def _input_columns(self, rows: list[tuple[Any, ...]]) -> RowColumns:
         """A day's input tuples (see _ui_events) as the columns of InputEvent rows."""
@@ -852,29 +863,17 @@ class _Reader:
     def _elements_fast(self, fids: list[int]) -> list[Any] | None:
         """The day's elements rows as :meth:`_convert_elements` gives them, when every cell is one
         the checks keep as it is; else None (nothing noted or quarantined) and the day is read
-        again the checked way.
-
-        SQLite writes the refs (an integer id formats as Python's str() does; an id or parent of
-        any other type becomes a blob, which sends the day to the checked way) and reads without
-        sorting; the columns are checked whole (:meth:`_fast_block`) and marked verified, so the
-        log does not check them again."""
-        prefix = f"{self.batch.source_id}:elements:"
-        try:
-            prefix.encode("utf-8")  # bound as an SQL parameter: must be plain UTF-8
-        except UnicodeEncodeError:
-            return None
+        again the checked way. Read without ORDER BY (SQLite's sort of each chunk costs more than
+        checking in Python that the ids already ascend); the columns are checked whole
+        (:meth:`_fast_block`) and marked verified, so the log does not check them again."""
         if not set(self._ELEMENT_COLS) <= set(table_columns(self.con, "elements")):
             return None
         since = f"id > {int(self.since['elements'])} AND " if "elements" in self.since else ""
-        sql = ("SELECT id, frame_id, source, role, text, "
-               "CASE typeof(id) WHEN 'integer' THEN ?1 || id ELSE X'00' END, "
-               "CASE typeof(parent_id) WHEN 'integer' THEN ?1 || parent_id WHEN 'null' THEN NULL ELSE X'00' END, "
-               f"depth, left_bound, top_bound, width_bound, height_bound FROM elements WHERE {since}frame_id IN ")
+        sql = f"SELECT {', '.join(self._ELEMENT_COLS)} FROM elements WHERE {since}frame_id IN "
         blocks: list[Any] = []
         for i in range(0, len(fids), 500):
             chunk = fids[i:i + 500]
-            marks = ",".join(f"?{k}" for k in range(2, len(chunk) + 2))
-            rows = self.con.execute(f"{sql}({marks})", [prefix, *chunk]).fetchall()
+            rows = self.con.execute(f"{sql}({','.join('?' * len(chunk))})", chunk).fetchall()
             if not rows:
                 continue
             block = self._fast_block(rows)
@@ -885,15 +884,14 @@ class _Reader:
 
     def _fast_block(self, rows: list[tuple[Any, ...]]) -> RowColumns | None:
         """One chunk of :meth:`_elements_fast` as verified columns in id order, or None."""
-        eids = [r[0] for r in rows]
-        if not set(map(type, eids)) <= _INT:
+        ids = list(map(_FIRST, rows))
+        if not set(map(type, ids)) <= _INT:
             return None
-        if not all(map(int.__lt__, eids, itertools.islice(eids, 1, None))):
+        if not all(map(int.__lt__, ids, itertools.islice(ids, 1, None))):
             rows.sort(key=_FIRST)  # the order of ORDER BY id (ids are unique: the primary key)
-        _eids, fids, sources, roles, texts, refs, parents, depths, lefts, tops, widths, heights = zip(
-            *rows, strict=True)
+        eids, fids, sources, roles, texts, parents, depths, lefts, tops, widths, heights = zip(*rows, strict=True)
         found = list(map(self.kept.get, fids))
-        if None in found or not set(map(type, refs)) <= _STR or not set(map(type, parents)) <= _TEXT:
+        if None in found:
             return None
         types = set(map(type, texts))
         if not types <= _TEXT:
@@ -926,14 +924,17 @@ class _Reader:
         if not set(map(type, smap.values())) <= _STR or not set(map(type, rmap.values())) <= _TEXT:
             return None  # a label repaired earlier (a str subclass): the row checks decide
         owners: list[tuple[int, str]] = found  # type: ignore[assignment]  # no None, checked above
+        prefix = f"{self.batch.source_id}:elements:"
+        add = prefix.__add__
         return RowColumns("elements", {
-            "ref": list(refs),
+            "ref": list(map(add, map(str, eids))),
             "ts_us": list(map(_FIRST, owners)),
             "snapshot_frame_id": list(map(_SECOND, owners)),
             "source": list(map(smap.__getitem__, sources)),
             "role": list(map(rmap.__getitem__, roles)),
             "text": [None if t == "" else t for t in texts] if "" in texts else list(texts),
-            "parent_ref": list(parents),
+            "parent_ref": ([None if p is None else add(str(p)) for p in parents] if None in parents
+                           else list(map(add, map(str, parents)))),
             "depth": list(depths), "left": list(lefts), "top": list(tops), "width": list(widths),
             "height": list(heights),
         }, verified=True)
