@@ -17,6 +17,13 @@ time, CPU time (user + system) and the child's own peak resident memory (os.wait
               second half of the days to the first half. A day's cost must not grow with the
               history in front of it (target at most 1.1). --no-growth skips it.
 
+``--code DIR`` (repeatable) measures the import side by side with other checkouts of the project
+(e.g. `git worktree add /tmp/old <commit>`): each round imports the corpus once with every
+checkout, in turn, into its own folder; the best CPU and the peak of each are reported with the
+load average around the round, and the sealed logs are compared file by file (sha256; the
+manifest apart from its `sealed_at` and the chain hashes that cover it). Nothing but the import
+runs in this mode.
+
 Rows per second count every row the step handled (landed by the import, read by the re-import:
 none when the watermark answers it). Prints a table, or the results as JSON with --json. Exit 1 if a step fails or the
 re-import lands anything.
@@ -25,7 +32,9 @@ re-import lands anything.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -141,6 +150,57 @@ def run(days: int, seed: int = 1, tz: str = "Europe/Paris", timeout: float = 360
     }
 
 
+def _log_digest(home: Path) -> dict[str, str]:
+    """sha256 of every file of a data folder's log, the manifest without its wall-clock fields."""
+    out: dict[str, str] = {}
+    log = home / "log"
+    for path in sorted(p for p in log.rglob("*") if p.is_file() and p.name != ".lock"):
+        data = path.read_bytes()
+        if path.name == "manifest.jsonl":
+            entries = [json.loads(line) for line in data.splitlines()]
+            for e in entries:
+                for k in ("sealed_at", "hash", "prev"):  # the seal's time, and the hashes covering it
+                    e.pop(k, None)
+            data = json.dumps(entries, sort_keys=True).encode()
+        out[str(path.relative_to(log))] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def side_by_side(days: int, codes: dict[str, Path], seed: int = 1, tz: str = "Europe/Paris",
+                 rounds: int = 1, timeout: float = 3600) -> dict[str, Any]:
+    """The import of the same corpus by each checkout, in turn, ``rounds`` times."""
+    db = corpus(days, seed)
+    env = {k: v for k, v in os.environ.items() if k not in ("AF_HOME", "DAGSTER_HOME", "PYTHONPATH")}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
+    digests: dict[str, dict[str, str]] = {}
+    for i in range(rounds):
+        for name, code in codes.items():
+            home = BENCH_DIR / f"import-{days}d-{name}" / "home"
+            if home.exists():
+                shutil.rmtree(home)
+            home.parent.mkdir(parents=True, exist_ok=True)
+            cmd = [sys.executable, "-c", "import sys; from af_pipeline.interfaces import cli; sys.exit(cli.main())",
+                   "import", "screenpipe", str(db), "--home", str(home), "--tz", tz, "--json"]
+            say(f"round {i + 1}/{rounds}: import with {name} ({code})")
+            load = os.getloadavg()[0]
+            m = run_measured(cmd, cwd=code, env=env | {"PYTHONPATH": str(code)}, timeout=timeout)
+            if m.returncode != 0:
+                raise StepFailed(f"import with {name} exited {m.returncode}: {m.tail()}")
+            report = json.loads(m.stdout)
+            rows = sum(int(v) for v in report["landed"].values())
+            runs[name].append(_figures(m, rows) | {"load_before": round(load, 1),
+                                                   "load_after": round(os.getloadavg()[0], 1),
+                                                   "quarantined": int(report.get("quarantined", 0))})
+            digests[name] = _log_digest(home)
+    first = next(iter(codes))
+    out: dict[str, Any] = {"days": days, "seed": seed, "rounds": rounds, "runs": runs,
+                           "identical_to_" + first: {n: digests[n] == digests[first] for n in codes},
+                           "files": len(digests[first])}
+    out["best"] = {n: {"cpu_s": min(r["cpu_s"] for r in rs), "wall_s": min(r["wall_s"] for r in rs),
+                       "peak_mb": max(r["peak_mb"] for r in rs)} for n, rs in runs.items()}
+    return out
+
+
 def table(r: dict[str, Any]) -> str:
     kinds = " | ".join(f"{k} {r['landed'][k]:,}" for k in KINDS)
     lines = [
@@ -175,9 +235,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds allowed per step (default 3600)")
     ap.add_argument("--no-growth", action="store_true", help="skip the read+compile growth step")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--code", action="append", default=[], help="another checkout to import with, side by side")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of the side-by-side import (default 1)")
     args = ap.parse_args(argv)
     if args.days < 1:
         ap.error("--days must be at least 1")
+    if args.code:
+        from bench.common import ROOT
+
+        codes = {"this": ROOT, **{Path(c).name: Path(c).resolve() for c in args.code}}
+        try:
+            sbs = side_by_side(args.days, codes, args.seed, args.tz, args.rounds, args.timeout)
+        except StepFailed as exc:
+            say(f"bench_import: {exc}")
+            return 1
+        print(json.dumps(sbs, indent=2))
+        return 0 if all(sbs["identical_to_this"].values()) else 1
     try:
         r = run(args.days, args.seed, args.tz, args.timeout, with_growth=not args.no_growth)
     except StepFailed as exc:

@@ -36,9 +36,11 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import hashlib
+import itertools
 import json
 import json.scanner
 import math
+import operator
 import sqlite3
 import sys
 from collections.abc import Iterable, Iterator
@@ -68,6 +70,7 @@ from capture.importers.common import (
     ts_us,
 )
 from capture.log.columns import RowColumns
+from capture.log.rows import gc_paused
 from capture.model import (
     CAPTURE_SCHEMA_VERSION,
     INPUT_KINDS,
@@ -94,6 +97,8 @@ _INT = frozenset({int})
 _INT_OR_NONE = frozenset({int, _NONE})
 _TEXT = frozenset({str, _NONE})
 _FLOAT_OR_NONE = frozenset({float, _NONE})
+_STR = frozenset({str})
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 _LO, _HI = -0.5, 1.5  # normalised bounds kept as they are (see _unit)
 DUPLICATE_FRAMES = "frames: duplicate rows skipped (identical apart from the id)"
 BACKGROUND = "frames: background windows of a capture cycle (not the foreground; not imported)"
@@ -441,6 +446,29 @@ class _Reader:
     # -- the passes ----------------------------------------------------------------------------
 
     def chunks(self) -> Iterator[ImportBatch]:
+        with gc_paused():  # (never across a yield: the consumer's own work keeps the collector)
+            days = self._partition()
+        snaps, frames_of, inputs, texts, streams, has_elements, scanned = days
+        all_days = sorted(set(snaps) | set(inputs) | set(streams))
+        for i, d in enumerate(all_days, 1):
+            with gc_paused():
+                elements = texts.get(d, [])
+                fids = sorted(frames_of.get(d, []))
+                elements.extend(self._trees_of(f for f in fids if f in self.tree_frames))
+                if scanned is not None:
+                    elements.extend(scanned.pop(d, []))
+                elif has_elements and fids:
+                    elements.extend(self._elements_of(fids))
+                self.progress.tick(f"day {d}:", i, len(all_days))
+                chunk = self._chunk(snaps.pop(d, []), self._input_columns(inputs.pop(d, [])),
+                                    _as_columns(elements), streams.get(d, []))
+            yield chunk
+            del chunk
+        if not all_days:
+            yield self._chunk([], [], [], [])
+
+    def _partition(self) -> tuple[Any, ...]:
+        """Every pass but the elements', and their rows by local day."""
         self.progress.say(f"{'legacy' if self.legacy else 'current'} schema; reading frames")
         self._frames()
         legacy_text: list[Element] = []
@@ -477,20 +505,7 @@ class _Reader:
         self.batch.snapshots, self.batch.inputs = [], []
         self._choose_tree_side(has_elements)
         scanned = self._elements_scan() if has_elements and not self._frame_index() else None
-        all_days = sorted(set(snaps) | set(inputs) | set(streams))
-        for i, d in enumerate(all_days, 1):
-            elements = texts.get(d, [])
-            fids = sorted(frames_of.get(d, []))
-            elements.extend(self._trees_of(f for f in fids if f in self.tree_frames))
-            if scanned is not None:
-                elements.extend(scanned.pop(d, []))
-            elif has_elements and fids:
-                elements.extend(self._elements_of(fids))
-            self.progress.tick(f"day {d}:", i, len(all_days))
-            yield self._chunk(snaps.pop(d, []), self._input_columns(inputs.pop(d, [])), _as_columns(elements),
-                              streams.get(d, []))
-        if not all_days:
-            yield self._chunk([], [], [], [])
+        return snaps, frames_of, inputs, texts, streams, has_elements, scanned
 
     def _input_columns(self, rows: list[tuple[Any, ...]]) -> RowColumns:
         """A day's input tuples (see _ui_events) as the columns of InputEvent rows."""
@@ -834,6 +849,9 @@ class _Reader:
         factory = self.con.text_factory
         self.con.text_factory = str
         try:
+            fast = self._elements_fast(fids)
+            if fast is not None:
+                return fast
             return self._convert_elements(base, fids)
         except sqlite3.OperationalError as exc:
             if "decode" not in str(exc).lower():
@@ -841,6 +859,85 @@ class _Reader:
         finally:
             self.con.text_factory = factory
         return self._convert_elements(base, fids)
+
+    def _elements_fast(self, fids: list[int]) -> list[Any] | None:
+        """The day's elements rows as :meth:`_convert_elements` gives them, when every cell is one
+        the checks keep as it is; else None (nothing noted or quarantined) and the day is read
+        again the checked way. Read without ORDER BY (SQLite's sort of each chunk costs more than
+        checking in Python that the ids already ascend); the columns are checked whole
+        (:meth:`_fast_block`) and marked verified, so the log does not check them again."""
+        if not set(self._ELEMENT_COLS) <= set(table_columns(self.con, "elements")):
+            return None
+        since = f"id > {int(self.since['elements'])} AND " if "elements" in self.since else ""
+        sql = f"SELECT {', '.join(self._ELEMENT_COLS)} FROM elements WHERE {since}frame_id IN "
+        blocks: list[Any] = []
+        for i in range(0, len(fids), 500):
+            chunk = fids[i:i + 500]
+            rows = self.con.execute(f"{sql}({','.join('?' * len(chunk))})", chunk).fetchall()
+            if not rows:
+                continue
+            block = self._fast_block(rows)
+            if block is None:
+                return None
+            blocks.append(block)
+        return blocks
+
+    def _fast_block(self, rows: list[tuple[Any, ...]]) -> RowColumns | None:
+        """One chunk of :meth:`_elements_fast` as verified columns in id order, or None."""
+        ids = list(map(_FIRST, rows))
+        if not set(map(type, ids)) <= _INT:
+            return None
+        if not all(map(int.__lt__, ids, itertools.islice(ids, 1, None))):
+            rows.sort(key=_FIRST)  # the order of ORDER BY id (ids are unique: the primary key)
+        eids, fids, sources, roles, texts, parents, depths, lefts, tops, widths, heights = zip(*rows, strict=True)
+        found = list(map(self.kept.get, fids))
+        if None in found:
+            return None
+        types = set(map(type, texts))
+        if not types <= _TEXT:
+            return None
+        present = [t for t in texts if t is not None] if _NONE in types else texts
+        if present and (max(map(len, present)) > MAX_ELEMENT_TEXT or "\x00" in "".join(present)):
+            return None
+        types = set(map(type, depths))
+        if not types <= _INT_OR_NONE:
+            return None
+        present = [d for d in depths if d is not None] if _NONE in types else depths
+        if present and not (0 <= min(present) and max(present) <= DEPTH_LIMIT):
+            return None
+        for col in (lefts, tops, widths, heights):
+            types = set(map(type, col))
+            if not types <= _FLOAT_OR_NONE:
+                return None
+            present = [v for v in col if v is not None] if _NONE in types else col
+            if not (all(map(_LO.__le__, present)) and all(map(_HI.__ge__, present))):
+                return None
+        labels = self._labels
+        smap: dict[Any, Any] = {}
+        rmap: dict[Any, Any] = {}
+        for field, raw_values, limit, out in (("s", sources, 32, smap), ("r", roles, 128, rmap)):
+            for v in dict.fromkeys(raw_values):
+                if (field, v) not in labels and not (v is None or (type(v) is str and len(v) <= limit
+                                                                   and "\x00" not in v)):
+                    return None  # cleaning it would note a repair: the checked way keeps the notes' order
+                out[v] = self._label(field, v) or ("unknown" if field == "s" else None)
+        if not set(map(type, smap.values())) <= _STR or not set(map(type, rmap.values())) <= _TEXT:
+            return None  # a label repaired earlier (a str subclass): the row checks decide
+        owners: list[tuple[int, str]] = found  # type: ignore[assignment]  # no None, checked above
+        prefix = f"{self.batch.source_id}:elements:"
+        add = prefix.__add__
+        return RowColumns("elements", {
+            "ref": list(map(add, map(str, eids))),
+            "ts_us": list(map(_FIRST, owners)),
+            "snapshot_frame_id": list(map(_SECOND, owners)),
+            "source": list(map(smap.__getitem__, sources)),
+            "role": list(map(rmap.__getitem__, roles)),
+            "text": [None if t == "" else t for t in texts] if "" in texts else list(texts),
+            "parent_ref": ([None if p is None else add(str(p)) for p in parents] if None in parents
+                           else list(map(add, map(str, parents)))),
+            "depth": list(depths), "left": list(lefts), "top": list(tops), "width": list(widths),
+            "height": list(heights),
+        }, verified=True)
 
     def _convert_elements(self, base: str, fids: list[int]) -> list[Any]:
         out: dict[str, list[Any]] = {}

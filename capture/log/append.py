@@ -37,7 +37,7 @@ from capture.log.layout import SOURCES_OPEN
 from capture.log.opensegments import open_sizes, parse_open
 from capture.log.quarantine import Refusals, excerpt, quarantine_key
 from capture.log.read import Reading
-from capture.log.rows import checked_columns
+from capture.log.rows import checked_columns, gc_paused
 from capture.log.schema import NAMES, SELECT_SQL, TS_MAX_US, TS_MIN_US
 from capture.log.seal import Sealing
 from capture.model import CLASS_OF, ROW_KINDS, CaptureBatch
@@ -192,7 +192,7 @@ class Appending(Sealing, Reading):
             refused.add(q.reason, row=q.row, raw=q.raw, source=q.source)
         days_sealed: list[str] = []
         amended: list[str] = []
-        with self._writing() as recovered:
+        with gc_paused(), self._writing() as recovered:  # (bulk work: see gc_paused)
             for note in recovered:
                 say(f"recovered: {note}")
             sealed = self._sealed()

@@ -27,12 +27,15 @@ _NONE = type(None)
 class RowColumns(Sequence[Any]):
     """Rows of one kind as columns: ``cols[name]`` is a list per field of the kind, in NAMES order."""
 
-    __slots__ = ("kind", "cols", "_rows")
+    __slots__ = ("kind", "cols", "_rows", "verified")
 
-    def __init__(self, kind: str, cols: dict[str, list[Any]]) -> None:
+    def __init__(self, kind: str, cols: dict[str, list[Any]], verified: bool = False) -> None:
         self.kind = kind
         self.cols = cols
         self._rows: list[Any] | None = None
+        # Set by a producer that checked every cell already: columns_ok holds and DOUBLE columns
+        # hold no int, so :func:`checked` need not scan the columns a second time.
+        self.verified = verified
 
     @classmethod
     def from_rows(cls, kind: str, rows: Iterable[Any]) -> RowColumns:
@@ -41,12 +44,16 @@ class RowColumns(Sequence[Any]):
 
     @classmethod
     def concat(cls, kind: str, parts: Iterable[RowColumns]) -> RowColumns:
-        """One block of several, in order."""
+        """One block of several, in order. Verified when every part is, or passes the checks as it
+        is (the checks hold for a whole column exactly when they hold for each of its parts), so
+        only the parts no producer checked are scanned."""
         out: dict[str, list[Any]] = {n: [] for n in NAMES[kind]}
+        verified = True
         for part in parts:
+            verified = verified and (part.verified or storable_as_is(kind, part.cols))
             for n in NAMES[kind]:
                 out[n].extend(part.cols[n])
-        return cls(kind, out)
+        return cls(kind, out, verified)
 
     @property
     def refs(self) -> list[Any]:
@@ -74,18 +81,27 @@ class RowColumns(Sequence[Any]):
     def take(self, index: Sequence[int]) -> RowColumns:
         """The rows at these positions, in this order."""
         if len(index) < 2:
-            return RowColumns(self.kind, {n: [col[i] for i in index] for n, col in self.cols.items()})
+            return RowColumns(self.kind, {n: [col[i] for i in index] for n, col in self.cols.items()},
+                              self.verified)
         pick = itemgetter(*index)  # C speed: a Python loop per cell costs more than the rest of the append
-        return RowColumns(self.kind, {n: list(pick(col)) for n, col in self.cols.items()})
+        return RowColumns(self.kind, {n: list(pick(col)) for n, col in self.cols.items()}, self.verified)
 
     def where(self, keep: Sequence[bool]) -> RowColumns:
         """The rows whose flag is true."""
         import itertools
 
-        return RowColumns(self.kind, {n: list(itertools.compress(col, keep)) for n, col in self.cols.items()})
+        return RowColumns(self.kind, {n: list(itertools.compress(col, keep)) for n, col in self.cols.items()},
+                          self.verified)
 
     def slice(self, start: int, stop: int) -> RowColumns:
-        return RowColumns(self.kind, {n: col[start:stop] for n, col in self.cols.items()})
+        return RowColumns(self.kind, {n: col[start:stop] for n, col in self.cols.items()}, self.verified)
+
+
+def storable_as_is(kind: str, cols: dict[str, list[Any]]) -> bool:
+    """Whether checked() would store these columns unchanged: they pass columns_ok and no DOUBLE
+    column holds an int (which ints_as_floats would turn into a float)."""
+    return columns_ok(kind, cols) and not any(
+        int in set(map(type, cols[n])) for n, t in COLUMNS[kind].items() if t == "DOUBLE")
 
 
 def numpy_columns(kind: str, cols: dict[str, list[Any]]) -> dict[str, Any]:
@@ -131,11 +147,13 @@ def registered(con: Any, name: str, kind: str, cols: dict[str, list[Any]]) -> It
 
 
 def checked(kind: str, rows: Any) -> tuple[dict[str, list[Any]], list[tuple[Any, str]]]:
-    """checked_columns for rows given either way: columns that pass the checks as they are are
-    used as they are; otherwise their row objects go through checked_columns one by one."""
+    """checked_columns for rows given either way: columns that pass the checks as they are (or
+    that their producer marked verified) are used as they are; otherwise their row objects go through checked_columns one by one."""
     if not isinstance(rows, RowColumns):
         return checked_columns(kind, rows)
     cols = {n: rows.cols[n] for n in NAMES[kind]}
+    if rows.verified:
+        return cols, []
     if not columns_ok(kind, cols):
         return checked_columns(kind, rows.rows())
     return ints_as_floats(kind, cols), []

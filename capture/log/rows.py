@@ -12,6 +12,7 @@ import gc
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import fields
 from operator import attrgetter
 from pathlib import Path
@@ -106,6 +107,22 @@ def ints_as_floats(kind: str, cols: dict[str, list[Any]]) -> dict[str, list[Any]
 def empty_sql(kind: str) -> str:
     cols = ", ".join(f'CAST(NULL AS {t}) AS "{n}"' for n, t in COLUMNS[kind].items())
     return f"(SELECT {cols} WHERE false)"
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for a bulk step (restored after, as it was).
+
+    An import builds millions of tuples, strings and lists while every snapshot and input of the
+    source is alive; each full collection walks all of them, which cost ~15 % of an import's CPU.
+    None of these objects forms a cycle; whatever cycle a step leaves is collected after it."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def build_instances(cls: type, columns: list[list[Any]]) -> list[Any]:

@@ -155,8 +155,9 @@ def run(args: argparse.Namespace) -> int:
             log.record_watermark(total.source_id, {**mark, "held": holds})
     if progress:
         progress(f"read {sum(total.read.values()):,} rows ({total.unusable:,} unusable) into {home.log_dir}")
-    if total.days_touched:
-        from assets.instance import announce_days  # Dagster (~1 s): only after rows landed
+    if total.days_touched and (home.dagster_home / "dagster.yaml").exists():
+        # Dagster (~1-2 s, ~50 MB): imported only for a folder that has an instance to tell
+        from assets.instance import announce_days
 
         announce_days(home, total.days_touched)  # the Dagster UI shows the new days without a reload
     notes = dict(sorted(total.notes.items()))
