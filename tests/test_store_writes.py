@@ -153,3 +153,47 @@ def test_writing_a_day_imports_neither_pandas_nor_pyarrow():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.fixture(scope="module")
+def two_days(tmp_path_factory):
+    from dagster_support import corpus, days_of, new_home
+
+    from capture.log import EventLog
+
+    home = new_home(tmp_path_factory.mktemp("writes"))
+    batch = corpus(2)
+    log = EventLog(home)
+    log.append(batch)
+    return log, days_of(batch)
+
+
+def _raw_views(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple]]:
+    return {kind: con.execute(f"SELECT * FROM {table} ORDER BY day, seq").fetchall()
+            for kind, table in store.RAW_TABLES.items()}
+
+
+def test_days_registered_in_one_batch_read_through_the_views_as_days_registered_one_by_one(two_days, tmp_path):
+    """A batch rebinds the raw views once, at its end: the views then show every day it registered."""
+    log, days = two_days
+    assert len(days) >= 2
+    one = duckdb.connect(str(tmp_path / "one.duckdb"))
+    for day in days:
+        store.load_raw_day(one, log, day)
+    together = duckdb.connect(str(tmp_path / "together.duckdb"))
+    with store.batch(together):
+        for day in days:
+            store.load_raw_day(together, log, day)
+    want = _raw_views(one)
+    assert want["inputs"] and {d for (d, *_r) in want["snapshots"]} == set(days)
+    assert _raw_views(together) == want
+    # a batch that fails leaves the views as they were (and registers nothing)
+    fresh = duckdb.connect(str(tmp_path / "failed.duckdb"))
+    store.load_raw_day(fresh, log, days[0])
+    before = _raw_views(fresh)
+    with pytest.raises(RuntimeError), store.batch(fresh):
+        store.load_raw_day(fresh, log, days[1])
+        raise RuntimeError("the step failed")
+    assert _raw_views(fresh) == before
+    for con in (one, together, fresh):
+        con.close()

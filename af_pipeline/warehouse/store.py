@@ -225,15 +225,30 @@ def replace_day(
     rows: Iterable[Sequence[Any]],
 ) -> int:
     """Replace one day's rows of a table (created on first use). Returns the rows written."""
+    rows = list(rows)
+    cols: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
+    if len(cols) != len(columns):
+        raise ValueError(f"{table}: rows have {len(cols)} values, the table has {len(columns)} columns")
+    return replace_day_columns(con, table, day, columns, cols)
+
+
+def replace_day_columns(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    day: str,
+    columns: Mapping[str, str],
+    cols: Sequence[Sequence[Any]],
+) -> int:
+    """replace_day for rows given as columns (one sequence per column, in ``columns`` order)."""
     import numpy as np
 
     names = list(columns)
     types = [columns[n] for n in names]
-    rows = list(rows)
-    n = len(rows)
-    cols: list[Sequence[Any]] = list(zip(*rows, strict=True)) if n else [() for _ in names]
     if len(cols) != len(names):
-        raise ValueError(f"{table}: rows have {len(cols)} values, the table has {len(names)} columns")
+        raise ValueError(f"{table}: {len(cols)} columns given, the table has {len(names)}")
+    n = len(cols[0]) if cols else 0
+    if any(len(c) != n for c in cols):
+        raise ValueError(f"{table}: columns of different lengths {sorted({len(c) for c in cols})}")
     frame = None
     if n:
         cols = [_text_cells(col, t) for col, t in zip(cols, types, strict=True)]
@@ -252,6 +267,10 @@ def replace_day(
 
 # id(connection) -> what to do once its batch commits, for the connections inside batch()
 _BATCHES: dict[int, list[Callable[[], None]]] = {}
+# id(connection) -> the months whose raw views a batch's registrations changed (None: every
+# month), rebound once before the batch commits: binding a month's view reads the footer of every
+# file in it, so a step of n days rebinding at each day read O(n^2) footers
+_VIEWS_DUE: dict[int, set[str] | None] = {}
 
 
 @contextlib.contextmanager
@@ -285,8 +304,11 @@ def batch(con: Any) -> Iterator[None]:
         with _transaction(con):
             _BATCHES[id(con)] = later  # from here on, the block's own transactions join this one
             yield
+            if id(con) in _VIEWS_DUE:
+                _refresh_views(con, _VIEWS_DUE.pop(id(con)))
     finally:
         _BATCHES.pop(id(con), None)
+        _VIEWS_DUE.pop(id(con), None)
     for fn in later:
         fn()
 
@@ -525,7 +547,10 @@ def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dic
                 if single and log.has_current_columns(day, kind):
                     # Sealed files are written in the log's sort order: the file row number is the seq.
                     path = log.segment_files(day, kind)[0].resolve()
-                    (n,) = con.execute(f"SELECT count(*) FROM read_parquet('{_sql_path(path)}')").fetchone() or (0,)
+                    # the entry's row count, of the file just checked against the entry's sha256
+                    n = segments[0].get("files", {}).get(path.name, {}).get("rows")
+                    if not isinstance(n, int):
+                        (n,) = con.execute(f"SELECT count(*) FROM read_parquet('{_sql_path(path)}')").fetchone() or (0,)
                     registered.append((kind, path.relative_to(root).as_posix(), int(n)))
                     counts[kind] = int(n)
                     continue
@@ -565,7 +590,12 @@ def _register(con: duckdb.DuckDBPyConnection, day: str, files: list[tuple[str, s
     con.execute(f"DELETE FROM {RAW_FILES} WHERE day = ?", [day])
     for i, (kind, file, n) in enumerate(files):
         con.execute(f"INSERT INTO {RAW_FILES} VALUES (?, ?, ?, ?, ?)", [day, i, kind, file, n])
-    _refresh_views(con, None if moved else {day[:7]})
+    months = None if moved else {day[:7]}
+    if id(con) in _BATCHES:  # rebound once, when the batch's days are all registered
+        pending = _VIEWS_DUE.get(id(con), set())
+        _VIEWS_DUE[id(con)] = None if months is None or pending is None else pending | months
+    else:
+        _refresh_views(con, months)
 
 
 def _element_columns(con: duckdb.DuckDBPyConnection, source: str, frame_ids: list[str]) -> dict[str, Any]:
