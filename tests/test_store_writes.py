@@ -197,3 +197,37 @@ def test_days_registered_in_one_batch_read_through_the_views_as_days_registered_
     assert _raw_views(fresh) == before
     for con in (one, together, fresh):
         con.close()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(st.text(max_size=40), st.sampled_from([
+    "https://github.com/acme/widgets/pull/12", "https://www.linkedin.com/company/hooli/",
+    "https://www.google.com/search?q=caf%C3%A9", "mailto:a@b.c", "file:///tmp/x y"])))
+def test_page_refs_are_stored_as_their_dataclass_dict(url):
+    import dataclasses
+
+    from af_pipeline.compiler.entities import type_url
+    from af_pipeline.warehouse import day_work
+
+    ref = type_url(url)
+    assert day_work._plain(ref) == dataclasses.asdict(ref)
+    assert list(day_work._plain(ref)) == [f.name for f in dataclasses.fields(ref)]
+
+
+def test_a_record_holding_more_than_scalars_is_copied_as_asdict_copies_it():
+    import dataclasses
+
+    from af_pipeline.warehouse import day_work
+
+    @dataclasses.dataclass
+    class Inner:
+        a: int
+
+    @dataclasses.dataclass
+    class Outer:
+        inner: Inner
+        tags: list
+
+    value = Outer(Inner(1), ["x"])
+    assert day_work._plain(value) == {"inner": {"a": 1}, "tags": ["x"]}
+    assert day_work._plain(value)["tags"] is not value.tags

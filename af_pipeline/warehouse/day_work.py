@@ -33,6 +33,7 @@ from the warehouse once per run (store.LOADS counts the reads, for tests and ben
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections import Counter, OrderedDict
@@ -411,10 +412,20 @@ def build_day(
     published_day(con, day, published_dir, code_version, run)
 
 
-def _plain(value: Any) -> Any:
+_SCALARS = {str, int, float, bool, type(None)}
 
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _plain(value: Any) -> Any:
+    """dataclasses.asdict's dict of a dataclass (its fields in order); a record of scalars only
+    (a page reference) is read field by field, without asdict's recursive copy."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
+        out = {n: getattr(value, n) for n in _field_names(type(value))}
+        return out if set(map(type, out.values())) <= _SCALARS else dataclasses.asdict(value)
     return value
 
 
