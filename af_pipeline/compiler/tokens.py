@@ -12,6 +12,7 @@ import base64
 import gzip
 import hashlib
 import importlib.util
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -77,3 +78,28 @@ def encoding() -> tiktoken.Encoding:
 def count(text: str) -> int:
     """cl100k_base tokens in text (special-token strings count as ordinary text)."""
     return len(encoding().encode_ordinary(text))
+
+
+def count_repetitive(text: str) -> int:
+    """count(text), the same number, for text made of repeated parts (a JSON list of similar
+    rows, as ``json.dumps`` separates them): each distinct ", "-separated part is tokenized once.
+
+    Why the sum of the parts is the whole: cl100k's pre-tokenizer (_PAT) cuts the text into
+    pieces and the BPE runs on each piece alone, so a count is the sum over pieces. No piece
+    holds a comma and the space after it: the letter alternative takes one non-letter only
+    before letters, the punctuation run ``[^\\s\\p{L}\\p{N}]++`` stops at whitespace and takes
+    only newlines after it, and the whitespace alternatives hold no comma. So every ", " is a
+    piece boundary, the pattern looks at nothing to the left of where a piece starts, and a part
+    ending in "," ends no differently at the end of its text (nothing there is whitespace).
+    Parts that occur m times are joined (the joins are again ", ") and counted once, times m."""
+    parts = text.split(", ")
+    if len(parts) < 3:
+        return count(text)
+    enc = encoding()
+    by_times: dict[int, list[str]] = {}
+    for part, times in Counter(parts[1:-1]).items():
+        by_times.setdefault(times, []).append(part)
+    total = count(parts[0] + ",") + count(" " + parts[-1])
+    for times, group in sorted(by_times.items()):
+        total += times * len(enc.encode_ordinary(" " + ", ".join(group) + ","))
+    return total

@@ -6,8 +6,15 @@ rows and inserts the new ones in one transaction, so re-materializing a partitio
 and never touches other days. Values that are not scalars (lists, dicts, nested records) are
 stored as canonical JSON text so two builds of the same rows compare equal byte for byte.
 
-Bulk inserts go through a pandas DataFrame (DuckDB's executemany is row-at-a-time and far too
-slow for a day of element rows).
+Bulk inserts register the columns as numpy arrays, typed where every value is of the column's
+type (DuckDB copies those without looking at Python objects), object arrays otherwise (DuckDB
+reads them value by value, as it read the pandas frames writes went through before, so the
+stored values are the same). executemany is row-at-a-time and far too slow for a day of element
+rows.
+
+What a connection's warehouse is known to hold (the tables whose columns were checked, that the
+raw layer exists, the document folder) is remembered per connection (``_known``) and forgotten
+when one of its transactions rolls back: a step's days ask each once, not once per write.
 
 The raw layer is the sealed log itself, not a copy of it. ``raw_<kind>`` (raw_snapshots,
 raw_inputs, raw_elements, raw_presence, raw_streams) are views with the columns they always had
@@ -46,6 +53,7 @@ import json
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -103,9 +111,37 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+@dataclasses.dataclass
+class _Known:
+    """What one connection's warehouse was seen to hold (module docstring)."""
+
+    tables: dict[str, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)  # checked columns
+    layout: bool = False  # the raw layer's tables and views exist (ensure_layout)
+    documents: Path | None = None  # documents_dir
+
+
+_KNOWN: weakref.WeakKeyDictionary[Any, _Known] = weakref.WeakKeyDictionary()
+
+
+def _known(con: Any) -> _Known:
+    try:
+        known = _KNOWN.get(con)
+        if known is None:
+            known = _KNOWN[con] = _Known()
+    except TypeError:  # not weak-referenceable (a wrapper): nothing remembered, every question asked
+        return _Known()
+    return known
+
+
+def forget(con: Any) -> None:
+    """Ask the warehouse again from now on (after changing its tables by other means than this module)."""
+    with contextlib.suppress(TypeError):
+        _KNOWN.pop(con, None)
+
+
 def _existing_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]] | None:
-    # duckdb_columns() is a few times cheaper than information_schema, and every write asks. (Not
-    # pragma_table_info: a missing table raises, which would abort the caller's transaction.)
+    # duckdb_columns() is a few times cheaper than information_schema. (Not pragma_table_info: a
+    # missing table raises, which would abort the caller's transaction.)
     rows = con.execute(
         "SELECT column_name, data_type FROM duckdb_columns() "
         "WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ? "
@@ -116,21 +152,69 @@ def _existing_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[
 
 
 def ensure_table(con: duckdb.DuckDBPyConnection, table: str, columns: Mapping[str, str]) -> None:
-    """Create the table, or raise SchemaChanged if it exists with other columns."""
-    wanted = [("day", "VARCHAR"), ("seq", "BIGINT"), *columns.items()]
+    """Create the table, or raise SchemaChanged if it exists with other columns (checked once
+    per connection and table)."""
+    wanted = (("day", "VARCHAR"), ("seq", "BIGINT"), *columns.items())
+    known = _known(con)
+    if known.tables.get(table) == wanted:
+        return
     have = _existing_columns(con, table)
     if have is None:
         cols = ", ".join(f"{_quote(n)} {t}" for n, t in wanted)
         con.execute(f"CREATE TABLE {_quote(table)} ({cols})")
-        return
-    if [(n, t.upper()) for n, t in have] != [(n, t.upper()) for n, t in wanted]:
+    elif [(n, t.upper()) for n, t in have] != [(n, t.upper()) for n, t in wanted]:
         raise SchemaChanged(
             f"warehouse table {table} has columns {[n for n, _ in have]}, the code now writes "
             f"{[n for n, _ in wanted]}; rebuild the warehouse (`af build --fresh`)"
         )
+    known.tables[table] = wanted
 
 
 _TEXT_TYPES = {str, type(None)}
+_NONE = type(None)
+# SQL type -> (the Python types a column of it may hold to be passed typed, numpy dtype)
+_TYPED = {"BIGINT": ({int, _NONE}, "int64"), "DOUBLE": ({float, _NONE}, "float64"), "BOOLEAN": ({bool, _NONE}, "bool")}
+
+
+def _text_cells(col: Sequence[Any], sql_type: str) -> Sequence[Any]:
+    # Only text columns holding something other than text need converting (to canonical JSON).
+    # (the set of the column's types, built in C: a generator over every cell cost 50 ms a day)
+    if sql_type == "VARCHAR" and not set(map(type, col)) <= _TEXT_TYPES:
+        return [_cell(v, sql_type) for v in col]
+    return col
+
+
+def _numpy_column(col: Sequence[Any], sql_type: str) -> Any:
+    """One column for DuckDB to scan: a typed numpy array (masked where None) when every value is
+    of the column's Python type, else an object array, which DuckDB reads value by value exactly
+    as it read the object columns of the pandas frames writes went through before."""
+    import numpy as np
+
+    kinds = set(map(type, col))  # built in C
+    typed = _TYPED.get(sql_type.upper())
+    if typed is not None and kinds <= typed[0]:
+        try:
+            if _NONE not in kinds:
+                return np.array(col, dtype=typed[1])
+            mask = np.fromiter(map(_NONE.__instancecheck__, col), dtype=bool, count=len(col))
+            filler = {"int64": 0, "float64": 0.0, "bool": False}[typed[1]]
+            data = np.array([filler if v is None else v for v in col], dtype=typed[1])
+            if typed[1] == "float64":
+                mask |= np.isnan(data)  # NaN was NULL in the object scan too
+            return np.ma.masked_array(data, mask)
+        except OverflowError:  # an int beyond BIGINT: the object scan decides, as before
+            pass
+    if isinstance(col, np.ndarray) and col.dtype != object:
+        return col
+    out = np.empty(len(col), dtype=object)
+    out[:] = col
+    return out
+
+
+def _rows_relation(names: Sequence[str], cols: Sequence[Sequence[Any]], types: Sequence[str]) -> dict[str, Any]:
+    """The columns as a dict of numpy arrays, which DuckDB scans without pandas or Arrow (pyarrow's
+    array() imports pandas, a second's start-up, whenever pandas is installed)."""
+    return {n: _numpy_column(c, t) for n, c, t in zip(names, cols, types, strict=True)}
 
 
 def replace_day(
@@ -141,39 +225,52 @@ def replace_day(
     rows: Iterable[Sequence[Any]],
 ) -> int:
     """Replace one day's rows of a table (created on first use). Returns the rows written."""
-    # deferred: pandas (~0.3 s) only when rows are written; `af --help` imports this module
+    rows = list(rows)
+    cols: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
+    if len(cols) != len(columns):
+        raise ValueError(f"{table}: rows have {len(cols)} values, the table has {len(columns)} columns")
+    return replace_day_columns(con, table, day, columns, cols)
+
+
+def replace_day_columns(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    day: str,
+    columns: Mapping[str, str],
+    cols: Sequence[Sequence[Any]],
+) -> int:
+    """replace_day for rows given as columns (one sequence per column, in ``columns`` order)."""
     import numpy as np
-    import pandas as pd
 
     names = list(columns)
     types = [columns[n] for n in names]
-    rows = list(rows)
-    n = len(rows)
-    cols: list[Sequence[Any]] = list(zip(*rows, strict=True)) if n else [() for _ in names]
     if len(cols) != len(names):
-        raise ValueError(f"{table}: rows have {len(cols)} values, the table has {len(names)} columns")
-    data: dict[str, Any] = {"day": pd.Series([day] * n, dtype=object), "seq": np.arange(n, dtype=np.int64)}
-    for i, (col, sql_type) in enumerate(zip(cols, types, strict=True)):
-        # Only text columns holding something other than text need converting (to canonical JSON).
-        # (the set of the column's types, built in C: a generator over every cell cost 50 ms a day)
-        if sql_type == "VARCHAR" and not set(map(type, col)) <= _TEXT_TYPES:
-            col = [_cell(v, sql_type) for v in col]
-        data[f"c{i}"] = pd.Series(col, dtype=object)
-    frame = pd.DataFrame(data)
+        raise ValueError(f"{table}: {len(cols)} columns given, the table has {len(names)}")
+    n = len(cols[0]) if cols else 0
+    if any(len(c) != n for c in cols):
+        raise ValueError(f"{table}: columns of different lengths {sorted({len(c) for c in cols})}")
+    frame = None
+    if n:
+        cols = [_text_cells(col, t) for col, t in zip(cols, types, strict=True)]
+        frame = {"seq": np.arange(n, dtype=np.int64)} | _rows_relation([f"c{i}" for i in range(len(names))], cols, types)
     select = ", ".join(
-        ["CAST(day AS VARCHAR)", "CAST(seq AS BIGINT)"] + [f"CAST(c{i} AS {t})" for i, t in enumerate(types)]
+        [f"CAST({_lit(day)} AS VARCHAR)", "CAST(seq AS BIGINT)"] + [f"CAST(c{i} AS {t})" for i, t in enumerate(types)]
     )
 
     def clear_day() -> None:
         ensure_table(con, table, columns)
         con.execute(f"DELETE FROM {_quote(table)} WHERE day = ?", [day])
 
-    insert_frame(con, table, select, frame if n else None, prepare=clear_day)
+    insert_frame(con, table, select, frame, prepare=clear_day)
     return n
 
 
 # id(connection) -> what to do once its batch commits, for the connections inside batch()
 _BATCHES: dict[int, list[Callable[[], None]]] = {}
+# id(connection) -> the months whose raw views a batch's registrations changed (None: every
+# month), rebound once before the batch commits: binding a month's view reads the footer of every
+# file in it, so a step of n days rebinding at each day read O(n^2) footers
+_VIEWS_DUE: dict[int, set[str] | None] = {}
 
 
 @contextlib.contextmanager
@@ -188,6 +285,7 @@ def _transaction(con: Any) -> Iterator[None]:
         yield
         con.execute("COMMIT")
     except BaseException:
+        forget(con)  # what the block created or checked is undone with it
         con.execute("ROLLBACK")
         raise
 
@@ -206,8 +304,11 @@ def batch(con: Any) -> Iterator[None]:
         with _transaction(con):
             _BATCHES[id(con)] = later  # from here on, the block's own transactions join this one
             yield
+            if id(con) in _VIEWS_DUE:
+                _refresh_views(con, _VIEWS_DUE.pop(id(con)))
     finally:
         _BATCHES.pop(id(con), None)
+        _VIEWS_DUE.pop(id(con), None)
     for fn in later:
         fn()
 
@@ -222,7 +323,8 @@ def after_commit(con: Any, fn: Callable[[], None]) -> None:
 
 def insert_frame(con: Any, table: str, select: str, frame: Any, prepare: Callable[[], None]) -> None:
     """In one transaction: ``prepare()`` (clear what is replaced), then insert ``select`` over the
-    frame's rows (``frame`` None: nothing to insert). Any failure rolls the whole write back."""
+    frame's rows (what DuckDB can register: a dict of numpy arrays; None: nothing to insert). Any failure
+    rolls the whole write back."""
     with _transaction(con):
         prepare()
         if frame is not None:
@@ -230,25 +332,28 @@ def insert_frame(con: Any, table: str, select: str, frame: Any, prepare: Callabl
             try:
                 con.execute(f"INSERT INTO {_quote(table)} SELECT {select} FROM _af_rows")
             finally:
-                con.unregister("_af_rows")
+                # after a failed INSERT the transaction is aborted and unregister raises too, which
+                # would hide the reason; the next register replaces the name anyway
+                with contextlib.suppress(duckdb.Error):
+                    con.unregister("_af_rows")
 
 
 def replace_table(con: Any, table: str, columns: Mapping[str, str], rows: Sequence[Sequence[Any]]) -> int:
     """Replace a whole table that is not per day (no ``day``/``seq`` columns: the routine tables)
     in one transaction; non-scalar cells are stored as canonical JSON. Returns the rows written."""
-    # deferred: pandas (~0.3 s) only when rows are written; `af --help` imports this module
-    import pandas as pd
-
     names = list(columns)
-    frame = pd.DataFrame(
-        {f"c{i}": pd.Series([_cell(r[i], columns[n]) for r in rows], dtype=object) for i, n in enumerate(names)}
-    )
-    cols = ", ".join(f"{_quote(n)} {t}" for n, t in columns.items())
-    select = ", ".join(f"CAST(c{i} AS {columns[n]})" for i, n in enumerate(names))
-    insert_frame(
-        con, table, select, frame if rows else None,
-        prepare=lambda: con.execute(f"CREATE OR REPLACE TABLE {_quote(table)} ({cols})"),
-    )
+    types = [columns[n] for n in names]
+    cols = [[_cell(r[i], types[i]) for r in rows] for i in range(len(names))]
+    frame = _rows_relation([f"c{i}" for i in range(len(names))], cols, types) if rows else None
+    declared = ", ".join(f"{_quote(n)} {t}" for n, t in columns.items())
+    select = ", ".join(f"CAST(c{i} AS {t})" for i, t in enumerate(types))
+
+    def create() -> None:
+        known = _known(con)
+        known.tables.pop(table, None)  # not a per-day table: ensure_table's check is not this one
+        con.execute(f"CREATE OR REPLACE TABLE {_quote(table)} ({declared})")
+
+    insert_frame(con, table, select, frame, prepare=create)
     return len(rows)
 
 
@@ -280,9 +385,14 @@ def ensure_layout(con: duckdb.DuckDBPyConnection) -> None:
     """Create the raw layer's tables and views, or migrate a warehouse written when the raw_*
     were tables: those tables become the copied tables (the same rows, so every day built before
     reads as it did) and their days are registered zero-copy when raw_day runs for them again."""
+    known = _known(con)
+    if known.layout:  # seen on this connection (every load of a day asks)
+        _follow_move(con)
+        return
     have = _kind_of_table(con)
     if all(have.get(RAW_TABLES[k]) == "VIEW" for k in ROW_KINDS) and RAW_FILES in have:
         _follow_move(con)
+        known.layout = True
         return
     with _transaction(con):
         for kind in ROW_KINDS:
@@ -294,6 +404,7 @@ def ensure_layout(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"CREATE TABLE IF NOT EXISTS {RAW_ROOT} (log_dir VARCHAR, from_warehouse VARCHAR)")
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {PARTS}")
         _refresh_views(con, None)
+    known.layout = True  # committed (a rollback forgets it)
 
 
 def _warehouse_dir(con: duckdb.DuckDBPyConnection) -> Path | None:
@@ -353,8 +464,9 @@ def _refresh_views(con: duckdb.DuckDBPyConnection, months: set[str] | None) -> N
         for (k, month), paths in sorted(files.items()):
             if k == kind and (months is None or month in months or f"{k} {month}" not in existing):
                 con.execute(f"CREATE OR REPLACE VIEW {_part_name(kind, month)} AS {_files_select(kind, paths)}")
-    have = _kind_of_table(con)
-    if months is not None and wanted == existing and all(have.get(RAW_TABLES[k]) == "VIEW" for k in ROW_KINDS):
+    if months is not None and wanted == existing and (
+        _known(con).layout or all(_kind_of_table(con).get(RAW_TABLES[k]) == "VIEW" for k in ROW_KINDS)
+    ):
         return  # the raw_* views already name every month
     for kind in ROW_KINDS:
         branches = [f"SELECT * FROM {_quote(COPIED_TABLES[kind])}"]
@@ -435,7 +547,10 @@ def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dic
                 if single and log.has_current_columns(day, kind):
                     # Sealed files are written in the log's sort order: the file row number is the seq.
                     path = log.segment_files(day, kind)[0].resolve()
-                    (n,) = con.execute(f"SELECT count(*) FROM read_parquet('{_sql_path(path)}')").fetchone() or (0,)
+                    # the entry's row count, of the file just checked against the entry's sha256
+                    n = segments[0].get("files", {}).get(path.name, {}).get("rows")
+                    if not isinstance(n, int):
+                        (n,) = con.execute(f"SELECT count(*) FROM read_parquet('{_sql_path(path)}')").fetchone() or (0,)
                     registered.append((kind, path.relative_to(root).as_posix(), int(n)))
                     counts[kind] = int(n)
                     continue
@@ -475,7 +590,12 @@ def _register(con: duckdb.DuckDBPyConnection, day: str, files: list[tuple[str, s
     con.execute(f"DELETE FROM {RAW_FILES} WHERE day = ?", [day])
     for i, (kind, file, n) in enumerate(files):
         con.execute(f"INSERT INTO {RAW_FILES} VALUES (?, ?, ?, ?, ?)", [day, i, kind, file, n])
-    _refresh_views(con, None if moved else {day[:7]})
+    months = None if moved else {day[:7]}
+    if id(con) in _BATCHES:  # rebound once, when the batch's days are all registered
+        pending = _VIEWS_DUE.get(id(con), set())
+        _VIEWS_DUE[id(con)] = None if months is None or pending is None else pending | months
+    else:
+        _refresh_views(con, months)
 
 
 def _element_columns(con: duckdb.DuckDBPyConnection, source: str, frame_ids: list[str]) -> dict[str, Any]:
@@ -593,10 +713,19 @@ DOCUMENT_SUFFIX = ".json.gz"
 def use_documents_dir(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
     """Keep this connection's document files in ``folder`` (for an in-memory warehouse)."""
     con.execute(f"SET VARIABLE {_DOCUMENTS_VAR} = ?", [str(Path(folder).resolve())])
+    _known(con).documents = Path(folder).resolve()
 
 
 def documents_dir(con: duckdb.DuckDBPyConnection) -> Path:
     """The folder of the warehouse's document files: ``<stem>.documents`` beside its file."""
+    known = _known(con)
+    if known.documents is not None:
+        return known.documents
+    known.documents = _documents_dir(con)
+    return known.documents
+
+
+def _documents_dir(con: duckdb.DuckDBPyConnection) -> Path:
     (given,) = con.execute(f"SELECT getvariable('{_DOCUMENTS_VAR}')").fetchone() or (None,)
     if given:
         return Path(str(given))
@@ -675,6 +804,7 @@ def move_text_to_documents(con: duckdb.DuckDBPyConnection, table: str, text_colu
         write_document(con, str(day), str(sha), str(text).encode("utf-8"))
     with _transaction(con):
         con.execute(f"ALTER TABLE {_quote(table)} DROP COLUMN {_quote(text_column)}")
+        _known(con).tables.pop(table, None)
     return True
 
 
