@@ -97,6 +97,17 @@ def test_a_worker_error_is_raised_for_its_day(tmp_path):
         pre.close()
 
 
+def test_a_dead_worker_leaves_its_days_to_the_steps(tmp_path):
+    home, days = _landed(tmp_path)
+    pre = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), max_rows=10**9, workers=1)
+    try:
+        os.kill(pre.pids[0], signal.SIGKILL)
+        assert [pre.result(d) for d in days] == [None, None]  # the steps compute them, no error
+        assert pre.stats["died"] == 1
+    finally:
+        pre.close()
+
+
 def test_the_row_bound_leaves_later_days_to_the_steps(tmp_path):
     home, days = _landed(tmp_path)
     pre = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), max_rows=1, workers=1)

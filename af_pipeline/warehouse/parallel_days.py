@@ -16,11 +16,16 @@ recorders, segment sha256s) equals the worker's, and when the step's options (ty
 category rules) are the ones the workers had; otherwise the step computes the day itself, as
 without workers. Results are keyed by day, so worker scheduling decides nothing.
 
-Lifetime: workers are started with the "spawn" context (the run's process has threads:
-Dagster's, SQLAlchemy's; forking it could copy a held lock), each with a lifeline pipe whose
-only writer is the run's process: when that process ends, even by SIGKILL, the lifeline reads
-end-of-file and the worker exits at once. A worker exits by itself when no day is left to give
-it. A worker's exception travels back and is raised by the step that needs the day, naming it.
+Lifetime: a worker is a fresh interpreter (``python -m af_pipeline.warehouse.parallel_days``,
+exec'd like multiprocessing's "spawn": the run's process has threads, Dagster's and
+SQLAlchemy's, and forking it could copy a held lock). Not multiprocessing itself: its spawn and
+forkserver both import the caller's ``__main__`` again in the child, and a script that builds
+without an ``if __name__ == "__main__"`` guard would then start a second build in every worker
+(it waits forever on the warehouse lock). Each worker has a lifeline pipe whose only writer is
+the run's process: when that process ends, even by SIGKILL, the lifeline reads end-of-file and
+the worker exits at once. A worker exits by itself when no day is left to give it. A worker's
+exception travels back and is raised by the step that needs the day, naming it; a worker
+that dies (killed, out of memory) leaves its day and the days not yet given out to the steps.
 
 Memory: a day's parts cross as one pickle (measured: see docs/benchmarks.md); the run holds at
 most ``max_rows`` capture rows' worth of days (day_work.CARRY_MAX_ROWS): days past the bound
@@ -169,8 +174,11 @@ class DayPrefetch:
                     stdin=subprocess.PIPE, pass_fds=(theirs.fileno(), life_r), close_fds=True,
                 )
                 assert proc.stdin is not None
-                proc.stdin.write(options.encode("ascii"))
-                proc.stdin.close()
+                try:
+                    proc.stdin.write(options.encode("ascii"))
+                    proc.stdin.close()
+                except OSError:  # it died at once: its first recv below reads EOF (module docstring)
+                    pass
             finally:
                 theirs.close()
                 os.close(life_r)
@@ -198,7 +206,7 @@ class DayPrefetch:
         self._conns[conn] = day
         try:
             conn.send(day)  # None: nothing left, the worker ends
-        except OSError:
+        except OSError:  # a dead worker: _serve reads its EOF and hands its days to the steps
             pass
 
     def _serve(self) -> None:
@@ -213,10 +221,15 @@ class DayPrefetch:
                 try:
                     payload = conn.recv_bytes()
                 except (EOFError, OSError):
+                    # The worker died (killed, out of memory): its day and the days no worker has
+                    # yet go to the steps, which compute them as without workers (same bytes; a
+                    # day that crashes a process crashes there too, with the serial code's error).
                     with self._cond:
-                        self._errors[day] = (None, "the day worker ended before returning the day", "")
+                        self.stats["died"] = int(self.stats.get("died", 0)) + 1
+                        self._skipped.add(day)
+                        self._skipped.update(self._todo)
+                        self._todo.clear()
                         self._conns[conn] = None
-                        # the days this worker would have taken go to the others, or to the steps
                         self._cond.notify_all()
                     continue
                 t0 = time.perf_counter()
