@@ -97,6 +97,20 @@ def test_a_worker_error_is_raised_for_its_day(tmp_path):
         pre.close()
 
 
+def test_workers_run_this_code_whatever_the_current_folder(tmp_path, monkeypatch):
+    """A folder named like the package (another checkout) in the current directory is not imported."""
+    home, days = _landed(tmp_path)
+    decoy = tmp_path / "cwd"
+    (decoy / "af_pipeline").mkdir(parents=True)
+    (decoy / "af_pipeline" / "__init__.py").write_text("raise ImportError('the decoy checkout')\n")
+    monkeypatch.chdir(decoy)
+    pre = parallel_days.DayPrefetch(home.root, days[:1], False, rules_in(home.root), max_rows=10**9, workers=1)
+    try:
+        assert pre.result(days[0]) is not None and "died" not in pre.stats
+    finally:
+        pre.close()
+
+
 def test_a_dead_worker_leaves_its_days_to_the_steps(tmp_path):
     home, days = _landed(tmp_path)
     pre = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), max_rows=10**9, workers=1)

@@ -138,6 +138,14 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
+CODE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding af_pipeline/ and capture/
+
+
+def _worker_env() -> dict[str, str]:
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(CODE_ROOT), path) if p)}
+
+
 class DayWorkError(RuntimeError):
     """A day worker failed on a day (or died); the message names the day and the reason."""
 
@@ -170,8 +178,10 @@ class DayPrefetch:
             life_r, life_w = os.pipe()  # this process holds the only writer: EOF when it ends
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", __name__, str(theirs.fileno()), str(life_r)],
-                    stdin=subprocess.PIPE, pass_fds=(theirs.fileno(), life_r), close_fds=True,
+                    # -P and the code's own folder first: the worker imports this very code, not
+                    # a checkout that happens to be the current directory
+                    [sys.executable, "-P", "-m", __name__, str(theirs.fileno()), str(life_r)],
+                    stdin=subprocess.PIPE, pass_fds=(theirs.fileno(), life_r), close_fds=True, env=_worker_env(),
                 )
                 assert proc.stdin is not None
                 try:
