@@ -130,7 +130,8 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
     def raw_day(context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource) -> dg.MaterializeResult:
         log = data_folder.log()
         days = _days(context)
-        captured = {d.day for d in log.days()}
+        statuses = log.days()
+        captured = {d.day for d in statuses}
         absent = [d for d in days if d not in captured]
         if absent:
             raise dg.Failure(
@@ -140,6 +141,11 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         per_day: dict[str, dict[str, Any]] = {}
         with warehouse.get_connection() as con:
             days, skip = _split(context, data_folder, con)
+            # a range's day work starts now on the other cores (parallel_days): sealed days only,
+            # an open day may still grow between a worker's read and this step's
+            sealed = {d.day for d in statuses if d.sealed}
+            _run(context).start_prefetch(data_folder.root, [d for d in days if d in sealed],
+                                         data_folder.include_typed_text, rules_in(data_folder.root))
             with store.batch(con):
                 for i, day in enumerate(days):
                     per_day[day] = steps.raw_day(con, log, day, _run(context))

@@ -55,6 +55,7 @@ from capture.log import EventLog
 if TYPE_CHECKING:  # the compiler (numpy, the entity tables) loads when a step first runs
     from af_pipeline.compiler.compile import Framing
     from af_pipeline.compiler.enrich import Attribution
+    from af_pipeline.warehouse.parallel_days import DayPrefetch
     from capture.model import DayCapture
 
 CONTEXT_BUDGET_TOKENS = DEFAULT_BUDGET  # the recompile check renders with the same budget
@@ -65,6 +66,7 @@ ENRICHED = "enriched_input"
 PAGE_REFS = "page_refs"
 DOCUMENTS = "day_document"
 CONTEXTS = "context_block"
+PUBLISHED = "published_day"
 SNAPSHOTS_ONLY = ("snapshots",)
 ENRICH_KINDS = ("snapshots", "inputs", "elements", "streams")  # what enrich() reads
 
@@ -139,6 +141,52 @@ class RunParts:
         self.max_rows = max_rows
         self._days: dict[str, DayParts] = {}
         self._rows = 0
+        self.prefetch: DayPrefetch | None = None
+        self._trusted: dict[str, bool] = {}  # day -> the workers' capture is the warehouse's
+
+    def start_prefetch(
+        self, root: Path | str, days: Sequence[str], include_typed_text: bool, categories: CategoryRules | None,
+        min_days: int | None = None,
+    ) -> DayPrefetch | None:
+        """Compute these days' parts in worker processes (parallel_days), for a range of at least
+        ``min_days`` days (parallel_days.MIN_DAYS); a shorter range keeps the serial path."""
+        from af_pipeline.warehouse import parallel_days
+
+        enough = len(days) >= (parallel_days.MIN_DAYS if min_days is None else min_days)
+        if self.prefetch is None and enough and parallel_days.worker_count() > 0:
+            self.prefetch = parallel_days.DayPrefetch(root, days, include_typed_text, categories, self.max_rows)
+        return self.prefetch
+
+    def close(self) -> None:
+        if self.prefetch is not None:
+            self.prefetch.close()
+
+    def prefetched(
+        self, con: duckdb.DuckDBPyConnection, day: str, piece: str, include_typed_text: bool | None = None,
+        categories: CategoryRules | None | str = "",
+    ) -> Any | None:
+        """A step's part of the day as a worker computed it, or None: no worker has the day, or its
+        capture or options are not the ones this step would use (then the step computes it)."""
+        pre = self.prefetch
+        if pre is None:
+            return None
+        found = pre.result(day)  # waits for the day's worker; raises the worker's error
+        if found is None:
+            return None
+        trusted = self._trusted.get(day)
+        if trusted is None:
+            # sealed days only: an open day's rows may have grown since the worker read them
+            trusted = found["provenance"][1] and found["provenance"] == _provenance(con, day)
+            self._trusted[day] = trusted
+        value = pre.take(day, piece)
+        if include_typed_text is not None and include_typed_text != pre.include_typed_text:
+            trusted = False
+        if categories != "" and categories != pre.categories:
+            trusted = False
+        if not trusted:  # the day's later parts build on this one: none of them is used either
+            self._trusted[day] = False
+            return None
+        return value
 
     def drop(self, day: str) -> None:
         gone = self._days.pop(day, None)
@@ -177,6 +225,15 @@ class RunParts:
         return parts, framing, parts.attribution
 
 
+def _provenance(con: duckdb.DuckDBPyConnection, day: str) -> tuple[str, bool, list[str], dict[str, str]] | None:
+    """(tz, sealed, recorders, segment sha256s) raw_day recorded for the day (parallel_days.Provenance)."""
+    row = con.execute(f"SELECT tz, sealed, recorders, segment_hashes FROM {store.RAW_DAYS} WHERE day = ?",
+                      [day]).fetchone()
+    if row is None:
+        return None
+    return str(row[0]), bool(row[1]), list(json.loads(row[2])), dict(json.loads(row[3]))
+
+
 _RUN: tuple[str, RunParts] | None = None
 
 
@@ -184,6 +241,8 @@ def run_parts(run_id: str) -> RunParts:
     """The parts of this Dagster run; a new run starts empty (one run holds the warehouse at a time)."""
     global _RUN
     if _RUN is None or _RUN[0] != run_id:
+        if _RUN is not None:
+            _RUN[1].close()  # workers an earlier run left (it failed before its last step)
         _RUN = (run_id, RunParts())
     return _RUN[1]
 
@@ -233,11 +292,21 @@ def raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str, run: RunPar
 
 def frames(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None) -> dict[str, Any]:
     """The document's own frames (compile.frame_day: afk time is out of their active time)."""
-    _parts, framing = (run or RunParts()).framing(con, day)
-    rows = frame_rows(framing.rows.index.snaps, framing.timeline.segments)
+    ready = run.prefetched(con, day, FRAMES) if run is not None else None
+    if ready is not None:
+        rows, meta = ready
+    else:
+        _parts, framing = (run or RunParts()).framing(con, day)
+        rows, meta = frames_part(framing)
     store.replace_day(con, FRAMES, day, FRAME_COLUMNS, rows)
+    return meta
+
+
+def frames_part(framing: Framing) -> tuple[list[tuple], dict[str, Any]]:
+    """The frames table's rows of a day and its numbers (pure: a day worker computes it too)."""
+    rows = frame_rows(framing.rows.index.snaps, framing.timeline.segments)
     active_us = sum(r[7] for r in rows)
-    return {
+    return rows, {
         "frames": len(rows),
         "active_minutes": round(active_us / 60e6, 2),
         "streams": len({r[1] for r in rows}),
@@ -247,24 +316,37 @@ def frames(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None
 def enriched_input(
     con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, run: RunParts | None = None
 ) -> dict[str, Any]:
+    ready = run.prefetched(con, day, ENRICHED, include_typed_text) if run is not None else None
+    if ready is not None:
+        rows, meta = ready
+    else:
+        parts, _framing, attribution = (run or RunParts()).attribution(con, day)
+        rows, meta = enriched_part(parts.capture, attribution, include_typed_text)
+    store.replace_day_columns(con, ENRICHED, day, ENRICHED_COLUMNS, rows)
+    return meta
 
-    parts, _framing, attribution = (run or RunParts()).attribution(con, day)
-    events = enrich(parts.capture, attribution=attribution)
+
+def enriched_part(
+    capture: DayCapture, attribution: Attribution, include_typed_text: bool
+) -> tuple[list[list[Any]], dict[str, Any]]:
+    """The enriched_input columns of a day (ENRICHED_COLUMNS order) and its numbers (pure)."""
+    events = enrich(capture, attribution=attribution)
     # column by column (attrgetter in C): no tuple per event for the collector to walk
     cols = [list(map(attrgetter(a), events)) for a in _ENRICHED_FROM[:-1]]
     cols.append(list(map(attrgetter("key_text"), events)) if include_typed_text else [None] * len(events))
-    store.replace_day_columns(con, ENRICHED, day, ENRICHED_COLUMNS, cols)
     by_res = Counter(cols[_ENRICHED_FROM.index("resolution")])
-    return {"events": len(events)} | {f"resolution_{k}": v for k, v in sorted(by_res.items())}
+    return cols, {"events": len(events)} | {f"resolution_{k}": v for k, v in sorted(by_res.items())}
 
 
 def page_refs(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None) -> dict[str, Any]:
-    from af_pipeline.compiler.entities import type_url  # the suffix list (~0.6 s): only when a step runs
-
-    site_of = _site_of()
+    ready = run.prefetched(con, day, PAGE_REFS) if run is not None else None
+    if ready is not None:
+        rows, meta = ready
+        store.replace_day(con, PAGE_REFS, day, PAGE_COLUMNS, rows)
+        return meta
     held = run.held(day) if run is not None else None
     if held is not None:  # the rows this run read for the day
-        counts: dict[str, int] = dict(Counter(s.url for s in held.capture.snapshots if s.url))
+        counts = url_counts(held.capture)
     else:
         store.load_capture(con, day, ())  # the day must have been loaded: a clear error if not
         counts = dict(
@@ -273,6 +355,24 @@ def page_refs(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = N
                 "WHERE url IS NOT NULL AND url <> '' GROUP BY url",
             ).fetchall()
         )
+    rows, types, meta = page_part(counts)
+    store.replace_day(con, PAGE_REFS, day, PAGE_COLUMNS, rows)
+    if held is not None:
+        held.page_types = types  # the document types no URL again
+    return meta
+
+
+def url_counts(capture: DayCapture) -> dict[str, int]:
+    return dict(Counter(s.url for s in capture.snapshots if s.url))
+
+
+def page_part(
+    counts: dict[str, int],
+) -> tuple[list[tuple], dict[str, tuple[str, str | None]], dict[str, Any]]:
+    """The page_refs rows of a day's URL counts, each URL's (kind, entity), the numbers (pure)."""
+    from af_pipeline.compiler.entities import type_url  # the suffix list (~0.6 s): only when a step runs
+
+    site_of = _site_of()
     rows = []
     kinds: dict[str, int] = {}
     types: dict[str, tuple[str, str | None]] = {}
@@ -283,11 +383,8 @@ def page_refs(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = N
         kind = str(getattr(ref, "kind", "page"))
         kinds[kind] = kinds.get(kind, 0) + 1
         rows.append((url, counts[url], site_of(url), page))
-    store.replace_day(con, PAGE_REFS, day, PAGE_COLUMNS, rows)
-    if held is not None:
-        held.page_types = types  # the document types no URL again
     generic = sum(v for k, v in kinds.items() if k in ("page", "generic"))
-    return {
+    return rows, types, {
         "urls": len(rows),
         "kinds": len(kinds),
         "typed_share": round(1 - generic / len(rows), 3) if rows else 0.0,
@@ -299,31 +396,47 @@ def day_document(
     categories: CategoryRules | None = None,
 ) -> dict[str, Any]:
     """The document assembled from the day's frames, attribution and page types (compile.assemble)."""
+    ready = run.prefetched(con, day, DOCUMENTS, include_typed_text, categories) if run is not None else None
+    if ready is not None:
+        body, sha, n_tokens, meta = ready
+        parts = None
+    else:
+        parts, framing, attribution = (run or RunParts()).attribution(con, day)
+        body, sha, n_tokens, meta = document_part(
+            parts.capture, framing, attribution, include_typed_text, categories, parts.page_types)
+    canonical = body.decode("utf-8")
+    store.move_text_to_documents(con, DOCUMENTS, INLINE_DOCUMENT)  # an older warehouse, once
+    store.write_document(con, day, sha, body)  # before the row that names it is committed
+    store.replace_day(
+        con, DOCUMENTS, day, DOCUMENT_COLUMNS,
+        [(sha, meta["frames"], meta["active_minutes"], n_tokens, meta["sealed"])],
+    )
+    store.after_commit(con, lambda: store.drop_other_documents(con, day, keep=sha))
+    _remember(sha, canonical)
+    if parts is not None:
+        # later steps read the document as stored (canonical JSON: sorted keys), never the dict built here
+        parts.document = (json.loads(canonical), canonical, sha, n_tokens, meta["sealed"])
+        parts.framing = parts.attribution = None  # no later step needs them
+    return meta
+
+
+def document_part(
+    capture: DayCapture, framing: Framing, attribution: Attribution, include_typed_text: bool,
+    categories: CategoryRules | None, page_types: dict[str, tuple[str, str | None]] | None,
+) -> tuple[bytes, str, int, dict[str, Any]]:
+    """The day's canonical document bytes, their sha256, their tokens and the step's numbers (pure)."""
     from af_pipeline.compiler import tokens
     from af_pipeline.compiler.compile import CompileOptions, assemble
     from af_pipeline.compiler.emit import canonical_bytes
 
-    parts, framing, attribution = (run or RunParts()).attribution(con, day)
-    capture = parts.capture
     doc = assemble(capture, framing, attribution,
                    CompileOptions(include_typed_text=include_typed_text, categories=categories),
-                   page_types=parts.page_types)
+                   page_types=page_types)
     body = canonical_bytes(doc)
     sha = hashlib.sha256(body).hexdigest()
-    canonical = body.decode("utf-8")
-    n_tokens = tokens.count(canonical)
+    n_tokens = tokens.count(body.decode("utf-8"))
     active = float(doc["coverage"]["active_min"])
-    store.move_text_to_documents(con, DOCUMENTS, INLINE_DOCUMENT)  # an older warehouse, once
-    store.write_document(con, day, sha, body)  # before the row that names it is committed
-    store.replace_day(
-        con, DOCUMENTS, day, DOCUMENT_COLUMNS, [(sha, len(doc["frames"]), active, n_tokens, capture.sealed)]
-    )
-    store.after_commit(con, lambda: store.drop_other_documents(con, day, keep=sha))
-    _remember(sha, canonical)
-    # later steps read the document as stored (canonical JSON: sorted keys), never the dict built here
-    parts.document = (json.loads(canonical), canonical, sha, n_tokens, bool(capture.sealed))
-    parts.framing = parts.attribution = None  # no later step needs them
-    return {
+    return body, sha, n_tokens, {
         "frames": len(doc["frames"]),
         "active_minutes": active,
         "document_tokens": n_tokens,
@@ -340,32 +453,48 @@ def context_block(
     ``measure_raw`` adds what an agent would read instead (the day's rows as a search API returns
     them, in tokens) to the result: a measurement for people, not part of the table, so the
     certification rebuild, which only compares tables and files, skips it."""
-    from af_pipeline.compiler import emit, tokens
     from af_pipeline.compiler.emit import raw_rows_tokens
 
+    ready = run.prefetched(con, day, CONTEXTS) if run is not None else None
+    if ready is not None:
+        text, n, sha, meta = ready
+        store.replace_day(con, CONTEXTS, day, CONTEXT_COLUMNS, [(text, sha, n)])
+        return meta if measure_raw else {k: v for k, v in meta.items() if k not in RAW_KEYS}
     held = run.held(day) if run is not None else None
     if held is not None and held.document is not None:
         doc, doc_tokens = held.document[0], held.document[3]
     else:
         doc, doc_tokens = document(con, day)
+    text, n, sha, meta = context_part(doc, doc_tokens)
+    store.replace_day(con, CONTEXTS, day, CONTEXT_COLUMNS, [(text, sha, n)])
+    if measure_raw:
+        capture = held.capture if held is not None else store.load_capture(con, day, SNAPSHOTS_ONLY)
+        meta |= raw_part(raw_rows_tokens(capture), n)
+    if held is not None:
+        held.context = text
+    return meta
+
+
+RAW_KEYS = ("raw_rows_tokens", "reduction_vs_raw_rows")
+
+
+def raw_part(raw: int, n: int) -> dict[str, Any]:
+    return {"raw_rows_tokens": raw, "reduction_vs_raw_rows": round(raw / n, 1) if n else 0.0}
+
+
+def context_part(doc: dict[str, Any], doc_tokens: int) -> tuple[str, int, str, dict[str, Any]]:
+    """The context block of a document: (text, tokens, sha256, the step's numbers) (pure)."""
+    from af_pipeline.compiler import emit, tokens
+
     text = emit.context_block(doc, CONTEXT_BUDGET_TOKENS)
     n = tokens.count(text)
     sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    store.replace_day(con, CONTEXTS, day, CONTEXT_COLUMNS, [(text, sha, n)])
-    meta: dict[str, Any] = {
+    return text, n, sha, {
         "context_tokens": n,
         "document_tokens": doc_tokens,
         "reduction_vs_document": round(doc_tokens / n, 1) if n else 0.0,
         "preview": "```text\n" + text[:PREVIEW_CHARS] + "\n```",
     }
-    if measure_raw:
-        capture = held.capture if held is not None else store.load_capture(con, day, SNAPSHOTS_ONLY)
-        raw = raw_rows_tokens(capture)
-        meta["raw_rows_tokens"] = raw
-        meta["reduction_vs_raw_rows"] = round(raw / n, 1) if n else 0.0
-    if held is not None:
-        held.context = text
-    return meta
 
 
 def published_day(
@@ -375,7 +504,10 @@ def published_day(
     function of the capture and the code alone (no wall-clock stamp): a day built again from
     the same segments with the same code is left as it is, mtimes included (``written`` False)."""
     held = run.held(day) if run is not None else None
-    if held is not None and held.document is not None and held.context is not None:
+    ready = run.prefetched(con, day, PUBLISHED) if run is not None else None
+    if ready is not None:
+        files, sha, sealed, segments = ready
+    elif held is not None and held.document is not None and held.context is not None:
         doc, _canonical, sha, _tokens, sealed = held.document
         files = artifact_bytes(doc, held.context)
         segments = _segments(doc)
