@@ -28,6 +28,11 @@ snapshots = st.builds(lambda r, t, s: Snapshot(r, t, s, "App"), name, small_ts, 
 inputs = st.builds(lambda r, t, s: InputEvent(r, t, "click", stream=s), name, small_ts,
                    st.one_of(st.none(), st.sampled_from(["", "m0", "m1"])))
 elements = st.builds(lambda r, t, f: Element(r, t, f, "accessibility"), name, small_ts, name)
+kind_rows = st.one_of(
+    st.tuples(st.just("snapshots"), st.lists(snapshots, max_size=12)),
+    st.tuples(st.just("inputs"), st.lists(inputs, max_size=12)),
+    st.tuples(st.just("elements"), st.lists(elements, max_size=12)),
+)
 
 
 def _fetched(kind: str, rows: list) -> dict:
@@ -39,11 +44,7 @@ def _fetched(kind: str, rows: list) -> dict:
 
 
 @SETTINGS
-@given(kind_rows=st.one_of(
-    st.tuples(st.just("snapshots"), st.lists(snapshots, max_size=12)),
-    st.tuples(st.just("inputs"), st.lists(inputs, max_size=12)),
-    st.tuples(st.just("elements"), st.lists(elements, max_size=12)),
-), presort=st.booleans())
+@given(kind_rows=kind_rows, presort=st.booleans())
 def test_order_check_agrees_with_the_sort_key(kind_rows, presort):
     kind, rows = kind_rows
     key = sort_key(kind)
@@ -80,11 +81,7 @@ def test_sealed_read_builds_the_same_rows_as_the_constructor(home):
 
 
 @SETTINGS
-@given(kind_rows=st.one_of(
-    st.tuples(st.just("snapshots"), st.lists(snapshots, max_size=12)),
-    st.tuples(st.just("inputs"), st.lists(inputs, max_size=12)),
-    st.tuples(st.just("elements"), st.lists(elements, max_size=12)),
-), presort=st.booleans())
+@given(kind_rows=kind_rows, presort=st.booleans())
 def test_order_check_of_python_columns_agrees_with_the_sort_key(kind_rows, presort):
     # the columns a one-segment sealed read gives (pyarrow's Python values, None for NULL)
     from capture.log.rows import order_keys
