@@ -43,7 +43,7 @@ import math
 import operator
 import sqlite3
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -356,6 +356,32 @@ def _unit(value: Any) -> float | None:
     if not math.isfinite(v) or v < -0.5 or v > 1.5:
         return None
     return v
+
+
+def _cells_kept_as_they_are(texts: Sequence[Any], depths: Sequence[Any], bounds: Sequence[Sequence[Any]]) -> bool:
+    """Whether a chunk's element texts, depths and bounds (columns) are all cells the row-by-row
+    checks keep unchanged: plain text within the limit and without NUL, depths in range, bounds
+    finite within _LO.._HI (NaN fails both comparisons, as it fails the row check)."""
+    types = set(map(type, texts))
+    if not types <= _TEXT:
+        return False
+    present = [t for t in texts if t is not None] if _NONE in types else texts
+    if present and (max(map(len, present)) > MAX_ELEMENT_TEXT or "\x00" in "".join(present)):
+        return False
+    types = set(map(type, depths))
+    if not types <= _INT_OR_NONE:
+        return False
+    present = [d for d in depths if d is not None] if _NONE in types else depths
+    if present and not (0 <= min(present) and max(present) <= DEPTH_LIMIT):
+        return False
+    for col in bounds:
+        types = set(map(type, col))
+        if not types <= _FLOAT_OR_NONE:
+            return False
+        present = [v for v in col if v is not None] if _NONE in types else col
+        if not (all(map(_LO.__le__, present)) and all(map(_HI.__ge__, present))):
+            return False
+    return True
 
 
 class _Reader:
@@ -893,25 +919,8 @@ class _Reader:
         found = list(map(self.kept.get, fids))
         if None in found:
             return None
-        types = set(map(type, texts))
-        if not types <= _TEXT:
+        if not _cells_kept_as_they_are(texts, depths, (lefts, tops, widths, heights)):
             return None
-        present = [t for t in texts if t is not None] if _NONE in types else texts
-        if present and (max(map(len, present)) > MAX_ELEMENT_TEXT or "\x00" in "".join(present)):
-            return None
-        types = set(map(type, depths))
-        if not types <= _INT_OR_NONE:
-            return None
-        present = [d for d in depths if d is not None] if _NONE in types else depths
-        if present and not (0 <= min(present) and max(present) <= DEPTH_LIMIT):
-            return None
-        for col in (lefts, tops, widths, heights):
-            types = set(map(type, col))
-            if not types <= _FLOAT_OR_NONE:
-                return None
-            present = [v for v in col if v is not None] if _NONE in types else col
-            if not (all(map(_LO.__le__, present)) and all(map(_HI.__ge__, present))):
-                return None
         labels = self._labels
         smap: dict[Any, Any] = {}
         rmap: dict[Any, Any] = {}
@@ -994,26 +1003,8 @@ class _Reader:
         if None in found or not set(map(type, eids)) <= _INT:
             return False
         owners: list[tuple[int, str]] = found  # type: ignore[assignment]  # no None, checked above
-        types = set(map(type, texts))
-        if not types <= _TEXT:
+        if not _cells_kept_as_they_are(texts, depths, (lefts, tops, widths, heights)):
             return False
-        present = [t for t in texts if t is not None] if _NONE in types else texts
-        if present and (max(map(len, present)) > MAX_ELEMENT_TEXT or "\x00" in "".join(present)):
-            return False
-        types = set(map(type, depths))
-        if not types <= _INT_OR_NONE:
-            return False
-        present = [d for d in depths if d is not None] if _NONE in types else depths
-        if present and not (0 <= min(present) and max(present) <= DEPTH_LIMIT):
-            return False
-        for col in (lefts, tops, widths, heights):
-            types = set(map(type, col))
-            if not types <= _FLOAT_OR_NONE:
-                return False
-            present = [v for v in col if v is not None] if _NONE in types else col
-            # NaN fails both comparisons, as it fails the row check
-            if not (all(map(_LO.__le__, present)) and all(map(_HI.__ge__, present))):
-                return False
         smap = {v: self._label("s", v) or "unknown" for v in dict.fromkeys(sources)}
         rmap = {v: self._label("r", v) for v in dict.fromkeys(roles)}
         prefix = f"{self.batch.source_id}:elements:"
