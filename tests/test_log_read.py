@@ -46,12 +46,17 @@ def _fetched(kind: str, rows: list) -> dict:
 @SETTINGS
 @given(kind_rows=kind_rows, presort=st.booleans())
 def test_order_check_agrees_with_the_sort_key(kind_rows, presort):
+    from capture.log.rows import order_keys
+
     kind, rows = kind_rows
     key = sort_key(kind)
     if presort:
         rows = sorted(rows, key=key)
-    data = _fetched(kind, rows)
-    assert _in_order(kind, data) == (rows == sorted(rows, key=key))
+    expected = rows == sorted(rows, key=key)
+    # the columns as DuckDB fetches them, and as a one-segment sealed read gives them (pyarrow's
+    # Python values, None for NULL)
+    assert _in_order(kind, _fetched(kind, rows)) == expected
+    assert _in_order(kind, order_keys(kind, [[getattr(r, n) for r in rows] for n in NAMES[kind]])) == expected
 
 
 def test_a_sealed_file_in_another_order_still_reads_sorted(home, monkeypatch):
@@ -78,17 +83,3 @@ def test_sealed_read_builds_the_same_rows_as_the_constructor(home):
     assert all(type(e) is CLASS_OF["elements"] for e in got)
     assert [type(e.width) for e in got] == [float] * len(got)
     assert np.isnan(np.array([e.top for e in got], dtype=float)).all()  # missing stays missing
-
-
-@SETTINGS
-@given(kind_rows=kind_rows, presort=st.booleans())
-def test_order_check_of_python_columns_agrees_with_the_sort_key(kind_rows, presort):
-    # the columns a one-segment sealed read gives (pyarrow's Python values, None for NULL)
-    from capture.log.rows import order_keys
-
-    kind, rows = kind_rows
-    key = sort_key(kind)
-    if presort:
-        rows = sorted(rows, key=key)
-    cols = [[getattr(r, n) for r in rows] for n in NAMES[kind]]
-    assert _in_order(kind, order_keys(kind, cols)) == (rows == sorted(rows, key=key))
