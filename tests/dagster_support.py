@@ -21,15 +21,15 @@ KEEP_HOURS = (9, 10)  # local hours kept per day
 
 
 @lru_cache(maxsize=1)
-def corpus(days: int = 2) -> CaptureBatch:
-    """The synthetic capture of ``days`` days from START, trimmed to KEEP_HOURS each day."""
+def corpus(days: int = 2, start: str = START) -> CaptureBatch:
+    """The synthetic capture of ``days`` days from ``start``, trimmed to KEEP_HOURS each day."""
     import tempfile
 
     from capture.importers.screenpipe import read_screenpipe
     from capture.synth import generate
 
     out = Path(tempfile.mkdtemp(prefix="af-test-corpus-"))
-    generate(days, 11, out, start_day=START, tz=TZ)
+    generate(days, 11, out, start_day=start, tz=TZ)
     full = read_screenpipe(out / "screenpipe.sqlite")
     keep = replace(full, quarantined=[])
     for kind in ROW_KINDS:

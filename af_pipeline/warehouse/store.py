@@ -23,9 +23,12 @@ nearly every day, is *registered*: ``raw_files`` lists its Parquet file per kind
 log folder in ``raw_root``) and the views read the file, ``seq`` being the file row number (sealing
 writes in the log's order). Everything else is *copied* into ``raw_copied_<kind>`` as before: open
 days (their rows live in JSONL that keeps changing) and days with amendments or sealed before a
-column existed (merged in the log's order). The views are one branch per month
-(``raw_parts."<kind> <YYYY-MM>"``, a read_parquet over that month's files) plus the copied table:
-registering a day rebinds one month, never the whole history. Per-day readers (load_capture, the
+column existed (merged in the log's order). The views are the copied table plus one branch per
+part (``raw_parts."<kind> <part>"``, a read_parquet over the part's files): a part is a month of
+the latest year of the history (all twelve are there, empty until a file lands in them) or a whole
+earlier year. Registering a day rebinds its month's part alone; the raw_* views, whose binding
+binds every part, are rebound only when the latest year changes (or a part of an earlier year
+appears), so neither costs more as the history grows. Per-day readers (load_capture, the
 element fetch, page_refs, the quality checks) go to the day's file directly (``day_relation``),
 so their cost does not follow the history either.
 
@@ -79,7 +82,7 @@ COPIED_TABLES: dict[str, str] = {kind: f"raw_copied_{kind}" for kind in ROW_KIND
 RAW_FILES = "raw_files"  # the registered sealed files: day, seq, kind, file (under raw_root), rows
 RAW_FILES_COLUMNS = {"kind": "VARCHAR", "file": "VARCHAR", "rows": "BIGINT"}
 RAW_ROOT = "raw_root"  # one row: the log folder the registered files are under
-PARTS = "raw_parts"  # schema of the per-month views the raw_* views are the union of
+PARTS = "raw_parts"  # schema of the per-part views (a month of the latest year, or an earlier year)
 RAW_DAYS = "raw_days"
 RAW_DAYS_COLUMNS = {
     "tz": "VARCHAR",
@@ -267,9 +270,9 @@ def replace_day_columns(
 
 # id(connection) -> what to do once its batch commits, for the connections inside batch()
 _BATCHES: dict[int, list[Callable[[], None]]] = {}
-# id(connection) -> the months whose raw views a batch's registrations changed (None: every
-# month), rebound once before the batch commits: binding a month's view reads the footer of every
-# file in it, so a step of n days rebinding at each day read O(n^2) footers
+# id(connection) -> the days whose raw views a batch's registrations changed (None: every day),
+# rebound once before the batch commits: a part's view names every file of the part, so a step of
+# n days rebinding at each day would bind O(n^2) file names
 _VIEWS_DUE: dict[int, set[str] | None] = {}
 
 
@@ -445,32 +448,58 @@ def _files_select(kind: str, paths: Sequence[str]) -> str:
             f"FROM read_parquet([{', '.join(_lit(p) for p in paths)}], filename = true, file_row_number = true)")
 
 
-def _refresh_views(con: duckdb.DuckDBPyConnection, months: set[str] | None) -> None:
-    """(Re)bind the per-month views of these months (None: every month) and, when the set of
-    months changed, the raw_* views over them. Runs inside the caller's transaction."""
+def _part_of(day: str, latest_year: str) -> str:
+    """The part a day's files are in: its month in the latest year, else its year."""
+    return day[:7] if day[:4] >= latest_year else day[:4]
+
+
+def _parts_wanted(years: Sequence[str]) -> set[str]:
+    """Every part the raw_* views name: each earlier year with files, and all twelve months of the
+    latest one, so that a new month of it is a view replaced, not the raw_* views bound again."""
+    if not years:
+        return set()
+    latest = max(years)
+    return {y for y in years if y < latest} | {f"{latest}-{m:02d}" for m in range(1, 13)}
+
+
+def _refresh_views(con: duckdb.DuckDBPyConnection, days: set[str] | None) -> None:
+    """(Re)bind the part views of these days (None: every part) and, when the set of parts
+    changed, the raw_* views over them. Runs inside the caller's transaction.
+
+    Binding a view binds every view it names (and each of their read_parquet calls opens a file),
+    so the raw_* views are bound again only when a year is added; a registered day rebinds its own
+    part, whose file names are at most a month's (a year's for a day of an earlier year)."""
     root = _root(con)
-    rows = con.execute(f"SELECT kind, substr(day, 1, 7), file FROM {RAW_FILES} ORDER BY day, seq").fetchall()
-    files: dict[tuple[str, str], list[str]] = {}
-    for kind, month, file in rows:
-        files.setdefault((str(kind), str(month)), []).append(f"{root}/{file}")
+    years = [str(y) for (y,) in con.execute(
+        f"SELECT DISTINCT substr(day, 1, 4) FROM {RAW_FILES} ORDER BY 1").fetchall()]
+    latest = max(years) if years else ""
+    wanted = _parts_wanted(years)
     existing = {str(n) for (n,) in con.execute(
         "SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND schema_name = ?", [PARTS]
     ).fetchall()}
-    wanted = {f"{k} {m}" for k, m in files}
+    by_kind = {kind: {n[len(kind) + 1:] for n in existing if n.startswith(f"{kind} ")} for kind in ROW_KINDS}
+    due = set(wanted) if days is None else {_part_of(d, latest) for d in days} & wanted
     for kind in ROW_KINDS:
-        for name in sorted(existing - wanted):
-            if name.startswith(f"{kind} ") and (months is None or name[len(kind) + 1:] in months):
-                con.execute(f"DROP VIEW {PARTS}.{_quote(name)}")
-        for (k, month), paths in sorted(files.items()):
-            if k == kind and (months is None or month in months or f"{k} {month}" not in existing):
-                con.execute(f"CREATE OR REPLACE VIEW {_part_name(kind, month)} AS {_files_select(kind, paths)}")
-    if months is not None and wanted == existing and (
+        have = by_kind[kind]
+        for part in sorted(have - wanted):
+            con.execute(f"DROP VIEW {_part_name(kind, part)}")
+        for part in sorted(wanted):
+            if part not in due and part in have:
+                continue
+            paths = [f"{root}/{f}" for (f,) in con.execute(
+                f"SELECT file FROM {RAW_FILES} WHERE kind = ? AND starts_with(day, ?) ORDER BY day, seq",
+                [kind, part],
+            ).fetchall()]
+            body = (_files_select(kind, paths) if paths
+                    else f"SELECT * FROM {_quote(COPIED_TABLES[kind])} WHERE false")  # a month yet to come
+            con.execute(f"CREATE OR REPLACE VIEW {_part_name(kind, part)} AS {body}")
+    if days is not None and all(by_kind[k] == wanted for k in ROW_KINDS) and (
         _known(con).layout or all(_kind_of_table(con).get(RAW_TABLES[k]) == "VIEW" for k in ROW_KINDS)
     ):
-        return  # the raw_* views already name every month
+        return  # the raw_* views already name every part
     for kind in ROW_KINDS:
         branches = [f"SELECT * FROM {_quote(COPIED_TABLES[kind])}"]
-        branches += [f"SELECT * FROM {_part_name(kind, m)}" for (k, m) in sorted(files) if k == kind]
+        branches += [f"SELECT * FROM {_part_name(kind, part)}" for part in sorted(wanted)]
         con.execute(f"CREATE OR REPLACE VIEW {_quote(RAW_TABLES[kind])} AS {' UNION ALL '.join(branches)}")
 
 
@@ -590,12 +619,12 @@ def _register(con: duckdb.DuckDBPyConnection, day: str, files: list[tuple[str, s
     con.execute(f"DELETE FROM {RAW_FILES} WHERE day = ?", [day])
     for i, (kind, file, n) in enumerate(files):
         con.execute(f"INSERT INTO {RAW_FILES} VALUES (?, ?, ?, ?, ?)", [day, i, kind, file, n])
-    months = None if moved else {day[:7]}
+    days = None if moved else {day}
     if id(con) in _BATCHES:  # rebound once, when the batch's days are all registered
         pending = _VIEWS_DUE.get(id(con), set())
-        _VIEWS_DUE[id(con)] = None if months is None or pending is None else pending | months
+        _VIEWS_DUE[id(con)] = None if days is None or pending is None else pending | days
     else:
-        _refresh_views(con, months)
+        _refresh_views(con, days)
 
 
 def _element_columns(con: duckdb.DuckDBPyConnection, source: str, frame_ids: list[str]) -> dict[str, Any]:
