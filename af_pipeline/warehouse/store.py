@@ -23,12 +23,12 @@ nearly every day, is *registered*: ``raw_files`` lists its Parquet file per kind
 log folder in ``raw_root``) and the views read the file, ``seq`` being the file row number (sealing
 writes in the log's order). Everything else is *copied* into ``raw_copied_<kind>`` as before: open
 days (their rows live in JSONL that keeps changing) and days with amendments or sealed before a
-column existed (merged in the log's order). The views are the copied table plus one branch per
-part (``raw_parts."<kind> <part>"``, a read_parquet over the part's files): a part is a month of
-the latest year of the history (all twelve are there, empty until a file lands in them) or a whole
-earlier year. Registering a day rebinds its month's part alone; the raw_* views, whose binding
-binds every part, are rebound only when the latest year changes (or a part of an earlier year
-appears), so neither costs more as the history grows. Per-day readers (load_capture, the
+column existed (merged in the log's order). Each view is the copied table plus one read_parquet
+of the log's sealed files of its kind (a glob) kept to the files ``raw_files`` lists: its text
+names no day, so registering a day is a row in raw_files and binds nothing. A view that named
+every registered file grew with the history, and so did every checkpoint, which writes the whole
+catalog (at 365 days, views over 1,825 file names made a one-day checkpoint 2-4x dearer). Per-day
+readers (load_capture, the
 element fetch, page_refs, the quality checks) go to the day's file directly (``day_relation``),
 so their cost does not follow the history either.
 
@@ -82,7 +82,7 @@ COPIED_TABLES: dict[str, str] = {kind: f"raw_copied_{kind}" for kind in ROW_KIND
 RAW_FILES = "raw_files"  # the registered sealed files: day, seq, kind, file (under raw_root), rows
 RAW_FILES_COLUMNS = {"kind": "VARCHAR", "file": "VARCHAR", "rows": "BIGINT"}
 RAW_ROOT = "raw_root"  # one row: the log folder the registered files are under
-PARTS = "raw_parts"  # schema of the per-part views (a month of the latest year, or an earlier year)
+PARTS = "raw_parts"  # schema of the per-month views of earlier layouts (dropped when met)
 RAW_DAYS = "raw_days"
 RAW_DAYS_COLUMNS = {
     "tz": "VARCHAR",
@@ -270,9 +270,8 @@ def replace_day_columns(
 
 # id(connection) -> what to do once its batch commits, for the connections inside batch()
 _BATCHES: dict[int, list[Callable[[], None]]] = {}
-# id(connection) -> the days whose raw views a batch's registrations changed (None: every day),
-# rebound once before the batch commits: a part's view names every file of the part, so a step of
-# n days rebinding at each day would bind O(n^2) file names
+# id(connection) -> the days whose registrations a batch changed (None: the log moved), whose
+# views are looked at once before the batch commits
 _VIEWS_DUE: dict[int, set[str] | None] = {}
 
 
@@ -405,7 +404,6 @@ def ensure_layout(con: duckdb.DuckDBPyConnection) -> None:
             ensure_table(con, copied, COLUMNS[kind])
         ensure_table(con, RAW_FILES, RAW_FILES_COLUMNS)
         con.execute(f"CREATE TABLE IF NOT EXISTS {RAW_ROOT} (log_dir VARCHAR, from_warehouse VARCHAR)")
-        con.execute(f"CREATE SCHEMA IF NOT EXISTS {PARTS}")
         _refresh_views(con, None)
     known.layout = True  # committed (a rollback forgets it)
 
@@ -434,9 +432,6 @@ def _root(con: duckdb.DuckDBPyConnection) -> str | None:
     return str(row[0]) if row else None
 
 
-def _part_name(kind: str, month: str) -> str:
-    return f"{PARTS}.{_quote(f'{kind} {month}')}"
-
 
 # The day of a registered file is the name of its segment folder (sealed/<day>/<kind>.parquet):
 # as an expression of the file name alone, a filter on day prunes the files before any is opened.
@@ -448,59 +443,40 @@ def _files_select(kind: str, paths: Sequence[str]) -> str:
             f"FROM read_parquet([{', '.join(_lit(p) for p in paths)}], filename = true, file_row_number = true)")
 
 
-def _part_of(day: str, latest_year: str) -> str:
-    """The part a day's files are in: its month in the latest year, else its year."""
-    return day[:7] if day[:4] >= latest_year else day[:4]
-
-
-def _parts_wanted(years: Sequence[str]) -> set[str]:
-    """Every part the raw_* views name: each earlier year with files, and all twelve months of the
-    latest one, so that a new month of it is a view replaced, not the raw_* views bound again."""
-    if not years:
-        return set()
-    latest = max(years)
-    return {y for y in years if y < latest} | {f"{latest}-{m:02d}" for m in range(1, 13)}
+def _view_sql(kind: str, root: str | None, with_files: bool) -> str:
+    """A raw_* view: the copied rows, and the rows of the sealed files raw_files lists for the kind
+    (the glob matches every day's file of the kind; only the registered ones are kept)."""
+    copied = f"SELECT * FROM {_quote(COPIED_TABLES[kind])}"
+    if not with_files or root is None:
+        return copied  # read_parquet fails on a glob that matches nothing
+    glob = _lit(f"{root}/sealed/*/{kind}.parquet")
+    listed = (f"SELECT r.log_dir || '/' || f.file FROM {RAW_FILES} f, {RAW_ROOT} r "
+              f"WHERE f.kind = {_lit(kind)}")
+    files = (f"SELECT {_DAY_OF_FILE} AS day, file_row_number AS seq, {SELECT_SQL[kind]} "
+             f"FROM read_parquet({glob}, filename = true, file_row_number = true) WHERE filename IN ({listed})")
+    return f"{copied} UNION ALL {files}"
 
 
 def _refresh_views(con: duckdb.DuckDBPyConnection, days: set[str] | None) -> None:
-    """(Re)bind the part views of these days (None: every part) and, when the set of parts
-    changed, the raw_* views over them. Runs inside the caller's transaction.
-
-    Binding a view binds every view it names (and each of their read_parquet calls opens a file),
-    so the raw_* views are bound again only when a year is added; a registered day rebinds its own
-    part, whose file names are at most a month's (a year's for a day of an earlier year)."""
+    """Bind the raw_* views again where what they must read changed: every view when the log's
+    folder changed (``days`` None), else a view whose kind got its first registered file or lost
+    its last. Runs inside the caller's transaction."""
     root = _root(con)
-    years = [str(y) for (y,) in con.execute(
-        f"SELECT DISTINCT substr(day, 1, 4) FROM {RAW_FILES} ORDER BY 1").fetchall()]
-    latest = max(years) if years else ""
-    wanted = _parts_wanted(years)
-    existing = {str(n) for (n,) in con.execute(
-        "SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND schema_name = ?", [PARTS]
+    with_files = {str(k) for (k,) in con.execute(f"SELECT DISTINCT kind FROM {RAW_FILES}").fetchall()}
+    current = {str(n): str(q) for n, q in con.execute(
+        "SELECT view_name, sql FROM duckdb_views() WHERE database_name = current_database() AND schema_name = 'main'"
     ).fetchall()}
-    by_kind = {kind: {n[len(kind) + 1:] for n in existing if n.startswith(f"{kind} ")} for kind in ROW_KINDS}
-    due = set(wanted) if days is None else {_part_of(d, latest) for d in days} & wanted
+    old_parts = [str(n) for (n,) in con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND schema_name = ?", [PARTS]
+    ).fetchall()]
     for kind in ROW_KINDS:
-        have = by_kind[kind]
-        for part in sorted(have - wanted):
-            con.execute(f"DROP VIEW {_part_name(kind, part)}")
-        for part in sorted(wanted):
-            if part not in due and part in have:
-                continue
-            paths = [f"{root}/{f}" for (f,) in con.execute(
-                f"SELECT file FROM {RAW_FILES} WHERE kind = ? AND starts_with(day, ?) ORDER BY day, seq",
-                [kind, part],
-            ).fetchall()]
-            body = (_files_select(kind, paths) if paths
-                    else f"SELECT * FROM {_quote(COPIED_TABLES[kind])} WHERE false")  # a month yet to come
-            con.execute(f"CREATE OR REPLACE VIEW {_part_name(kind, part)} AS {body}")
-    if days is not None and all(by_kind[k] == wanted for k in ROW_KINDS) and (
-        _known(con).layout or all(_kind_of_table(con).get(RAW_TABLES[k]) == "VIEW" for k in ROW_KINDS)
-    ):
-        return  # the raw_* views already name every part
-    for kind in ROW_KINDS:
-        branches = [f"SELECT * FROM {_quote(COPIED_TABLES[kind])}"]
-        branches += [f"SELECT * FROM {_part_name(kind, part)}" for part in sorted(wanted)]
-        con.execute(f"CREATE OR REPLACE VIEW {_quote(RAW_TABLES[kind])} AS {' UNION ALL '.join(branches)}")
+        sql = current.get(RAW_TABLES[kind])
+        reads_files = sql is not None and "read_parquet" in sql
+        if days is None or old_parts or sql is None or reads_files != (kind in with_files):
+            con.execute(f"CREATE OR REPLACE VIEW {_quote(RAW_TABLES[kind])} AS "
+                        f"{_view_sql(kind, root, kind in with_files)}")
+    if old_parts:  # the per-month views of the layout before
+        con.execute(f"DROP SCHEMA {PARTS} CASCADE")
 
 
 def refresh_views(con: duckdb.DuckDBPyConnection) -> None:
