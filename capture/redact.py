@@ -63,11 +63,10 @@ def redact_text(text: str) -> str:
     if stripped[:1] in ("{", "["):
         try:
             parsed = json.loads(text)
-        except ValueError:
-            pass
-        else:
             if isinstance(parsed, dict | list):
                 return PASSWORD_ROW if _is_password(parsed) else json.dumps(_redact(parsed), ensure_ascii=False)
+        except (ValueError, RecursionError):
+            pass  # not JSON, or nested too deep to walk: the key-value pattern below still applies
 
     def pair(m: re.Match[str]) -> str:
         if m.group("key").lower() not in SECRET_KEYS:

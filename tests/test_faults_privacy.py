@@ -54,6 +54,15 @@ def test_a_password_field_row_is_dropped_entirely(role, name):
     assert excerpt_of({"element": {"is_password": True, "label": "PIN"}}) == PASSWORD_ROW
 
 
+@settings(max_examples=20, deadline=None)
+@given(depth=st.integers(900, 5000), key=_keys)
+def test_a_row_nested_deeper_than_json_can_walk_is_still_excerpted_without_its_secret(depth, key):
+    # a window title of thousands of "[" (the screenpipe fuzz test found one) is refused, not a crash
+    text = "[" * depth + f'{{"{key}": "{SECRET}"}}' + "]" * depth
+    assert SECRET not in excerpt_of(text)
+    assert SECRET not in excerpt_of({"window": text})
+
+
 def test_titles_and_reasons_stay_readable():
     # only typed text goes: what a person needs to see why a row was refused stays
     out = excerpt_of({"app": "Firefox", "title": "Quarterly report", "timestamp": "not a time"})
