@@ -17,7 +17,7 @@ from af_pipeline.compiler.emit import canonical_bytes
 from af_pipeline.compiler.enrich import enrich
 from af_pipeline.warehouse import store
 from capture.log import EventLog
-from capture.model import ElementBox
+from capture.model import ElementHit
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +77,9 @@ def test_one_segment_day_gives_its_element_rows_as_columns(sealed_log):
     columns = lazy.element_source.columns()
     assert columns is not None
     picks = list(range(0, len(full.elements), 97))[::-1]
-    # each as an ElementBox: the fields click resolution reads (all but the parent link)
-    assert columns.boxes(picks) == [ElementBox.of(full.elements[i]) for i in picks]
+    # each as an ElementHit: the fields click resolution reads, and the row; refs one by one
+    assert columns.hits(picks) == [ElementHit.of(full.elements[i], i) for i in picks]
+    assert [columns.ref(h) for h in columns.hits(picks)] == [full.elements[i].ref for i in picks]
     assert columns.ts_us.tolist() == [e.ts_us for e in full.elements]
 
 

@@ -304,9 +304,9 @@ def order_keys(kind: str, cols: list[list[Any]]) -> Mapping[str, Any]:
 class ElementColumns:
     """A sealed day's element rows as columns, for click resolution (enrich.ring_candidates):
     the snapshot times and the bounds as numpy arrays (NULL bounds as NaN) for vectorised
-    geometry, read first; the other columns click resolution reads (capture.model.BOX_FIELDS:
-    all but the parent links) read once, when the first element in reach of a click is asked
-    for, as ElementBox rows made only for the rows asked for."""
+    geometry, read first; the other columns click resolution reads (capture.model.HIT_FIELDS)
+    read once, when the first element in reach of a click is asked for, as ElementHit rows made
+    only for the rows asked for; the refs only if a tie between two elements asks for one."""
 
     __slots__ = ("ts_us", "left", "top", "width", "height", "_path", "_arrays")
 
@@ -338,29 +338,39 @@ class ElementColumns:
             return None
         return out
 
-    def boxes(self, indices: list[int]) -> list[Any]:
-        """The ElementBox rows at these positions, in the order given."""
+    def hits(self, indices: list[int]) -> list[Any]:
+        """The ElementHit rows at these positions, in the order given."""
         import pyarrow as pa
 
-        from capture.model import BOX_FIELDS, ElementBox
+        from capture.model import HIT_FIELDS, ElementHit
 
-        rest = [n for n in BOX_FIELDS if n not in self._arrays]
+        rest = [n for n in HIT_FIELDS if n not in self._arrays]
         if rest:
             # strings as dictionaries: their values are decoded once per distinct value
-            strings = [n for n in rest if COLUMNS["elements"][n] == "VARCHAR" and n != "ref"]
-            table = arrow_table(self._path, "elements", strings, columns=rest)
-            if table is None:  # the file was checked when its geometry was read
-                raise CheckFailed(f"sealed segment {self._path} lost its element columns since it was read")
-            self._arrays.update((n, _one_array(table.column(n))) for n in rest)
+            strings = [n for n in rest if COLUMNS["elements"][n] == "VARCHAR"]
+            self._arrays.update(zip(rest, self._more(rest, strings), strict=True))
         take = pa.array(indices, type=pa.int64())
-        cols: list[list[Any]] = []
-        for n in BOX_FIELDS:
+        cols: list[list[Any]] = [indices]
+        for n in HIT_FIELDS:
             arr = self._arrays[n]
             if pa.types.is_dictionary(arr.type):
                 cols.append(arr.dictionary.take(arr.indices.take(take)).to_pylist())
             else:
                 cols.append(arr.take(take).to_pylist())
-        return build_instances(ElementBox, cols)
+        return build_instances(ElementHit, cols)
+
+    def ref(self, hit: Any) -> str:
+        """The ref of an ElementHit of these columns (the ref column is read at the first call)."""
+        arr = self._arrays.get("ref")
+        if arr is None:
+            arr = self._arrays["ref"] = self._more(["ref"], [])[0]
+        return str(arr[hit.row].as_py())
+
+    def _more(self, names: list[str], strings: list[str]) -> list[Any]:
+        table = arrow_table(self._path, "elements", strings, columns=names)
+        if table is None:  # the file was checked when its geometry was read
+            raise CheckFailed(f"sealed segment {self._path} lost its element columns since it was read")
+        return [_one_array(table.column(n)) for n in names]
 
 
 def _one_array(column: Any) -> Any:
