@@ -320,13 +320,14 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
         sizes = screen_sizes(capture.streams)
         columns = _element_columns(capture) if anon else None
         near_of: dict[int, list[ElementHit]] = {}
+        ref_of = _REF
         if columns is not None:
             # the day's trees as columns: numpy keeps the elements in reach of each click, and
             # the click rule runs on those alone (the same answer: it rejects all the others)
             near = ring_candidates(columns, [(xs[i], ys[i], sizes.get(snaps[pos[i]].stream),
                                               snaps[pos[i]].source_frame_id, snaps[pos[i]].ts_us) for i in anon])
             near_of = dict(zip(anon, near, strict=True))
-            boxes = _NO_BOXES
+            boxes, ref_of = _NO_BOXES, columns.ref
         else:
             boxes = ElementIndex.for_snapshots(capture, (snaps[pos[i]].source_frame_id for i in anon))
         for i in clicks:
@@ -334,7 +335,7 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
             snap = snaps[p] if p >= 0 else None
             if i in near_of:
                 targets[i] = resolve_click(xs[i], ys[i], sizes.get(snaps[p].stream), near_of[i],
-                                           snaps[p].source_frame_id, columns.ref)
+                                           snaps[p].source_frame_id, ref_of)
             else:
                 targets[i] = _click_target("click", names[i], roles[i], xs[i], ys[i], snap, sizes, boxes)
     return Attribution(index, pos_a, pos, dist_a, targets)
