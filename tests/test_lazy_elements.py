@@ -101,6 +101,13 @@ def test_sealed_read_leaves_input_events_as_columns_until_asked(sealed_log):
     assert copy.copy(log.read_day(days[0])).inputs == full.inputs
     assert lazy.inputs == full.inputs and lazy.row_columns("inputs") is None
     assert log.read_day(days[0]) == full
+    # the columns the compile reads are read with the day, the others when first asked for
+    cols = log.read_day(days[0]).row_columns("inputs")
+    assert cols is not None
+    assert cols.values("window") == [e.window for e in full.inputs]
+    assert cols.values("element_bounds") == [e.element_bounds for e in full.inputs]
+    with pytest.raises(KeyError):
+        cols.values("no_such_column")
 
 def test_warehouse_capture_with_lazy_elements_compiles_to_the_same_bytes(sealed_log, tmp_path):
     log, days = sealed_log

@@ -249,21 +249,39 @@ def arrow_columns(path: Path, kind: str) -> list[list[Any]] | None:
 
 class ArrowRows:
     """One kind of a sealed day's rows as the columns of its file (capture.model.DeferredRows):
-    each column becomes Python values when first asked for, the rows only when asked for."""
+    each column becomes Python values when first asked for, the rows only when asked for.
+    ``table`` may hold only some of the kind's columns (those a compile reads): the others are
+    read from ``path`` in one read when one of them or the rows are first asked for."""
 
-    __slots__ = ("kind", "count", "_table", "_values")
+    __slots__ = ("kind", "count", "_table", "_path", "_values")
 
-    def __init__(self, kind: str, table: Any):
+    def __init__(self, kind: str, table: Any, path: Path | None = None):
         self.kind = kind
         self.count: int = table.num_rows
         self._table = table
+        self._path = path
         self._values: dict[str, list[Any]] = {}
 
     def values(self, name: str) -> list[Any]:
         got = self._values.get(name)
         if got is None:
+            if name not in self._table.column_names:
+                if name not in NAMES[self.kind]:
+                    raise KeyError(name)
+                self._read_rest()
             got = self._values[name] = self._table.column(name).to_pylist()
         return got
+
+    def _read_rest(self) -> None:
+        have = set(self._table.column_names)
+        rest = [n for n in NAMES[self.kind] if n not in have]
+        if self._path is None:
+            raise KeyError(f"{self.kind} columns {rest} were not read")
+        more = arrow_table(self._path, self.kind, columns=rest)
+        if more is None:  # the file was checked when its first columns were read
+            raise CheckFailed(f"sealed segment {self._path} lost its {self.kind} columns since it was read")
+        for n in rest:
+            self._table = self._table.append_column(more.schema.field(n), more.column(n))
 
     def rows(self) -> list[Any]:
         from capture.model import CLASS_OF
