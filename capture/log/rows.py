@@ -337,9 +337,9 @@ class ElementColumns:
         self._path = path
         self._arrays: dict[str, Any] = dict(geometry)  # name -> pyarrow Array (strings as dictionaries)
         self.ts_us = geometry["ts_us"].to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        nan = float("nan")
+        # a float array's NULLs come out of to_numpy as NaN (no fill_null pass needed)
         self.left, self.top, self.width, self.height = (
-            geometry[n].fill_null(nan).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+            geometry[n].to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
             for n in ("left", "top", "width", "height"))
 
     @classmethod
