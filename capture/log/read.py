@@ -21,6 +21,7 @@ from capture.log.layout import SOURCES_OPEN, SOURCES_SEALED, amendment_of
 from capture.log.manifest import ManifestChain
 from capture.log.opensegments import parse_open
 from capture.log.rows import (
+    REPEATED,
     ArrowRows,
     ElementColumns,
     arrow_columns,
@@ -227,7 +228,7 @@ class Reading(ManifestChain):
         for kind in kinds:
             if single and kind in DEFERRED:
                 path = single[ROW_KINDS.index(kind)]
-                table = arrow_table(path, kind, columns=FIRST_COLUMNS.get(kind))
+                table = arrow_table(path, kind, REPEATED.get(kind, ()), columns=FIRST_COLUMNS.get(kind))
                 deferred = ArrowRows(kind, table, path) if table is not None else None
                 if deferred is not None and in_order(kind, order_keys_of(kind, deferred.values)):
                     cap.defer_rows(kind, deferred)

@@ -241,10 +241,37 @@ def arrow_table(path: Path, kind: str, dictionary: Sequence[str] = (), columns: 
     return pf.read(columns=list(names if columns is None else columns), use_threads=True)
 
 
+# String columns of few distinct values a day (apps, windows, URLs, streams, kinds): read as
+# dictionaries and decoded once per distinct value, so equal values are one str object (its
+# hash computed once for every dict and set the compile puts it in) and the read makes fewer.
+REPEATED: dict[str, tuple[str, ...]] = {
+    "snapshots": ("stream", "app", "window", "url", "trigger"),
+    "inputs": ("kind", "stream", "button", "clipboard_op", "app", "window", "url", "element_role", "element_name"),
+}
+
+
 def arrow_columns(path: Path, kind: str) -> list[list[Any]] | None:
     """A sealed file's rows as Python values per column (see arrow_table)."""
-    table = arrow_table(path, kind)
-    return None if table is None else [table.column(n).to_pylist() for n in NAMES[kind]]
+    table = arrow_table(path, kind, REPEATED.get(kind, ()))
+    return None if table is None else [pylist(table.column(n)) for n in NAMES[kind]]
+
+
+def pylist(column: Any) -> list[Any]:
+    """A pyarrow column as Python values (NULL as None); a dictionary column's values decoded
+    once each, every row holding its distinct value's object."""
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(column.type):
+        return column.to_pylist()  # type: ignore[no-any-return]
+    out: list[Any] = []
+    for chunk in column.chunks:
+        values = chunk.dictionary.to_pylist()
+        indices = chunk.indices
+        if indices.null_count:
+            out += [None if i is None else values[i] for i in indices.to_pylist()]
+        else:
+            out += map(values.__getitem__, indices.to_numpy(zero_copy_only=False).tolist())
+    return out
 
 
 class ArrowRows:
@@ -269,7 +296,7 @@ class ArrowRows:
                 if name not in NAMES[self.kind]:
                     raise KeyError(name)
                 self._read_rest()
-            got = self._values[name] = self._table.column(name).to_pylist()
+            got = self._values[name] = pylist(self._table.column(name))
         return got
 
     def _read_rest(self) -> None:
@@ -277,7 +304,7 @@ class ArrowRows:
         rest = [n for n in NAMES[self.kind] if n not in have]
         if self._path is None:
             raise KeyError(f"{self.kind} columns {rest} were not read")
-        more = arrow_table(self._path, self.kind, columns=rest)
+        more = arrow_table(self._path, self.kind, REPEATED.get(self.kind, ()), columns=rest)
         if more is None:  # the file was checked when its first columns were read
             raise CheckFailed(f"sealed segment {self._path} lost its {self.kind} columns since it was read")
         for n in rest:
