@@ -87,18 +87,20 @@ class Element:
     height: float | None = None
 
 
-# What a click's resolution reads of an element (af_pipeline.compiler.enrich.resolve_click):
-# every Element field but the tree's parent link, the costliest column of an element file to read.
-BOX_FIELDS = ("ref", "ts_us", "snapshot_frame_id", "source", "role", "text", "depth", "left", "top", "width", "height")
+# What a click's resolution reads of an element (af_pipeline.compiler.enrich.resolve_click),
+# apart from its ref: every Element field but the tree's parent link and the snapshot time.
+HIT_FIELDS = ("snapshot_frame_id", "source", "role", "text", "depth", "left", "top", "width", "height")
 
 
 @dataclass(frozen=True, slots=True)
-class ElementBox:
-    """An Element without its parent link: what a sealed day's element columns give click
-    resolution for the elements in reach of a click (capture.log.rows.ElementColumns.boxes)."""
+class ElementHit:
+    """An element of a sealed day's element columns within reach of a click
+    (capture.log.rows.ElementColumns.hits): the fields click resolution reads, and its row in
+    the day's file. Its ref is not here: resolution reads a ref only to break a tie between
+    equally good elements, and the ref column is the costliest of the file to decode
+    (ElementColumns.ref reads it, once, when a tie asks)."""
 
-    ref: str
-    ts_us: int
+    row: int
     snapshot_frame_id: str
     source: str
     role: str | None = None
@@ -110,8 +112,8 @@ class ElementBox:
     height: float | None = None
 
     @classmethod
-    def of(cls, e: Element) -> ElementBox:
-        return cls(*(getattr(e, n) for n in BOX_FIELDS))
+    def of(cls, e: Element, row: int) -> ElementHit:
+        return cls(row, *(getattr(e, n) for n in HIT_FIELDS))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from af_pipeline.compiler.enrich import RING_PX, ElementIndex, resolve_click, ring_candidates
 from capture.log.rows import ElementColumns
 from capture.log.schema import COLUMNS, NAMES, sort_key
-from capture.model import Element, ElementBox
+from capture.model import Element, ElementHit
 
 _ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}
 # powers of two divide exactly, so clicks land on ring and box edges to the last bit
@@ -85,16 +85,75 @@ def test_columns_resolve_every_click_as_the_element_tree_rule(case, tmp_path):
     boxes = ElementIndex(elements)
     requests = [(x, y, size, fid, SNAPS.get(fid or "", 0)) for x, y, size, fid in clicks]
     near = ring_candidates(columns, requests)
+    row = {id(e): i for i, e in enumerate(elements)}  # the file holds the elements in this order
     for (x, y, size, fid, ts), got in zip(requests, near, strict=True):
         tree = list(boxes.of(fid, ts))
-        assert resolve_click(x, y, size, got, fid) == resolve_click(x, y, size, tree, fid)
+        assert resolve_click(x, y, size, got, fid, columns.ref) == resolve_click(x, y, size, tree, fid)
         # the candidates are the tree's elements in reach of the ring, in log order
         if x is not None and y is not None and size is not None and fid is not None \
                 and 0 <= x / size[0] <= 1 and 0 <= y / size[1] <= 1:
             nx, ny, rx, ry = x / size[0], y / size[1], RING_PX / size[0], RING_PX / size[1]
-            assert got == [ElementBox.of(e) for e in tree if e.left is not None and e.width is not None and e.top is not None
+            assert got == [ElementHit.of(e, row[id(e)]) for e in tree if e.left is not None and e.width is not None and e.top is not None
                            and e.height is not None and e.left - rx <= nx <= e.left + e.width + rx
                            and e.top - ry <= ny <= e.top + e.height + ry and e.width >= 0 and e.height >= 0]
         else:
             assert got == []
 
+
+
+def _full_key_rule(x, y, size, tree, fid):
+    """The click rule written as one ordering of whole keys, ref included (what resolve_click
+    computes while asking for a ref only to break a tie)."""
+    if x is None or y is None or size is None:
+        return "unresolved", None, None
+    w, h = size
+    nx, ny, rx, ry = x / w, y / h, RING_PX / w, RING_PX / h
+    if not (0 <= nx <= 1 and 0 <= ny <= 1):
+        return "unresolved", None, None
+    inside, near = [], []
+    for e in tree:
+        if None in (e.left, e.top, e.width, e.height) or e.width < 0 or e.height < 0:
+            continue
+        if not (e.left - rx <= nx <= e.left + e.width + rx and e.top - ry <= ny <= e.top + e.height + ry):
+            continue
+        if (fid is not None and e.snapshot_frame_id != fid) or not e.text or e.text.isspace():
+            continue
+        r, b = e.left + e.width, e.top + e.height
+        if e.left <= nx <= r and e.top <= ny <= b:
+            inside.append(((e.source == "ocr", e.width * e.height, -(e.depth or 0), e.ref), e))
+        else:
+            dx = (e.left - nx if nx < e.left else (nx - r if nx > r else 0.0)) * w
+            dy = (e.top - ny if ny < e.top else (ny - b if ny > b else 0.0)) * h
+            near.append(((e.source == "ocr", dx * dx + dy * dy, e.width * e.height, e.ref), e))
+    for resolution, found in (("exact", inside), ("tolerance", near)):
+        if found:
+            e = min(found, key=lambda t: t[0])[1]
+            return resolution, " ".join((e.text or "").split()), e.role
+    return "zone", None, None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=trees(), flip=st.booleans())
+def test_ties_between_equal_elements_go_to_the_smallest_ref(case, flip, tmp_path):
+    # two elements as good as each other (same kind, box and depth) are told apart by their refs
+    # alone: resolve_click asks for a ref only then, and must answer as the whole-key ordering
+    elements, clicks = case
+    tree = list(reversed(elements)) if flip else elements  # any order of the tree, same answer
+    for x, y, size, fid in clicks:
+        got = resolve_click(x, y, size, tree, fid)
+        want = _full_key_rule(x, y, size, tree, fid)
+        assert got[0] == want[0]
+        if want[0] != "zone":
+            assert got == want
+
+
+def test_a_tie_is_broken_by_the_ref_read_from_the_columns(tmp_path):
+    same = {"ts_us": 1_000, "snapshot_frame_id": "1", "source": "accessibility", "role": "AXButton",
+            "parent_ref": None, "depth": 2, "left": 0.25, "top": 0.25, "width": 0.5, "height": 0.5}
+    elements = [Element(ref="e:1", text="First", **same), Element(ref="e:2", text="Second", **same)]
+    columns = ElementColumns.read(_write(elements, tmp_path / "elements.parquet"))
+    assert columns is not None
+    near = ring_candidates(columns, [(512, 256, (1024, 512), "1", 1_000)])[0]
+    assert [h.row for h in near] == [0, 1]
+    assert resolve_click(512, 256, (1024, 512), near, "1", columns.ref) == ("exact", "First", "AXButton")
+    assert resolve_click(512, 256, (1024, 512), near[::-1], "1", columns.ref) == ("exact", "First", "AXButton")

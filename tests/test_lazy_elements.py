@@ -17,7 +17,7 @@ from af_pipeline.compiler.emit import canonical_bytes
 from af_pipeline.compiler.enrich import enrich
 from af_pipeline.warehouse import store
 from capture.log import EventLog
-from capture.model import ElementBox
+from capture.model import ElementHit
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +77,9 @@ def test_one_segment_day_gives_its_element_rows_as_columns(sealed_log):
     columns = lazy.element_source.columns()
     assert columns is not None
     picks = list(range(0, len(full.elements), 97))[::-1]
-    # each as an ElementBox: the fields click resolution reads (all but the parent link)
-    assert columns.boxes(picks) == [ElementBox.of(full.elements[i]) for i in picks]
+    # each as an ElementHit: the fields click resolution reads, and the row; refs one by one
+    assert columns.hits(picks) == [ElementHit.of(full.elements[i], i) for i in picks]
+    assert [columns.ref(h) for h in columns.hits(picks)] == [full.elements[i].ref for i in picks]
     assert columns.ts_us.tolist() == [e.ts_us for e in full.elements]
 
 
@@ -100,6 +101,13 @@ def test_sealed_read_leaves_input_events_as_columns_until_asked(sealed_log):
     assert copy.copy(log.read_day(days[0])).inputs == full.inputs
     assert lazy.inputs == full.inputs and lazy.row_columns("inputs") is None
     assert log.read_day(days[0]) == full
+    # the columns the compile reads are read with the day, the others when first asked for
+    cols = log.read_day(days[0]).row_columns("inputs")
+    assert cols is not None
+    assert cols.values("window") == [e.window for e in full.inputs]
+    assert cols.values("element_bounds") == [e.element_bounds for e in full.inputs]
+    with pytest.raises(KeyError):
+        cols.values("no_such_column")
 
 def test_warehouse_capture_with_lazy_elements_compiles_to_the_same_bytes(sealed_log, tmp_path):
     log, days = sealed_log

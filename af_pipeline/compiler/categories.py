@@ -238,7 +238,9 @@ class _Matcher:
         ]
 
     def pick(self, frame: dict[str, Any]) -> Rule | None:
-        values = _values(frame)
+        return self.pick_values(_values(frame))
+
+    def pick_values(self, values: dict[str, list[str]]) -> Rule | None:
         every = values["app"] + values["title"] + values["site"]
         best: Rule | None = None
         for rule, pats in zip(self.rules, self.compiled, strict=True):
@@ -258,8 +260,15 @@ def frame_categories(doc: dict[str, Any], rules: CategoryRules) -> dict[str, Rul
     """The rule that categorizes each frame of doc (by frame id); frames no rule matches are absent."""
     m = _matcher(rules)
     out: dict[str, Rule] = {}
+    # a day's frames repeat a few (app, window titles, site) values: each is matched once
+    seen: dict[tuple[Any, ...], Rule | None] = {}
     for f in doc["frames"]:
-        rule = m.pick(f)
+        values = _values(f)
+        key = (*values["app"], None, *values["title"], None, *values["site"])
+        if key in seen:
+            rule = seen[key]
+        else:
+            rule = seen[key] = m.pick_values(values)
         if rule is not None:
             out[f["id"]] = rule
     return out

@@ -20,7 +20,7 @@ uses the same functions on plain arrays to avoid creating objects it does not ne
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
 from operator import attrgetter, eq
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from af_pipeline.compiler import layouts
-from capture.model import DayCapture, Element, ElementBox, InputEvent, Snapshot, StreamInfo
+from capture.model import DayCapture, Element, ElementHit, InputEvent, Snapshot, StreamInfo
 
 RING_PX = 40
 RESOLUTIONS: tuple[str, ...] = ("recorded", "exact", "tolerance", "zone", "unresolved", "none")
@@ -52,6 +52,7 @@ class EnrichedInput:
 
 _TS = attrgetter("ts_us")
 _STREAM_REF = attrgetter("stream", "ref")
+_REF = attrgetter("ref")
 
 
 class _Codes(dict[str | None, int]):
@@ -229,11 +230,13 @@ def resolve_click(
     x: int | None,
     y: int | None,
     size: tuple[int, int] | None,
-    elements: Sequence[Element] | Sequence[ElementBox],
+    elements: Sequence[Element] | Sequence[ElementHit],
     frame_id: str | None = None,
+    ref_of: Callable[[Any], str] = _REF,
 ) -> tuple[str, str | None, str | None]:
     """(resolution, label, role) for an anonymous click at pixel (x, y) on a screen of ``size``
-    pixels, against the labelled elements of snapshot ``frame_id`` (all given when None)."""
+    pixels, against the labelled elements of snapshot ``frame_id`` (all given when None).
+    ``ref_of``: an element's ref, the last tie-break (asked only when two elements tie before it)."""
     if x is None or y is None or size is None:
         return "unresolved", None, None
     w, h = size
@@ -241,9 +244,10 @@ def resolve_click(
     if not (0.0 <= nx <= 1.0 and 0.0 <= ny <= 1.0):
         return "unresolved", None, None  # off this screen: the stream is wrong or the size is
     rx, ry = RING_PX / w, RING_PX / h  # the ring, per axis, in this screen's units
-    best: Element | ElementBox | None = None
-    best_key: tuple[bool, float, int, str] | None = None
-    near: list[tuple[bool, float, float, str, Element | ElementBox]] = []
+    best: Any = None
+    best_key: tuple[bool, float, int] | None = None
+    ties: list[Any] | None = None  # elements whose key equals best_key, in order: the ref decides
+    near: list[tuple[bool, float, float, Any]] = []
     for e in elements:
         # cheapest rejections first: most of a tree is nowhere near the click
         left, width = e.left, e.width
@@ -260,17 +264,24 @@ def resolve_click(
         # a control (accessibility node) names a click better than an OCR word inside it
         ocr = e.source == "ocr"
         if left <= nx <= right and top <= ny <= bottom:
-            key = (ocr, width * height, -(e.depth or 0), e.ref)
+            key = (ocr, width * height, -(e.depth or 0))
             if best_key is None or key < best_key:
-                best, best_key = e, key
+                best, best_key, ties = e, key, None
+            elif key == best_key:
+                ties = [best, e] if ties is None else [*ties, e]
         elif best is None:
             dx = (left - nx if nx < left else (nx - right if nx > right else 0.0)) * w
             dy = (top - ny if ny < top else (ny - bottom if ny > bottom else 0.0)) * h
-            near.append((ocr, dx * dx + dy * dy, width * height, e.ref, e))
+            near.append((ocr, dx * dx + dy * dy, width * height, e))
+    # the smallest key, then the smallest ref (min keeps the first of equals, as a strict < did)
     if best is not None:
+        if ties is not None:
+            best = min(ties, key=ref_of)
         return "exact", _label(best.text or ""), best.role
     if near:
-        e = min(near, key=lambda t: t[:4])[4]
+        first = min(t[:3] for t in near)
+        tied = [t[3] for t in near if t[:3] == first]
+        e = tied[0] if len(tied) == 1 else min(tied, key=ref_of)
         return "tolerance", _label(e.text or ""), e.role
     row = 0 if ny < 1 / 3 else (1 if ny < 2 / 3 else 2)
     col = 0 if nx < 1 / 3 else (1 if nx < 2 / 3 else 2)
@@ -308,21 +319,23 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
         anon = [i for i in clicks if pos[i] >= 0 and not (names[i] and names[i].strip())]
         sizes = screen_sizes(capture.streams)
         columns = _element_columns(capture) if anon else None
-        near_of: dict[int, list[ElementBox]] = {}
+        near_of: dict[int, list[ElementHit]] = {}
+        ref_of = _REF
         if columns is not None:
             # the day's trees as columns: numpy keeps the elements in reach of each click, and
             # the click rule runs on those alone (the same answer: it rejects all the others)
             near = ring_candidates(columns, [(xs[i], ys[i], sizes.get(snaps[pos[i]].stream),
                                               snaps[pos[i]].source_frame_id, snaps[pos[i]].ts_us) for i in anon])
             near_of = dict(zip(anon, near, strict=True))
-            boxes = _NO_BOXES
+            boxes, ref_of = _NO_BOXES, columns.ref
         else:
             boxes = ElementIndex.for_snapshots(capture, (snaps[pos[i]].source_frame_id for i in anon))
         for i in clicks:
             p = pos[i]
             snap = snaps[p] if p >= 0 else None
             if i in near_of:
-                targets[i] = resolve_click(xs[i], ys[i], sizes.get(snaps[p].stream), near_of[i], snaps[p].source_frame_id)
+                targets[i] = resolve_click(xs[i], ys[i], sizes.get(snaps[p].stream), near_of[i],
+                                           snaps[p].source_frame_id, ref_of)
             else:
                 targets[i] = _click_target("click", names[i], roles[i], xs[i], ys[i], snap, sizes, boxes)
     return Attribution(index, pos_a, pos, dist_a, targets)
@@ -355,14 +368,14 @@ def _element_columns(capture: DayCapture) -> Any:
 
 
 def ring_candidates(columns: Any, clicks: Sequence[tuple[int | None, int | None, tuple[int, int] | None,
-                                                          str | None, int]]) -> list[list[ElementBox]]:
+                                                          str | None, int]]) -> list[list[ElementHit]]:
     """Per click (x, y, screen size, snapshot frame id, snapshot time): the elements of that
     snapshot's time whose bounds, widened by the ring, contain the click, in log order: every
     element resolve_click could answer with. ``columns``: the day's ElementColumns (time-sorted).
 
     The same tests as resolve_click's first rejections, on numpy arrays of every (click, element)
     pair at once; a click resolve_click answers without looking at elements gets none."""
-    out: list[list[ElementBox]] = [[] for _ in clicks]
+    out: list[list[ElementHit]] = [[] for _ in clicks]
     live: list[int] = []
     nxs: list[float] = []
     nys: list[float] = []
@@ -404,7 +417,7 @@ def ring_candidates(columns: Any, clicks: Sequence[tuple[int | None, int | None,
     if sel.size == 0:
         return out
     wanted = np.unique(elem[sel])
-    rows = dict(zip(wanted.tolist(), columns.boxes(wanted.tolist()), strict=True))
+    rows = dict(zip(wanted.tolist(), columns.hits(wanted.tolist()), strict=True))
     for k, r in zip(owner[sel].tolist(), elem[sel].tolist(), strict=True):
         out[live[k]].append(rows[r])
     return out

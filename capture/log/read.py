@@ -21,6 +21,7 @@ from capture.log.layout import SOURCES_OPEN, SOURCES_SEALED, amendment_of
 from capture.log.manifest import ManifestChain
 from capture.log.opensegments import parse_open
 from capture.log.rows import (
+    REPEATED,
     ArrowRows,
     ElementColumns,
     arrow_columns,
@@ -70,6 +71,12 @@ class ElementsBySnapshot:
 # the input events, 19 columns of which the compiler reads a few (its rows would be most of the
 # objects of a read, made and freed again).
 DEFERRED = frozenset({"inputs"})
+# The columns of a deferred kind read with the day: the sort key (the order check) and what
+# the compiler reads (af_pipeline.compiler: attribution, click resolution, the input tally);
+# the others (the recorder's stale app, window and URL, element bounds, ...) are read when the
+# rows or one of those columns are asked for.
+FIRST_COLUMNS = {"inputs": ("ref", "ts_us", "kind", "stream", "x", "y", "text", "clipboard_op",
+                            "element_role", "element_name")}
 
 
 class SealedElements(ElementsBySnapshot):
@@ -220,8 +227,9 @@ class Reading(ManifestChain):
                                                 single[ROW_KINDS.index("elements")] if single else None)
         for kind in kinds:
             if single and kind in DEFERRED:
-                table = arrow_table(single[ROW_KINDS.index(kind)], kind)
-                deferred = ArrowRows(kind, table) if table is not None else None
+                path = single[ROW_KINDS.index(kind)]
+                table = arrow_table(path, kind, REPEATED.get(kind, ()), columns=FIRST_COLUMNS.get(kind))
+                deferred = ArrowRows(kind, table, path) if table is not None else None
                 if deferred is not None and in_order(kind, order_keys_of(kind, deferred.values)):
                     cap.defer_rows(kind, deferred)
                     continue

@@ -241,29 +241,74 @@ def arrow_table(path: Path, kind: str, dictionary: Sequence[str] = (), columns: 
     return pf.read(columns=list(names if columns is None else columns), use_threads=True)
 
 
+# String columns of few distinct values a day (apps, windows, URLs, streams, kinds): read as
+# dictionaries and decoded once per distinct value, so equal values are one str object (its
+# hash computed once for every dict and set the compile puts it in) and the read makes fewer.
+REPEATED: dict[str, tuple[str, ...]] = {
+    "snapshots": ("stream", "app", "window", "url", "trigger"),
+    "inputs": ("kind", "stream", "button", "clipboard_op", "app", "window", "url", "element_role", "element_name"),
+}
+
+
 def arrow_columns(path: Path, kind: str) -> list[list[Any]] | None:
     """A sealed file's rows as Python values per column (see arrow_table)."""
-    table = arrow_table(path, kind)
-    return None if table is None else [table.column(n).to_pylist() for n in NAMES[kind]]
+    table = arrow_table(path, kind, REPEATED.get(kind, ()))
+    return None if table is None else [pylist(table.column(n)) for n in NAMES[kind]]
+
+
+def pylist(column: Any) -> list[Any]:
+    """A pyarrow column as Python values (NULL as None); a dictionary column's values decoded
+    once each, every row holding its distinct value's object."""
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(column.type):
+        return column.to_pylist()  # type: ignore[no-any-return]
+    out: list[Any] = []
+    for chunk in column.chunks:
+        values = chunk.dictionary.to_pylist()
+        indices = chunk.indices
+        if indices.null_count:
+            out += [None if i is None else values[i] for i in indices.to_pylist()]
+        else:
+            out += map(values.__getitem__, indices.to_numpy(zero_copy_only=False).tolist())
+    return out
 
 
 class ArrowRows:
     """One kind of a sealed day's rows as the columns of its file (capture.model.DeferredRows):
-    each column becomes Python values when first asked for, the rows only when asked for."""
+    each column becomes Python values when first asked for, the rows only when asked for.
+    ``table`` may hold only some of the kind's columns (those a compile reads): the others are
+    read from ``path`` in one read when one of them or the rows are first asked for."""
 
-    __slots__ = ("kind", "count", "_table", "_values")
+    __slots__ = ("kind", "count", "_table", "_path", "_values")
 
-    def __init__(self, kind: str, table: Any):
+    def __init__(self, kind: str, table: Any, path: Path | None = None):
         self.kind = kind
         self.count: int = table.num_rows
         self._table = table
+        self._path = path
         self._values: dict[str, list[Any]] = {}
 
     def values(self, name: str) -> list[Any]:
         got = self._values.get(name)
         if got is None:
-            got = self._values[name] = self._table.column(name).to_pylist()
+            if name not in self._table.column_names:
+                if name not in NAMES[self.kind]:
+                    raise KeyError(name)
+                self._read_rest()
+            got = self._values[name] = pylist(self._table.column(name))
         return got
+
+    def _read_rest(self) -> None:
+        have = set(self._table.column_names)
+        rest = [n for n in NAMES[self.kind] if n not in have]
+        if self._path is None:
+            raise KeyError(f"{self.kind} columns {rest} were not read")
+        more = arrow_table(self._path, self.kind, REPEATED.get(self.kind, ()), columns=rest)
+        if more is None:  # the file was checked when its first columns were read
+            raise CheckFailed(f"sealed segment {self._path} lost its {self.kind} columns since it was read")
+        for n in rest:
+            self._table = self._table.append_column(more.schema.field(n), more.column(n))
 
     def rows(self) -> list[Any]:
         from capture.model import CLASS_OF
@@ -304,9 +349,10 @@ def order_keys(kind: str, cols: list[list[Any]]) -> Mapping[str, Any]:
 class ElementColumns:
     """A sealed day's element rows as columns, for click resolution (enrich.ring_candidates):
     the snapshot times and the bounds as numpy arrays (NULL bounds as NaN) for vectorised
-    geometry, read first; the other columns click resolution reads (capture.model.BOX_FIELDS:
-    all but the parent links) read once, when the first element in reach of a click is asked
-    for, as ElementBox rows made only for the rows asked for."""
+    geometry, with the other columns click resolution reads (capture.model.HIT_FIELDS) in the
+    same read of the file (one read of ten columns costs less than two of five, and a day with
+    anonymous clicks nearly always has elements in reach of one); ElementHit rows are made only
+    for the rows asked for, and the refs are read only if a tie between two elements asks."""
 
     __slots__ = ("ts_us", "left", "top", "width", "height", "_path", "_arrays")
 
@@ -318,9 +364,9 @@ class ElementColumns:
         self._path = path
         self._arrays: dict[str, Any] = dict(geometry)  # name -> pyarrow Array (strings as dictionaries)
         self.ts_us = geometry["ts_us"].to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        nan = float("nan")
+        # a float array's NULLs come out of to_numpy as NaN (no fill_null pass needed)
         self.left, self.top, self.width, self.height = (
-            geometry[n].fill_null(nan).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+            geometry[n].to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
             for n in ("left", "top", "width", "height"))
 
     @classmethod
@@ -329,38 +375,45 @@ class ElementColumns:
         rows are not in time order (then the rows are fetched by snapshot with SQL)."""
         import numpy as np
 
-        table = arrow_table(path, "elements", columns=cls.GEOMETRY)
+        from capture.model import HIT_FIELDS
+
+        names = [*cls.GEOMETRY, *(n for n in HIT_FIELDS if n not in cls.GEOMETRY)]
+        # strings as dictionaries: their values are decoded once per distinct value
+        strings = [n for n in names if COLUMNS["elements"][n] == "VARCHAR"]
+        table = arrow_table(path, "elements", strings, columns=names)
         if table is None:
             return None
-        out = cls({n: _one_array(table.column(n)) for n in cls.GEOMETRY}, path)
+        out = cls({n: _one_array(table.column(n)) for n in names}, path)
         ts = out.ts_us
         if ts.size > 1 and not bool(np.all(ts[1:] >= ts[:-1])):
             return None
         return out
 
-    def boxes(self, indices: list[int]) -> list[Any]:
-        """The ElementBox rows at these positions, in the order given."""
+    def hits(self, indices: list[int]) -> list[Any]:
+        """The ElementHit rows at these positions, in the order given."""
         import pyarrow as pa
 
-        from capture.model import BOX_FIELDS, ElementBox
+        from capture.model import HIT_FIELDS, ElementHit
 
-        rest = [n for n in BOX_FIELDS if n not in self._arrays]
-        if rest:
-            # strings as dictionaries: their values are decoded once per distinct value
-            strings = [n for n in rest if COLUMNS["elements"][n] == "VARCHAR" and n != "ref"]
-            table = arrow_table(self._path, "elements", strings, columns=rest)
-            if table is None:  # the file was checked when its geometry was read
-                raise CheckFailed(f"sealed segment {self._path} lost its element columns since it was read")
-            self._arrays.update((n, _one_array(table.column(n))) for n in rest)
         take = pa.array(indices, type=pa.int64())
-        cols: list[list[Any]] = []
-        for n in BOX_FIELDS:
+        cols: list[list[Any]] = [indices]
+        for n in HIT_FIELDS:
             arr = self._arrays[n]
             if pa.types.is_dictionary(arr.type):
                 cols.append(arr.dictionary.take(arr.indices.take(take)).to_pylist())
             else:
                 cols.append(arr.take(take).to_pylist())
-        return build_instances(ElementBox, cols)
+        return build_instances(ElementHit, cols)
+
+    def ref(self, hit: Any) -> str:
+        """The ref of an ElementHit of these columns (the ref column is read at the first call)."""
+        arr = self._arrays.get("ref")
+        if arr is None:
+            table = arrow_table(self._path, "elements", columns=["ref"])
+            if table is None:  # the file was checked when its geometry was read
+                raise CheckFailed(f"sealed segment {self._path} lost its element columns since it was read")
+            arr = self._arrays["ref"] = _one_array(table.column("ref"))
+        return str(arr[hit.row].as_py())
 
 
 def _one_array(column: Any) -> Any:
