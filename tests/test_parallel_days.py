@@ -16,6 +16,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from dagster_support import corpus, days_of, new_home, only_days
+from hypothesis import given
+from hypothesis import strategies as st
 
 from af_pipeline.compiler.categories import rules_in
 from af_pipeline.warehouse import day_work, parallel_days, store
@@ -68,6 +70,7 @@ def test_a_range_built_by_workers_is_byte_identical_to_the_serial_build(tmp_path
 
     home, days = _landed(tmp_path)
     monkeypatch.setenv(parallel_days.WORKERS_ENV, "1")
+    monkeypatch.setenv(parallel_days.OWN_SHARE_ENV, "0")  # every day from the worker
     monkeypatch.setattr(parallel_days, "MIN_DAYS", 2)
     out = harness.run_build(home, days, force=True)
     assert out.ok, out.failures
@@ -85,10 +88,55 @@ def test_a_range_built_by_workers_is_byte_identical_to_the_serial_build(tmp_path
     assert serial and all(ours[d][t] == v for d in days for t, v in serial[d].items()), (ours, serial)
 
 
+def test_the_runs_own_share_of_days_is_byte_identical_to_the_serial_build(tmp_path, monkeypatch):
+    """With a share, the run's process computes its days itself (the first of them) while the
+    worker computes the others: the same bytes as the serial build, nothing held after the run."""
+    from assets import certify as harness
+
+    home, days = _landed(tmp_path)
+    monkeypatch.setenv(parallel_days.WORKERS_ENV, "1")
+    monkeypatch.setenv(parallel_days.OWN_SHARE_ENV, "0.5")
+    monkeypatch.setattr(parallel_days, "MIN_DAYS", 2)
+    out = harness.run_build(home, days, force=True)
+    assert out.ok, out.failures
+    assert day_work._RUN is not None
+    pre = day_work._RUN[1].prefetch
+    assert pre is not None and pre.stats["own_days"] == 1 and pre.stats["days"] == 1  # one each
+    assert all(day_work._RUN[1]._trusted[d] for d in days)
+    assert pre._results == {}
+
+    serial = _serial(home, days, tmp_path / "serial")
+    assert _tree(home.published_dir) == _tree(tmp_path / "serial")
+    ours = _digests(home, days)
+    assert serial and all(ours[d][t] == v for d in days for t, v in serial[d].items()), (ours, serial)
+
+
+@given(st.lists(st.dates().map(str), max_size=80, unique=True), st.floats(0, 1))
+def test_the_runs_own_days_are_its_share_spread_over_the_range(days, share):
+    own = parallel_days.own_days(days, share)
+    assert own <= set(days)
+    if days and share > 0:
+        assert min(days) in own  # computed while the workers start
+        assert abs(len(own) - share * len(days)) <= 1
+    else:
+        assert not own
+
+
+def test_an_error_in_the_runs_own_day_is_raised_for_its_day(tmp_path):
+    home, days = _landed(tmp_path)
+    pre = parallel_days.DayPrefetch(home.root, days, False, "not rules", max_rows=10**9, workers=1, share=1)
+    try:
+        with pytest.raises(Exception) as err:
+            pre.result(days[0])
+        assert days[0] in "".join(getattr(err.value, "__notes__", []))
+    finally:
+        pre.close()
+
+
 def test_a_worker_error_is_raised_for_its_day(tmp_path):
     home, days = _landed(tmp_path)
     # rules that are no CategoryRules: the document's assembly fails in the worker
-    pre = parallel_days.DayPrefetch(home.root, days, False, "not rules", max_rows=10**9, workers=1)
+    pre = parallel_days.DayPrefetch(home.root, days, False, "not rules", max_rows=10**9, workers=1, share=0)
     try:
         with pytest.raises(Exception) as err:
             pre.result(days[0])
@@ -104,7 +152,7 @@ def test_workers_run_this_code_whatever_the_current_folder(tmp_path, monkeypatch
     (decoy / "af_pipeline").mkdir(parents=True)
     (decoy / "af_pipeline" / "__init__.py").write_text("raise ImportError('the decoy checkout')\n")
     monkeypatch.chdir(decoy)
-    pre = parallel_days.DayPrefetch(home.root, days[:1], False, rules_in(home.root), max_rows=10**9, workers=1)
+    pre = parallel_days.DayPrefetch(home.root, days[:1], False, rules_in(home.root), max_rows=10**9, workers=1, share=0)
     try:
         assert pre.result(days[0]) is not None and "died" not in pre.stats
     finally:
@@ -113,7 +161,7 @@ def test_workers_run_this_code_whatever_the_current_folder(tmp_path, monkeypatch
 
 def test_a_dead_worker_leaves_its_days_to_the_steps(tmp_path):
     home, days = _landed(tmp_path)
-    pre = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), max_rows=10**9, workers=1)
+    pre = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), max_rows=10**9, workers=1, share=0)
     try:
         os.kill(pre.pids[0], signal.SIGKILL)
         assert [pre.result(d) for d in days] == [None, None]  # the steps compute them, no error
@@ -124,7 +172,7 @@ def test_a_dead_worker_leaves_its_days_to_the_steps(tmp_path):
 
 def test_the_row_bound_leaves_later_days_to_the_steps(tmp_path):
     home, days = _landed(tmp_path)
-    pre = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), max_rows=1, workers=1)
+    pre = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), max_rows=1, workers=1, share=0)
     try:
         first = pre.result(days[0])
         assert first is not None and first["rows"] > 1
@@ -141,7 +189,7 @@ def test_options_or_capture_other_than_the_workers_use_the_serial_path(tmp_path)
         for day in days:
             store.load_raw_day(con, EventLog(home), day)
         run = day_work.RunParts()
-        run.prefetch = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), 10**9, workers=1)
+        run.prefetch = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), 10**9, workers=1, share=0)
         assert run.prefetched(con, days[0], day_work.FRAMES) is not None
         assert run.prefetched(con, days[0], day_work.ENRICHED, include_typed_text=True) is None
         assert run.prefetched(con, days[0], day_work.DOCUMENTS, False, rules_in(home.root)) is None  # built on it
@@ -174,7 +222,7 @@ def test_a_killed_run_leaves_no_worker(tmp_path):
     script = textwrap.dedent(f"""
         import sys, time
         from af_pipeline.warehouse import parallel_days
-        pre = parallel_days.DayPrefetch({str(home.root)!r}, {days!r}, False, None, 10**9, workers=1)
+        pre = parallel_days.DayPrefetch({str(home.root)!r}, {days!r}, False, None, 10**9, workers=1, share=0)
         print(*pre.pids, flush=True)
         time.sleep(600)
     """)

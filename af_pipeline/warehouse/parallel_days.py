@@ -7,7 +7,9 @@ Here, when the run's first step starts, ``DayPrefetch`` starts ``os.cpu_count() 
 processes (at least one) that read each day straight from the sealed log (the same verified
 segments raw_day registers) and compute every step's part, in day order; the run's steps take a
 day's part when they reach it (``RunParts.prefetched``) and only write it. The warehouse keeps
-one writer: the run's process.
+one writer: the run's process. The run's process computes a static share of the days itself
+(``own_days``, ``OWN_SHARE``: half of them, measured) when a step first needs one, since with one
+worker (2 cores) it would otherwise wait on the worker most of the run.
 
 Why it gives the same bytes: a worker calls the same pure functions, in the same order, on the
 capture ``EventLog.read_day`` gives, which is the capture raw_day stores (same rows, same
@@ -54,6 +56,31 @@ MIN_DAYS = 4  # fewer days keep the serial path: a worker start costs ~1.5 s CPU
 
 
 WORKERS_ENV = "AF_DAY_WORKERS"  # how many day workers a range run starts; 0: none (the serial path)
+
+# The run's own process computes this share of the days itself (compute_day, when a step first
+# needs the day) instead of waiting on the workers: with one worker (2 cores) the worker was the
+# bottleneck and the run's process idled on it. A static share, not "take any day not yet done":
+# the cheap frames step would then take every day. Measured in docs/benchmarks.md (session 21).
+OWN_SHARE_ENV = "AF_DAY_OWN_SHARE"
+OWN_SHARE = 0.5
+
+
+def own_share() -> float:
+    """The share of a range's days its run's process computes itself ($AF_DAY_OWN_SHARE or OWN_SHARE)."""
+    try:
+        return min(1.0, max(0.0, float(os.environ.get(OWN_SHARE_ENV, "").strip() or OWN_SHARE)))
+    except ValueError:
+        return OWN_SHARE
+
+
+def own_days(days: Sequence[str], share: float) -> set[str]:
+    """Every 1/share-th day of the sorted days, the first among them: the run computes the first
+    day while the workers start (~1.5 s), and its share is spread over the range, so each step's
+    walk through the days meets it between the workers' days."""
+    ordered = sorted(set(days))
+    if share <= 0:
+        return set()
+    return {d for i, d in enumerate(ordered) if i == 0 or int(i * share) != int((i - 1) * share)}
 
 
 def worker_count() -> int:
@@ -154,12 +181,16 @@ class DayPrefetch:
     """Worker processes computing a range run's days ahead (module docstring)."""
 
     def __init__(self, root: Path | str, days: Sequence[str], include_typed_text: bool, categories: Any,
-                 max_rows: int, workers: int | None = None):
+                 max_rows: int, workers: int | None = None, share: float | None = None):
+        self.root = str(root)
         self.include_typed_text = include_typed_text
         self.categories = categories
         self.max_rows = max_rows
         self._todo = sorted(set(days))
         self._days = frozenset(self._todo)
+        self._own = own_days(self._todo, own_share() if share is None else share)
+        self._todo = [d for d in self._todo if d not in self._own]
+        self._log: Any = None  # the run's own EventLog, for its own days
         self._results: dict[str, dict[str, Any]] = {}
         self._errors: dict[str, tuple[Any, str, str]] = {}
         self._skipped: set[str] = set()  # past the row bound: never given to a worker
@@ -168,7 +199,7 @@ class DayPrefetch:
         self._closed = False
         # what the run measured, for tests and benchmarks
         self.stats = {"days": 0, "bytes": 0, "unpickle_s": 0.0, "worker_wall_s": 0.0, "worker_cpu_s": 0.0}
-        n = max(1, min(workers or worker_count(), len(self._todo)))
+        n = max(1, min(workers or worker_count(), len(self._todo) or 1))
         self._procs: list[subprocess.Popen[bytes]] = []
         self._conns: dict[Connection, str | None] = {}
         self._lifelines: list[int] = []
@@ -271,6 +302,8 @@ class DayPrefetch:
         """The day's parts once its worker has returned them; None if no worker computes the day."""
         if day not in self._days:
             return None
+        if day in self._own:
+            self._compute_own(day)
         with self._cond:
             while True:
                 if day in self._results:
@@ -284,6 +317,31 @@ class DayPrefetch:
                 if day in self._skipped or self._closed:
                     return None
                 self._cond.wait()
+
+    def _compute_own(self, day: str) -> None:
+        """One of the run's own days (own_days), computed here the first time a step needs it."""
+        with self._cond:
+            if day not in self._own:
+                return
+            self._own.discard(day)
+            if self._closed or self._rows >= self.max_rows:  # past the row bound: the steps compute it
+                self._skipped.add(day)
+                return
+        from capture.home import Home
+        from capture.log import EventLog
+
+        if self._log is None:
+            self._log = EventLog(Home(Path(self.root)))
+        try:
+            result = compute_day(self._log, day, self.include_typed_text, self.categories)
+        except Exception as exc:  # noqa: BLE001 - raised by result() as a worker's error would be
+            with self._cond:
+                self._errors[day] = (exc, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            return
+        with self._cond:
+            self.stats["own_days"] = int(self.stats.get("own_days", 0)) + 1
+            self._results[day] = result
+            self._rows += int(result["rows"])
 
     def take(self, day: str, piece: str) -> Any | None:
         """One step's part of the day, removed from what the run holds (each step takes its own)."""
