@@ -144,8 +144,8 @@ def run_build(
     are skipped by its steps), and no run is made when none is left. ``stages`` prints one line
     per finished step; ``verbose`` prints Dagster's own console log instead."""
     _quiet()
-    from assets.definitions import BUILD_JOB, build_definitions  # Dagster (~2 s): only when a run is made
     from assets.dagster_adapter import quick_run_storage
+    from assets.definitions import BUILD_JOB, build_definitions  # Dagster (~2 s): only when a run is made
     from assets.instance import exclusive_run, instance
     from assets.partitions import keys_in_range, register_days
 
