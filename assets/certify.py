@@ -22,9 +22,6 @@ from typing import Any
 from af_pipeline.warehouse import publish
 from af_pipeline.warehouse.days import log_days
 from af_pipeline.warehouse.version import code_version
-from assets.dagster_adapter import quick_run_storage
-from assets.instance import exclusive_run, instance
-from assets.partitions import keys_in_range, register_days
 from capture.errors import UserError, no_space
 from capture.files import atomic_write
 from capture.home import Home
@@ -147,7 +144,10 @@ def run_build(
     are skipped by its steps), and no run is made when none is left. ``stages`` prints one line
     per finished step; ``verbose`` prints Dagster's own console log instead."""
     _quiet()
+    from assets.dagster_adapter import quick_run_storage
     from assets.definitions import BUILD_JOB, build_definitions  # Dagster (~2 s): only when a run is made
+    from assets.instance import exclusive_run, instance
+    from assets.partitions import keys_in_range, register_days
 
     inst = instance(home)
     defs = build_definitions(home)
@@ -258,9 +258,12 @@ def run_certify(
     # data-quality checks; the two checks that need it wait for it. It rebuilds the days being
     # certified, no others: its cost follows the days, not the length of the log.
     rebuild.start(home, False, days)
-    # The definitions (and with them Great Expectations) are imported only now, while the
-    # rebuild already runs.
+    # Dagster, the definitions and Great Expectations are imported only now, while the rebuild
+    # already runs (this module imports none of them: importing Dagster alone is ~1.5 s of CPU).
+    from assets.dagster_adapter import quick_run_storage
     from assets.definitions import CERTIFY_JOB, build_definitions
+    from assets.instance import exclusive_run, instance
+    from assets.partitions import keys_in_range, register_days
     from checks import invariants, quality
 
     inst = instance(home)

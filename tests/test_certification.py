@@ -94,6 +94,21 @@ def test_rewritten_sealed_byte_fails_append_only(incremental):
     assert "inputs.parquet" in (checks["append_only"][1] or "")
 
 
+def test_a_rewritten_sealed_byte_fails_append_only_on_every_day_of_a_range_run(incremental):
+    """The log is verified once per run, and every day of the run still reports what it found."""
+    home, days = incremental
+    seg = home.log_dir / "sealed" / days[0] / "inputs.parquet"
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    seg.write_bytes(bytes(data))
+    cert = harness.run_certify(home, days)
+    assert cert["verdict"] == "fail"
+    for day in days:
+        check = cert["days"][day]["checks"]["append_only"]
+        assert check["passed"] is False, day
+        assert "event log" in check["details"] and "inputs.parquet" in check["details"], check
+
+
 def test_altered_published_file_fails_append_only_and_recompile(incremental):
     home, days = incremental
     ctx = home.published_dir / days[0] / "context.txt"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -72,6 +73,26 @@ def test_cl100k_counts_offline_and_matches_known_values():
     assert tokens.count("") == 0
     # a known cl100k segmentation: "tiktoken is great!" -> 6 tokens
     assert tokens.count("tiktoken is great!") == 6
+
+
+def test_cl100k_ranks_are_the_official_files_token_rank_lines():
+    """The ranks the encoding is built from: each line of the official file, its base64 token
+    decoded with base64.b64decode (the plain reading the fast one must equal)."""
+    import base64
+    import gzip
+    import importlib.util
+
+    spec = importlib.util.find_spec("bpe_openai")
+    assert spec is not None and spec.submodule_search_locations
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    raw = gzip.decompress((folder / "data" / "cl100k_base.tiktoken.gz").read_bytes())
+    plain = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            plain[base64.b64decode(token)] = int(rank)
+    ranks = tokens._ranks()
+    assert ranks == plain and list(ranks) == list(plain) and len(ranks) == 100_256
 
 
 def test_a_home_stands_for_its_folder(tmp_path):

@@ -96,3 +96,33 @@ def test_rebuild_af_day_and_the_compiler_run_without_dagster(guarded):
     log = root / "imports.log"
     assert not log.exists(), f"imported in a guarded process: {log.read_text(encoding='utf-8')}"
     assert json.loads((Path(root / "fresh") / "digests.json").read_text(encoding="utf-8"))["days"]
+
+
+CERTIFY_FIRST = """\
+import json, sys
+from assets import certify
+from capture.home import Home
+from certification import rebuild
+
+home = Home(sys.argv[1])
+try:
+    certify.run_certify(home, [sys.argv[2]])
+except ImportError as exc:  # the guard: Dagster is wanted only now
+    stopped = str(exc)
+started = [list(days) for _procs, _folder, days in rebuild._PENDING.values()]
+fresh = rebuild.fresh_build(home, False, [sys.argv[2]])  # the children that had started finish
+print(json.dumps({"stopped": stopped, "started": started, "fresh_days": sorted(fresh.digests)}))
+"""
+
+
+def test_af_certify_starts_its_rebuild_before_it_imports_dagster(guarded):
+    """The rebuild children run while the certify process imports Dagster (~1.5 s of CPU),
+    instead of after it: the harness itself must not import Dagster before it starts them."""
+    root, home, day, _env = guarded
+    out = _run(guarded, CERTIFY_FIRST, str(home.root), day)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "must run without it" in got["stopped"]
+    assert got["started"] == [[day]]
+    assert got["fresh_days"] == [day]
+    assert (root / "imports.log").read_text(encoding="utf-8").split()[0] == "dagster"
