@@ -82,12 +82,15 @@ def test_honest_incremental_build_certifies_and_writes_the_certificate(increment
         assert entry["artifacts"]["files"] == {k: v["sha256"] for k, v in manifest["files"].items()}
 
 
+def _flip_a_byte(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
 def test_rewritten_sealed_byte_fails_append_only(incremental):
     home, days = incremental
-    seg = home.log_dir / "sealed" / days[0] / "inputs.parquet"
-    data = bytearray(seg.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    seg.write_bytes(bytes(data))
+    _flip_a_byte(home.log_dir / "sealed" / days[0] / "inputs.parquet")
     ok, checks = certify(home, days[1])  # a later day's check still sees the earlier day's change
     assert not ok
     assert checks["append_only"][0] is False
@@ -97,10 +100,7 @@ def test_rewritten_sealed_byte_fails_append_only(incremental):
 def test_a_rewritten_sealed_byte_fails_append_only_on_every_day_of_a_range_run(incremental):
     """The log is verified once per run, and every day of the run still reports what it found."""
     home, days = incremental
-    seg = home.log_dir / "sealed" / days[0] / "inputs.parquet"
-    data = bytearray(seg.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    seg.write_bytes(bytes(data))
+    _flip_a_byte(home.log_dir / "sealed" / days[0] / "inputs.parquet")
     cert = harness.run_certify(home, days)
     assert cert["verdict"] == "fail"
     for day in days:

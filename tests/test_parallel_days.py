@@ -122,25 +122,16 @@ def test_the_runs_own_days_are_its_share_spread_over_the_range(days, share):
         assert not own
 
 
-def test_an_error_in_the_runs_own_day_is_raised_for_its_day(tmp_path):
+@pytest.mark.parametrize("share, where", [(1, ""), (0, "in the day worker computing ")],
+                         ids=["the run's own day", "a worker's day"])
+def test_an_error_computing_a_day_is_raised_for_its_day(tmp_path, share, where):
     home, days = _landed(tmp_path)
-    pre = parallel_days.DayPrefetch(home.root, days, False, "not rules", max_rows=10**9, workers=1, share=1)
+    # rules that are no CategoryRules: the document's assembly fails where the day is computed
+    pre = parallel_days.DayPrefetch(home.root, days, False, "not rules", max_rows=10**9, workers=1, share=share)
     try:
         with pytest.raises(Exception) as err:
             pre.result(days[0])
-        assert days[0] in "".join(getattr(err.value, "__notes__", []))
-    finally:
-        pre.close()
-
-
-def test_a_worker_error_is_raised_for_its_day(tmp_path):
-    home, days = _landed(tmp_path)
-    # rules that are no CategoryRules: the document's assembly fails in the worker
-    pre = parallel_days.DayPrefetch(home.root, days, False, "not rules", max_rows=10**9, workers=1, share=0)
-    try:
-        with pytest.raises(Exception) as err:
-            pre.result(days[0])
-        assert f"in the day worker computing {days[0]}" in "".join(getattr(err.value, "__notes__", []))
+        assert f"{where}{days[0]}" in "".join(getattr(err.value, "__notes__", []))
     finally:
         pre.close()
 
