@@ -369,6 +369,9 @@ class DayPrefetch:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        log, self._log = self._log, None
+        if log is not None:
+            log.close()  # the run's own days' reader
 
 
 if __name__ == "__main__":
