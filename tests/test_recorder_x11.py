@@ -419,7 +419,10 @@ def test_two_monitors_are_two_streams(tmp_path):
             rec.wait_for(lambda cap: any(s.stream == "monitor_2" and s.app == "BetaApp" and not s.focused
                                          for s in cap.snapshots))
             bx, by = dual.click_in(beta)
-            rec.wait_for(lambda cap: any(e.kind == "click" for e in cap.inputs))  # landed, not just sent
+            # landed, not just sent: the click and the focus moving to BetaApp are polled apart
+            rec.wait_for(lambda cap: any(e.kind == "click" for e in cap.inputs) and any(
+                (s.stream, s.app, s.focused, s.trigger) == ("monitor_2", "BetaApp", True, "app_switch")
+                for s in cap.snapshots))
             summary = rec.stop()
         finally:
             proc.kill()
