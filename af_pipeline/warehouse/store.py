@@ -270,9 +270,9 @@ def replace_day_columns(
 
 # id(connection) -> what to do once its batch commits, for the connections inside batch()
 _BATCHES: dict[int, list[Callable[[], None]]] = {}
-# id(connection) -> the days whose registrations a batch changed (None: the log moved), whose
-# views are looked at once before the batch commits
-_VIEWS_DUE: dict[int, set[str] | None] = {}
+# id(connection) -> whether every raw view must be bound again (the log moved) for the batch's
+# registrations; the views are looked at once, before the batch commits
+_VIEWS_DUE: dict[int, bool] = {}
 
 
 @contextlib.contextmanager
@@ -404,7 +404,7 @@ def ensure_layout(con: duckdb.DuckDBPyConnection) -> None:
             ensure_table(con, copied, COLUMNS[kind])
         ensure_table(con, RAW_FILES, RAW_FILES_COLUMNS)
         con.execute(f"CREATE TABLE IF NOT EXISTS {RAW_ROOT} (log_dir VARCHAR, from_warehouse VARCHAR)")
-        _refresh_views(con, None)
+        _refresh_views(con, True)
     known.layout = True  # committed (a rollback forgets it)
 
 
@@ -424,13 +424,12 @@ def _follow_move(con: duckdb.DuckDBPyConnection) -> None:
         return  # reading a registered day will name the missing file
     with _transaction(con):
         con.execute(f"UPDATE {RAW_ROOT} SET log_dir = ?", [str((here / str(row[1])).resolve())])
-        _refresh_views(con, None)
+        _refresh_views(con, True)
 
 
 def _root(con: duckdb.DuckDBPyConnection) -> str | None:
     row = con.execute(f"SELECT log_dir FROM {RAW_ROOT}").fetchone()
     return str(row[0]) if row else None
-
 
 
 # The day of a registered file is the name of its segment folder (sealed/<day>/<kind>.parquet):
@@ -457,22 +456,22 @@ def _view_sql(kind: str, root: str | None, with_files: bool) -> str:
     return f"{copied} UNION ALL {files}"
 
 
-def _refresh_views(con: duckdb.DuckDBPyConnection, days: set[str] | None) -> None:
+def _refresh_views(con: duckdb.DuckDBPyConnection, everything: bool) -> None:
     """Bind the raw_* views again where what they must read changed: every view when the log's
-    folder changed (``days`` None), else a view whose kind got its first registered file or lost
+    folder changed (``everything``), else a view whose kind got its first registered file or lost
     its last. Runs inside the caller's transaction."""
     root = _root(con)
     with_files = {str(k) for (k,) in con.execute(f"SELECT DISTINCT kind FROM {RAW_FILES}").fetchall()}
-    current = {str(n): str(q) for n, q in con.execute(
-        "SELECT view_name, sql FROM duckdb_views() WHERE database_name = current_database() AND schema_name = 'main'"
-    ).fetchall()}
-    old_parts = [str(n) for (n,) in con.execute(
-        "SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND schema_name = ?", [PARTS]
-    ).fetchall()]
+    views = con.execute(
+        "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE database_name = current_database() "
+        "AND schema_name IN ('main', ?)", [PARTS]
+    ).fetchall()
+    current = {str(n): str(q) for schema, n, q in views if schema == "main"}
+    old_parts = any(schema == PARTS for schema, _n, _q in views)
     for kind in ROW_KINDS:
         sql = current.get(RAW_TABLES[kind])
         reads_files = sql is not None and "read_parquet" in sql
-        if days is None or old_parts or sql is None or reads_files != (kind in with_files):
+        if everything or old_parts or sql is None or reads_files != (kind in with_files):
             con.execute(f"CREATE OR REPLACE VIEW {_quote(RAW_TABLES[kind])} AS "
                         f"{_view_sql(kind, root, kind in with_files)}")
     if old_parts:  # the per-month views of the layout before
@@ -483,7 +482,7 @@ def refresh_views(con: duckdb.DuckDBPyConnection) -> None:
     """Bind every raw view again from raw_files (after raw_files or raw_root was changed by hand)."""
     ensure_layout(con)
     with _transaction(con):
-        _refresh_views(con, None)
+        _refresh_views(con, True)
 
 
 def _registered(con: duckdb.DuckDBPyConnection, day: str) -> dict[str, tuple[str, int]]:
@@ -595,12 +594,10 @@ def _register(con: duckdb.DuckDBPyConnection, day: str, files: list[tuple[str, s
     con.execute(f"DELETE FROM {RAW_FILES} WHERE day = ?", [day])
     for i, (kind, file, n) in enumerate(files):
         con.execute(f"INSERT INTO {RAW_FILES} VALUES (?, ?, ?, ?, ?)", [day, i, kind, file, n])
-    days = None if moved else {day}
-    if id(con) in _BATCHES:  # rebound once, when the batch's days are all registered
-        pending = _VIEWS_DUE.get(id(con), set())
-        _VIEWS_DUE[id(con)] = None if days is None or pending is None else pending | days
+    if id(con) in _BATCHES:  # looked at once, when the batch's days are all registered
+        _VIEWS_DUE[id(con)] = _VIEWS_DUE.get(id(con), False) or moved
     else:
-        _refresh_views(con, days)
+        _refresh_views(con, moved)
 
 
 def _element_columns(con: duckdb.DuckDBPyConnection, source: str, frame_ids: list[str]) -> dict[str, Any]:
