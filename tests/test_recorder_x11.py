@@ -194,14 +194,20 @@ class Recording:
         """Wait until what the recorder has written to the log satisfies ``condition`` (it
         writes every few seconds; a loaded machine may take longer)."""
         deadline = time.monotonic() + timeout
+        cap = None
         while time.monotonic() < deadline:
             log = EventLog(Home(self.home)) if (self.home / "af.json").exists() else None
             days = [s.day for s in log.days()] if log is not None else []
-            if days and condition(log.read_day(days[-1])):  # type: ignore[union-attr]
+            cap = log.read_day(days[-1]) if days else None  # type: ignore[union-attr]
+            if cap is not None and condition(cap):
                 return
             assert self.proc.poll() is None, "the recorder exited early"
             time.sleep(0.1)
-        raise AssertionError("the recorder never wrote what the test waited for")
+        # what was there, so a failure says which part never came
+        seen = "nothing" if cap is None else (
+            f"snapshots {[(s.stream, s.app, s.focused, s.trigger) for s in cap.snapshots]}, "
+            f"inputs {[(e.kind, e.stream, e.app) for e in cap.inputs]}")
+        raise AssertionError(f"the recorder never wrote what the test waited for; the log held {seen}")
 
     def stop(self, sig: int | None = signal.SIGTERM) -> dict[str, Any]:
         if sig is not None:
@@ -418,11 +424,19 @@ def test_two_monitors_are_two_streams(tmp_path):
             # the unfocused monitor is looked at once a second: wait until that is in the log
             rec.wait_for(lambda cap: any(s.stream == "monitor_2" and s.app == "BetaApp" and not s.focused
                                          for s in cap.snapshots))
-            bx, by = dual.click_in(beta)
-            # landed, not just sent: the click and the focus moving to BetaApp are polled apart
-            rec.wait_for(lambda cap: any(e.kind == "click" for e in cap.inputs) and any(
-                (s.stream, s.app, s.focused, s.trigger) == ("monitor_2", "BetaApp", True, "app_switch")
-                for s in cap.snapshots))
+            # landed, not just sent: the click and the focus moving to BetaApp are polled apart. A
+            # click the recorder drops on purpose (the focus unknown for a moment while the window
+            # manager hands it over, on a loaded machine) is clicked again, at the same point.
+            for attempt in range(3):
+                bx, by = dual.click_in(beta)
+                try:
+                    rec.wait_for(lambda cap: any(e.kind == "click" for e in cap.inputs) and any(
+                        (s.stream, s.app, s.focused, s.trigger) == ("monitor_2", "BetaApp", True, "app_switch")
+                        for s in cap.snapshots), timeout=30)
+                    break
+                except AssertionError:
+                    if attempt == 2:
+                        raise
             summary = rec.stop()
         finally:
             proc.kill()
@@ -436,4 +450,4 @@ def test_two_monitors_are_two_streams(tmp_path):
     assert ("monitor_2", "BetaApp", False, "visible") in snaps
     assert ("monitor_2", "BetaApp", True, "app_switch") in snaps
     clicks = [(e.stream, e.x, e.y, e.app) for e in cap.inputs if e.kind == "click"]
-    assert clicks == [("monitor_2", bx - 1280, by, "BetaApp")]
+    assert clicks and set(clicks) == {("monitor_2", bx - 1280, by, "BetaApp")}
