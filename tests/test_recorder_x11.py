@@ -425,17 +425,19 @@ def test_two_monitors_are_two_streams(tmp_path):
             rec.wait_for(lambda cap: any(s.stream == "monitor_2" and s.app == "BetaApp" and not s.focused
                                          for s in cap.snapshots))
             # landed, not just sent: the click and the focus moving to BetaApp are polled apart. A
-            # click the recorder drops on purpose (the focus unknown for a moment while the window
-            # manager hands it over, on a loaded machine) is clicked again, at the same point.
+            # clean-clone CI run once saw neither land in 90 s (cause not pinned down; the test
+            # is about streams, not that), so a click that does not land is made again, same point.
+            clicks_made = 0
             for attempt in range(3):
                 bx, by = dual.click_in(beta)
+                clicks_made += 1
                 try:
                     rec.wait_for(lambda cap: any(e.kind == "click" for e in cap.inputs) and any(
                         (s.stream, s.app, s.focused, s.trigger) == ("monitor_2", "BetaApp", True, "app_switch")
                         for s in cap.snapshots), timeout=30)
                     break
                 except AssertionError:
-                    if attempt == 2:
+                    if attempt == 2 or rec.proc.poll() is not None:  # (a recorder that exited: no retry)
                         raise
             summary = rec.stop()
         finally:
@@ -450,4 +452,5 @@ def test_two_monitors_are_two_streams(tmp_path):
     assert ("monitor_2", "BetaApp", False, "visible") in snaps
     assert ("monitor_2", "BetaApp", True, "app_switch") in snaps
     clicks = [(e.stream, e.x, e.y, e.app) for e in cap.inputs if e.kind == "click"]
-    assert clicks and set(clicks) == {("monitor_2", bx - 1280, by, "BetaApp")}
+    # one row per click made (no more), each in monitor_2's own pixels over BetaApp
+    assert 1 <= len(clicks) <= clicks_made and set(clicks) == {("monitor_2", bx - 1280, by, "BetaApp")}
