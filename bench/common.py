@@ -3,6 +3,7 @@ command as a child process with its own wall time, CPU time and peak memory."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -64,14 +65,19 @@ class Measured:
 
 def run_measured(cmd: list[str], *, timeout: float | None = None, env: dict[str, str] | None = None,
                  cwd: Path = ROOT, echo_stderr: bool = False) -> Measured:
-    """Run cmd to completion. os.wait4 gives this child's own rusage (peak RSS included), which
-    getrusage(RUSAGE_CHILDREN) cannot: that one is the maximum over every child so far.
+    """Run cmd to completion and measure it. The command runs under bench/rusage_child.py, which
+    reports the command's own CPU time and peak RSS (os.wait4). Measured directly from here, a
+    child's peak would include this process's own high-water mark (Linux carries it over exec),
+    and getrusage(RUSAGE_CHILDREN) is the maximum over every child so far.
 
     Output goes through temporary files, not pipes, so a chatty child never blocks on a full pipe
-    while we sit in wait4. On timeout the child's whole process group is killed."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    while we wait. On timeout the child's whole process group is killed."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.TemporaryDirectory() as tmp:
+        usage_file = Path(tmp) / "usage.json"
+        wrapped = [sys.executable, str(Path(__file__).with_name("rusage_child.py")), str(usage_file), *cmd]
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=None if echo_stderr else err, cwd=str(cwd),
+        proc = subprocess.Popen(wrapped, stdout=out, stderr=None if echo_stderr else err, cwd=str(cwd),
                                 env=env, start_new_session=True, text=True)
         timed_out = threading.Event()
 
@@ -86,17 +92,17 @@ def run_measured(cmd: list[str], *, timeout: float | None = None, env: dict[str,
         if timer:
             timer.start()
         try:
-            _pid, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         finally:
             if timer:
                 timer.cancel()
         wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        usage = json.loads(usage_file.read_text()) if usage_file.exists() else {"cpu_s": 0.0, "peak_mb": 0.0}
         out.seek(0)
         err.seek(0)
-        return Measured(cmd=cmd, returncode=proc.returncode, wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime,
-                        peak_mb=usage.ru_maxrss / 1024,  # Linux reports kilobytes
-                        stdout=out.read(), stderr=err.read(), timed_out=timed_out.is_set())
+        return Measured(cmd=cmd, returncode=proc.returncode, wall_s=wall, cpu_s=usage["cpu_s"],
+                        peak_mb=usage["peak_mb"], stdout=out.read(), stderr=err.read(),
+                        timed_out=timed_out.is_set())
 
 
 def dir_mb(path: Path) -> float:

@@ -1,0 +1,31 @@
+"""The benchmarks' child-process measurement reports the child's own peak memory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is not installed
+
+from bench.common import run_measured  # noqa: E402
+
+CHILD = "x = bytearray(30 * 2**20)\nfor i in range(0, len(x), 4096): x[i] = 1\nprint('done')"
+
+
+def test_a_child_peak_is_its_own_not_the_parents() -> None:
+    # Linux carries a parent's high-water mark into the child it starts; a benchmark that grew
+    # (it generated a corpus) reported that for every later step, re-imports included.
+    ballast = bytearray(300 * 2**20)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
+    m = run_measured([sys.executable, "-c", CHILD])
+    del ballast
+    assert m.returncode == 0 and m.stdout.strip() == "done"
+    assert 30 <= m.peak_mb < 150, m.peak_mb
+    assert m.cpu_s > 0
+
+
+def test_exit_code_and_timeout_are_reported() -> None:
+    assert run_measured([sys.executable, "-c", "raise SystemExit(3)"]).returncode == 3
+    m = run_measured([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
+    assert m.timed_out and m.wall_s < 30
