@@ -703,3 +703,27 @@ def test_the_independent_oracle_agrees_with_the_importer_on_an_upgraded_database
             assert theirs.app_dwell_us
     finally:
         sp.close()
+
+
+def test_a_pass_read_again_for_bad_text_lands_each_input_once(tmp_path: Path) -> None:
+    # Inputs are held packed by day (_DaySpill) until their day lands. A ui_event whose text is
+    # not UTF-8 makes the pass start again with the repairing decoder, after thousands of rows
+    # were already packed: each must still land once, in id order, and the bad one repaired.
+    from capture.importers.screenpipe import SPILL_ROWS
+
+    n = 2 * SPILL_ROWS + 10
+    frames = [dict(id=1, timestamp="2026-03-15T08:00:00Z", app_name="Mail", focused=1, device_name="monitor_1")]
+    ui = [dict(id=i, timestamp=f"2026-03-15T{8 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}.5Z",
+               event_type="click", x=i % 500, y=1, window_title=f"W{i % 7}", frame_id=1) for i in range(1, n)]
+    ui.append(dict(id=n, timestamp="2026-03-16T09:00:00.5Z", event_type="click", x=3, y=4,
+                   window_title=b"Caf\xe9", frame_id=1))  # a second day, and bytes that are not UTF-8
+    db = make_db(tmp_path / "db.sqlite", CURRENT_DDL, frames, ui)
+    con = sqlite3.connect(db)  # TEXT holding those bytes (what the strict decoder refuses), not a BLOB
+    con.execute(f"UPDATE ui_events SET window_title = CAST(window_title AS TEXT) WHERE id = {n}")
+    con.commit()
+    con.close()
+    b = read_screenpipe(db, tz="UTC")
+    assert [e.ref.rsplit(":", 1)[1] for e in b.inputs] == [str(i) for i in range(1, n + 1)]
+    assert [e.x for e in b.inputs][:600] == [i % 500 for i in range(1, 601)]
+    assert b.inputs[-1].window == "Caf\ufffd" and b.inputs[-2].window == f"W{(n - 1) % 7}"
+    assert b.notes["ui_events.window_title: invalid UTF-8 replaced with U+FFFD"] == 1

@@ -41,8 +41,10 @@ import json
 import json.scanner
 import math
 import operator
+import pickle
 import sqlite3
 import sys
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,7 @@ ACCESSIBILITY_MAX_GAP_US = 30 * 1_000_000
 MAX_TREE_NODES = 20_000  # per accessibility_tree_json; deeper/larger trees are cut and counted
 MAX_TREE_DEPTH = 256
 SIZE_CANDIDATES = 200  # click events examined per monitor to derive its screen size
+SPILL_ROWS = 4096  # rows of one day held as objects before they are packed (see _DaySpill)
 Box = tuple[float, float, float, float]  # left, top, width, height
 _NONE = type(None)
 _INT = frozenset({int})
@@ -431,6 +434,10 @@ class _Reader:
         # frame id -> why it did not become a snapshot ("background" / "quarantined")
         self.dropped: dict[int, str] = {}
         self._shared: dict[str, str] = {}
+        # Held until their day is made: snapshots as tuples of Snapshot's fields in order, inputs
+        # as the tuples _ui_events makes.
+        self.snaps = _DaySpill()
+        self.inputs = _DaySpill()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -474,19 +481,20 @@ class _Reader:
     def chunks(self) -> Iterator[ImportBatch]:
         with gc_paused():  # (never across a yield: the consumer's own work keeps the collector)
             days = self._partition()
-        snaps, frames_of, inputs, texts, streams, has_elements, scanned = days
-        all_days = sorted(set(snaps) | set(inputs) | set(streams))
+        texts, streams, has_elements, scanned = days
+        all_days = sorted(self.snaps.days() | self.inputs.days() | set(streams))
         for i, d in enumerate(all_days, 1):
             with gc_paused():
+                snaps = [Snapshot(*t) for t in self.snaps.pop(d)]
                 elements = texts.get(d, [])
-                fids = sorted(frames_of.get(d, []))
+                fids = sorted(int(s.source_frame_id or 0) for s in snaps)
                 elements.extend(self._trees_of(f for f in fids if f in self.tree_frames))
                 if scanned is not None:
                     elements.extend(scanned.pop(d, []))
                 elif has_elements and fids:
                     elements.extend(self._elements_of(fids))
                 self.progress.tick(f"day {d}:", i, len(all_days))
-                chunk = self._chunk(snaps.pop(d, []), self._input_columns(inputs.pop(d, [])),
+                chunk = self._chunk(snaps, self._input_columns(self.inputs.pop(d)),
                                     _as_columns(elements), streams.get(d, []))
             yield chunk
             del chunk
@@ -512,26 +520,15 @@ class _Reader:
             self._report_orphans(self._orphan_counts())
         # Partition everything but the elements by local day, then read elements day by day.
         day = self.days.day
-        snaps: dict[str, list[Snapshot]] = {}
-        frames_of: dict[str, list[int]] = {}
-        for snap in self.batch.snapshots:
-            d = day(snap.ts_us)
-            snaps.setdefault(d, []).append(snap)
-            frames_of.setdefault(d, []).append(int(snap.source_frame_id or 0))
-        inputs: dict[str, list[tuple[Any, ...]]] = {}
-        held: list[Any] = self.batch.inputs  # tuples (see _ui_events)
-        for ev in held:
-            inputs.setdefault(day(ev[1]), []).append(ev)
         texts: dict[str, list[Element]] = {}
         for el in legacy_text:
             texts.setdefault(day(el.ts_us), []).append(el)
         streams: dict[str, list[StreamInfo]] = {}
         for info in stream_infos(self.batch.source_id, self.days.first, sizes):
             streams.setdefault(day(info.ts_us), []).append(info)
-        self.batch.snapshots, self.batch.inputs = [], []
         self._choose_tree_side(has_elements)
         scanned = self._elements_scan() if has_elements and not self._frame_index() else None
-        return snaps, frames_of, inputs, texts, streams, has_elements, scanned
+        return texts, streams, has_elements, scanned
 
     def _input_columns(self, rows: list[tuple[Any, ...]]) -> RowColumns:
         """A day's input tuples (see _ui_events) as the columns of InputEvent rows."""
@@ -549,7 +546,7 @@ class _Reader:
         what the pass added and run it again with the repairing decoder (bad bytes replaced and
         counted), so the result is the repairing pass's either way."""
         batch = self.batch
-        marks = (len(batch.snapshots), len(batch.inputs), len(batch.elements), len(batch.quarantined))
+        marks = (len(self.snaps), len(self.inputs), len(batch.elements), len(batch.quarantined))
         notes = dict(batch.notes)
         factory = self.con.text_factory
         self.con.text_factory = str
@@ -560,7 +557,9 @@ class _Reader:
                 raise
         finally:
             self.con.text_factory = factory
-        del batch.snapshots[marks[0]:], batch.inputs[marks[1]:], batch.elements[marks[2]:]
+        self.snaps.truncate(marks[0])
+        self.inputs.truncate(marks[1])
+        del batch.elements[marks[2]:]
         del batch.quarantined[marks[3]:]
         batch.notes = notes
         return read()
@@ -726,17 +725,17 @@ class _Reader:
         seen.add(key)
         trigger = self.text(r[7], 64, "frames.capture_trigger")
         fid_text = str(fid)
-        self.batch.snapshots.append(Snapshot(
-            ref=f"{self.batch.source_id}:frames:{fid}",
-            ts_us=ts,
-            stream=stream,
-            app=self._shared.setdefault(app, app),
-            window=self._share(window),
-            url=self._share(url),
-            focused=True if r[4] is None else _truthy(r[4]),
-            trigger=trigger,
-            heartbeat=trigger is not None and trigger.strip().lower() in HEARTBEAT_TRIGGERS,
-            source_frame_id=fid_text,
+        self.snaps.add(self.days.day(ts), (  # Snapshot's fields, in order
+            f"{self.batch.source_id}:frames:{fid}",
+            ts,
+            stream,
+            self._shared.setdefault(app, app),
+            self._share(window),
+            self._share(url),
+            True if r[4] is None else _truthy(r[4]),
+            trigger,
+            trigger is not None and trigger.strip().lower() in HEARTBEAT_TRIGGERS,
+            fid_text,
         ))
         self.kept[fid] = (ts, fid_text)
         self.days.see(stream, ts)
@@ -1098,7 +1097,7 @@ class _Reader:
 
     def _accessibility(self) -> list[Element]:
         """Legacy text-only accessibility rows, each tied to the nearest snapshot in time."""
-        snaps = sorted((s.ts_us, s.source_frame_id or "", s.app) for s in self.batch.snapshots)
+        snaps = sorted((s[1], s[9] or "", s[3]) for s in self.snaps)  # (ts_us, frame id, app)
         times = [s[0] for s in snaps]
         wanted = ["id", "timestamp", "app_name", "text_content"]
         sid = self.batch.source_id
@@ -1137,7 +1136,8 @@ class _Reader:
         n_candidates: dict[str, int] = {}
         kinds: dict[Any, str] = {}  # raw event_type -> normalised kind ("" when unknown)
         stream_of = self.stream_of
-        append: Any = self.batch.inputs.append  # tuples until their day is made (see _input_columns)
+        add = self.inputs.add  # tuples until their day is made (see _input_columns)
+        day = self.days.day
         share = self._share
         n = 0
         for row in iter_rows(cur):
@@ -1204,10 +1204,10 @@ class _Reader:
                     self.batch.note("ui_events: element_bounds that are not {left,top,width,height} JSON (dropped)")
             elem_name = None if name is None else share(text(name, MAX_WINDOW, "ui_events.element_name"))
             elem_role = None if role is None else share(text(role, 128, "ui_events.element_role"))
-            # A tuple, not an InputEvent: every input of the source is held until its day lands, and
-            # the id and frame id as ints (the ref and frame text are made per day, as columns) keep
-            # that about 150 bytes a row smaller. Fields in InputEvent order.
-            append((
+            # A tuple, not an InputEvent: every input of the source is held (packed, see _DaySpill)
+            # until its day lands; the id and frame id stay ints (the ref and frame text are made
+            # per day, as columns). Fields in InputEvent order.
+            add(day(ts), (
                 eid,
                 ts,
                 kind,
@@ -1284,6 +1284,61 @@ class _Reader:
                         _index_node(found[fid], node.get("role"), node.get("name", node.get("text")),
                                     (b.get("left"), b.get("top"), b.get("width"), b.get("height")))
             yield from found.items()
+
+
+class _DaySpill:
+    """Rows (tuples) held until their local day is made, by day, packed in blocks of SPILL_ROWS.
+
+    Every pass but the elements' reads the whole source before its first day lands. As objects,
+    the 61-day benchmark's 343k input tuples and 132k snapshots took about 200 MB; pickled (which
+    writes a string shared by many rows once per block) and zlib-compressed they take a few. The
+    rows of a day come back in the order they were added."""
+
+    def __init__(self) -> None:
+        self._packed: dict[str, list[bytes]] = {}
+        self._open: dict[str, list[tuple[Any, ...]]] = {}
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def days(self) -> set[str]:
+        return set(self._open) | set(self._packed)
+
+    def add(self, day: str, row: tuple[Any, ...]) -> None:
+        rows = self._open.get(day)
+        if rows is None:
+            rows = self._open[day] = []
+        rows.append(row)
+        self._count += 1
+        if len(rows) >= SPILL_ROWS:
+            self._packed.setdefault(day, []).append(zlib.compress(pickle.dumps(rows, 5), 1))
+            self._open[day] = []
+
+    def pop(self, day: str) -> list[tuple[Any, ...]]:
+        out: list[tuple[Any, ...]] = []
+        for block in self._packed.pop(day, []):
+            out.extend(pickle.loads(zlib.decompress(block)))
+        out.extend(self._open.pop(day, []))
+        self._count -= len(out)
+        return out
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        """Every row, day by day (unpacked a block at a time)."""
+        for day in sorted(self.days()):
+            for block in self._packed.get(day, []):
+                yield from pickle.loads(zlib.decompress(block))
+            yield from self._open.get(day, [])
+
+    def truncate(self, count: int) -> None:
+        """Drop what was added since the spill held ``count`` rows (only a whole pass is undone)."""
+        if count == self._count:
+            return
+        if count:
+            raise AssertionError("a spill is undone to its start or not at all")
+        self._packed.clear()
+        self._open.clear()
+        self._count = 0
 
 
 def _as_columns(parts: list[Any]) -> RowColumns:
