@@ -93,7 +93,7 @@ ACCESSIBILITY_MAX_GAP_US = 30 * 1_000_000
 MAX_TREE_NODES = 20_000  # per accessibility_tree_json; deeper/larger trees are cut and counted
 MAX_TREE_DEPTH = 256
 SIZE_CANDIDATES = 200  # click events examined per monitor to derive its screen size
-SPILL_ROWS = 4096  # rows of one day held as objects before they are packed (see _DaySpill)
+SPILL_ROWS = 4096  # rows held as objects (of any days) before they are packed (see _DaySpill)
 Box = tuple[float, float, float, float]  # left, top, width, height
 _NONE = type(None)
 _INT = frozenset({int})
@@ -101,7 +101,7 @@ _INT_OR_NONE = frozenset({int, _NONE})
 _TEXT = frozenset({str, _NONE})
 _FLOAT_OR_NONE = frozenset({float, _NONE})
 _STR = frozenset({str})
-_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+_FIRST = operator.itemgetter(0)
 _LO, _HI = -0.5, 1.5  # normalised bounds kept as they are (see _unit)
 DUPLICATE_FRAMES = "frames: duplicate rows skipped (identical apart from the id)"
 BACKGROUND = "frames: background windows of a capture cycle (not the foreground; not imported)"
@@ -426,8 +426,9 @@ class _Reader:
         self.days = DaySeen(tz)
         # frame id -> stream for every frame row (what ui_events point at)
         self.stream_of: dict[int, str] = {}
-        # frame id -> (ts_us, frame id text) for frames that became snapshots
-        self.kept: dict[int, tuple[int, str]] = {}
+        # frame id -> ts_us for frames that became snapshots (an int, not a tuple with the id's
+        # text: this holds every kept frame of the source, 132k in the 61-day benchmark)
+        self.kept: dict[int, int] = {}
         self._tree_roles: dict[str, str | None] = {}  # raw role -> cleaned, interned
         self.tree_frames: set[int] = set()  # kept frames with an accessibility_tree_json
         self._labels: dict[tuple[str, Any], str | None] = {}  # (field, raw) -> cleaned role/source
@@ -474,7 +475,9 @@ class _Reader:
         if device is None:
             return DEFAULT_STREAM
         name = self.text(device, 128, "frames.device_name")
-        return name.strip() if name and name.strip() else DEFAULT_STREAM
+        name = name.strip() if name else None
+        # One str per monitor, not one per frame: stream_of keeps an entry for every frame read.
+        return self._shared.setdefault(name, name) if name else DEFAULT_STREAM
 
     # -- the passes ----------------------------------------------------------------------------
 
@@ -723,7 +726,7 @@ class _Reader:
             self.batch.note(DUPLICATE_FRAMES)
             return
         seen.add(key)
-        trigger = self.text(r[7], 64, "frames.capture_trigger")
+        trigger = self._share(self.text(r[7], 64, "frames.capture_trigger"))
         fid_text = str(fid)
         self.snaps.add(self.days.day(ts), (  # Snapshot's fields, in order
             f"{self.batch.source_id}:frames:{fid}",
@@ -737,7 +740,7 @@ class _Reader:
             trigger is not None and trigger.strip().lower() in HEARTBEAT_TRIGGERS,
             fid_text,
         ))
-        self.kept[fid] = (ts, fid_text)
+        self.kept[fid] = ts
         self.days.see(stream, ts)
         if r[9]:
             self.tree_frames.add(fid)
@@ -771,8 +774,7 @@ class _Reader:
             ):
                 if isinstance(raw, str) and not raw.strip():
                     continue  # an empty tree column: nothing recorded
-                ts, fid_text = self.kept[fid]
-                self._tree(fid, fid_text, ts, raw, out)
+                self._tree(fid, str(fid), self.kept[fid], raw, out)
         return out
 
     def _tree(self, fid: int, fid_text: str, ts: int, raw: Any, out: list[Element]) -> None:
@@ -931,13 +933,12 @@ class _Reader:
                 out[v] = self._label(field, v) or ("unknown" if field == "s" else None)
         if not set(map(type, smap.values())) <= _STR or not set(map(type, rmap.values())) <= _TEXT:
             return None  # a label repaired earlier (a str subclass): the row checks decide
-        owners: list[tuple[int, str]] = found  # type: ignore[assignment]  # no None, checked above
         prefix = f"{self.batch.source_id}:elements:"
         add = prefix.__add__
         return RowColumns("elements", {
             "ref": list(map(add, map(str, eids))),
-            "ts_us": list(map(_FIRST, owners)),
-            "snapshot_frame_id": list(map(_SECOND, owners)),
+            "ts_us": found,
+            "snapshot_frame_id": _id_texts(fids),
             "source": list(map(smap.__getitem__, sources)),
             "role": list(map(rmap.__getitem__, roles)),
             "text": [None if t == "" else t for t in texts] if "" in texts else list(texts),
@@ -1001,18 +1002,17 @@ class _Reader:
         found = list(map(self.kept.get, fids))
         if None in found or not set(map(type, eids)) <= _INT:
             return False
-        owners: list[tuple[int, str]] = found  # type: ignore[assignment]  # no None, checked above
+        stamps: list[int] = found  # type: ignore[assignment]  # no None, checked above
         if not _cells_kept_as_they_are(texts, depths, (lefts, tops, widths, heights)):
             return False
         smap = {v: self._label("s", v) or "unknown" for v in dict.fromkeys(sources)}
         rmap = {v: self._label("r", v) for v in dict.fromkeys(roles)}
         prefix = f"{self.batch.source_id}:elements:"
-        stamps = [o[0] for o in owners]
         # The rows as columns (no object a row): the log groups and seals them as columns.
         block = RowColumns("elements", {
             "ref": list(map(prefix.__add__, map(str, eids))),
             "ts_us": stamps,
-            "snapshot_frame_id": [o[1] for o in owners],
+            "snapshot_frame_id": _id_texts(fids),
             "source": list(map(smap.__getitem__, sources)),
             "role": list(map(rmap.__getitem__, roles)),
             "text": [None if t == "" else t for t in texts],
@@ -1047,7 +1047,8 @@ class _Reader:
             if fid != last_fid:
                 recent = {}
                 last_fid = fid
-                append = out.setdefault(day(owner[0]), []).append
+                fid_text = str(int(fid))  # the kept frame's id as text (fid may be a REAL equal to it)
+                append = out.setdefault(day(owner), []).append
             src = labels.get(("s", source), "")
             if src == "":
                 src = self._label("s", source)
@@ -1066,7 +1067,7 @@ class _Reader:
             recent[eid] = ref
             parent_ref = None if parent is None else (recent.get(parent) or prefix + str(parent))
             append(Element(
-                ref, owner[0], owner[1], src or "unknown", r, etext, parent_ref, d,
+                ref, owner, fid_text, src or "unknown", r, etext, parent_ref, d,
                 left if type(left) is float and -0.5 <= left <= 1.5 else _unit(left),
                 top if type(top) is float and -0.5 <= top <= 1.5 else _unit(top),
                 width if type(width) is float and -0.5 <= width <= 1.5 else _unit(width),
@@ -1287,7 +1288,7 @@ class _Reader:
 
 
 class _DaySpill:
-    """Rows (tuples) held until their local day is made, by day, packed in blocks of SPILL_ROWS.
+    """Rows (tuples) held until their local day is made, by day, packed once SPILL_ROWS are open.
 
     Every pass but the elements' reads the whole source before its first day lands. As objects,
     the 61-day benchmark's 343k input tuples and 132k snapshots took about 200 MB; pickled (which
@@ -1298,6 +1299,7 @@ class _DaySpill:
         self._packed: dict[str, list[bytes]] = {}
         self._open: dict[str, list[tuple[Any, ...]]] = {}
         self._count = 0
+        self._open_count = 0
 
     def __len__(self) -> int:
         return self._count
@@ -1311,16 +1313,22 @@ class _DaySpill:
             rows = self._open[day] = []
         rows.append(row)
         self._count += 1
-        if len(rows) >= SPILL_ROWS:
-            self._packed.setdefault(day, []).append(zlib.compress(pickle.dumps(rows, 5), 1))
-            self._open[day] = []
+        self._open_count += 1
+        if self._open_count >= SPILL_ROWS:
+            # Rows come nearly in time order, so this is almost always one day's block.
+            for d, held in self._open.items():
+                self._packed.setdefault(d, []).append(zlib.compress(pickle.dumps(held, 5), 1))
+            self._open.clear()
+            self._open_count = 0
 
     def pop(self, day: str) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []
         for block in self._packed.pop(day, []):
             out.extend(pickle.loads(zlib.decompress(block)))
-        out.extend(self._open.pop(day, []))
+        held = self._open.pop(day, [])
+        out.extend(held)
         self._count -= len(out)
+        self._open_count -= len(held)
         return out
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
@@ -1338,7 +1346,13 @@ class _DaySpill:
             raise AssertionError("a spill is undone to its start or not at all")
         self._packed.clear()
         self._open.clear()
-        self._count = 0
+        self._count = self._open_count = 0
+
+
+def _id_texts(ids: Sequence[Any]) -> list[str]:
+    """The text of each (kept) frame id, one str per distinct id; an id may be a REAL equal to it."""
+    names = {f: str(int(f)) for f in dict.fromkeys(ids)}
+    return list(map(names.__getitem__, ids))
 
 
 def _as_columns(parts: list[Any]) -> RowColumns:
