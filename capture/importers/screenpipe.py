@@ -489,7 +489,7 @@ class _Reader:
         for i, d in enumerate(all_days, 1):
             with gc_paused():
                 snaps = [Snapshot(*t) for t in self.snaps.pop(d)]
-                elements = texts.get(d, [])
+                elements = texts.pop(d, [])
                 fids = sorted(int(s.source_frame_id or 0) for s in snaps)
                 elements.extend(self._trees_of(f for f in fids if f in self.tree_frames))
                 if scanned is not None:
@@ -499,6 +499,7 @@ class _Reader:
                 self.progress.tick(f"day {d}:", i, len(all_days))
                 chunk = self._chunk(snaps, self._input_columns(self.inputs.pop(d)),
                                     _as_columns(elements), streams.get(d, []))
+                del snaps, elements, fids  # the parts of the element columns: not held while the day lands
             yield chunk
             del chunk
         if not all_days:
@@ -617,7 +618,7 @@ class _Reader:
         chunk_device = self._chunk_devices()
         event_layout = "capture_trigger" in self.frame_cols
         clock = ClockWatch(self.batch, "frames")
-        seen: set[tuple[Any, ...]] = set()
+        seen: set[tuple[int, int]] = set()
         group: list[tuple[Any, ...]] = []
         n = 0
         for row in iter_rows(cur):
@@ -646,7 +647,7 @@ class _Reader:
             self._cycle(group, clock, seen)
         clock.finish()
 
-    def _cycle(self, rows: list[tuple[Any, ...]], clock: ClockWatch, seen: set[tuple[Any, ...]]) -> None:
+    def _cycle(self, rows: list[tuple[Any, ...]], clock: ClockWatch, seen: set[tuple[int, int]]) -> None:
         """Rows sharing one timestamp.
 
         Event-driven capture writes one row per capture (two in the same second share a
@@ -705,7 +706,7 @@ class _Reader:
                     self.dropped[r[0]] = "background"
                     self.batch.note("frames: extra focused rows in one capture cycle (the first was kept)")
 
-    def _snapshot(self, r: tuple[Any, ...], ts: int, stream: str, seen: set[tuple[Any, ...]]) -> None:
+    def _snapshot(self, r: tuple[Any, ...], ts: int, stream: str, seen: set[tuple[int, int]]) -> None:
         fid = r[0]
         app = self.text(r[2], 100_000, "frames.app_name")
         if app is None or not app.strip():
@@ -719,13 +720,15 @@ class _Reader:
             return
         window = self.text(r[3], MAX_WINDOW, "frames.window_name")
         url = self.text(r[5], MAX_URL, "frames.browser_url")
-        key = (ts, stream, app, window, url, r[4], r[7])
-        # Only a sub-second clock tells a repeated row from two captures in the same second.
-        if ts % 1_000_000 and key in seen:
-            self.dropped[fid] = "duplicate"
-            self.batch.note(DUPLICATE_FRAMES)
-            return
-        seen.add(key)
+        # Only a sub-second clock tells a repeated row from two captures in the same second, so
+        # only such rows are remembered, as (time, hash of the rest) like ui_events' (see there).
+        if ts % 1_000_000:
+            key = (ts, hash((stream, app, window, url, r[4], r[7])))
+            if key in seen:
+                self.dropped[fid] = "duplicate"
+                self.batch.note(DUPLICATE_FRAMES)
+                return
+            seen.add(key)
         trigger = self._share(self.text(r[7], 64, "frames.capture_trigger"))
         fid_text = str(fid)
         self.snaps.add(self.days.day(ts), (  # Snapshot's fields, in order
