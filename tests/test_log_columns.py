@@ -85,3 +85,17 @@ def test_row_columns_read_as_their_rows(tmp_path: Path) -> None:
     assert list(block.take([4, 0])) == [rows[4], rows[0]]
     assert list(block.where([True, False, True, False, False])) == [rows[0], rows[2]]
     assert list(RowColumns.concat("elements", [block.slice(0, 2), block.slice(2, 5)])) == rows
+
+
+def test_a_seal_from_memory_leaves_duckdb_returning_what_it_freed(tmp_path: Path) -> None:
+    # A bulk import seals day after day on one connection; DuckDB's default keeps up to 128 MiB a
+    # query freed, which the 61-day import's peak paid for (docs/benchmarks.md).
+    home = Home(tmp_path / "home")
+    home.init(tz=TZ, grace_hours=1)
+    log = EventLog(home)
+    report = log.append(_batch([(1, DAYS[0], 0, "OK", 0, 0.5, 0.25)], [], True), now_us=LATER)
+    assert report.days_sealed == [DAYS[0]]
+    with log._db() as con:
+        for name in ("allocator_flush_threshold", "allocator_bulk_deallocation_flush_threshold"):
+            (value,) = con.execute(f"SELECT current_setting('{name}')").fetchone()
+            assert value in ("0MB", "0 bytes", "0B", "0"), (name, value)  # (as DuckDB spells it)

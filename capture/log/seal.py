@@ -41,6 +41,19 @@ from capture.model import ROW_KINDS
 from capture.timeutil import day_bounds, parse_day
 
 HOUR_US = 3_600 * 1_000_000
+# DuckDB keeps memory a query freed for the next one, up to 128 MiB by default. An import seals
+# day after day on one connection, and what each seal kept added to the import's peak: returned
+# at once, the 61-day import peaks about 25 MB lower (295 -> 270 MB) for no measurable time.
+SEAL_SETTINGS = ("SET allocator_flush_threshold = '0MB'",
+                 "SET allocator_bulk_deallocation_flush_threshold = '0MB'")
+
+
+def _return_freed_memory(con: duckdb.DuckDBPyConnection) -> None:
+    for stmt in SEAL_SETTINGS:
+        try:
+            con.execute(stmt)
+        except duckdb.Error:  # a DuckDB without the setting: it keeps its default
+            pass
 
 
 def _pending(con: duckdb.DuckDBPyConnection, views: contextlib.ExitStack, fresh: dict[str, Any]) -> dict[str, str]:
@@ -119,6 +132,7 @@ class Sealing(WriterLock, Quarantine):
         append_bytes(marker, b"sealing from an import\n")
         try:
             with self._db() as con, contextlib.ExitStack() as views:
+                _return_freed_memory(con)
                 self._write_sealed(con, day, _pending(con, views, fresh), sources, amendment=k)
         finally:
             # Only a killed process leaves the marker behind; an error here must not let recovery
