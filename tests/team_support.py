@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import multiprocessing
 import shutil
 import sqlite3
 import tempfile
@@ -21,6 +22,10 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from capture.home import Home
+
+# Fresh interpreters, not forks: a test worker has threads (DuckDB, Dagster, execnet), and a
+# child forked from it crashed once in the garbage collector (SIGSEGV, clean-clone run).
+_SPAWN = multiprocessing.get_context("spawn")
 
 TZ = "Europe/Paris"
 START = "2026-06-01"
@@ -85,7 +90,7 @@ def corpora(seeds: list[int], days: int) -> dict[int, Path]:
     with _cache_lock():
         todo = [j for j in jobs if not (Path(j[2]) / "cut.sqlite").exists()]
         if todo:
-            with ProcessPoolExecutor(max_workers=2) as pool:
+            with ProcessPoolExecutor(max_workers=2, mp_context=_SPAWN) as pool:
                 list(pool.map(_make, todo))
     return {s: Path(t) / "cut.sqlite" for s, _d, t in jobs}
 
@@ -117,7 +122,7 @@ def user_folders(seeds: list[int], days: int) -> dict[int, Path]:
     with _cache_lock():
         todo = [j for j in jobs if not (Path(j[1]) / "done").exists()]
         if todo:
-            with ProcessPoolExecutor(max_workers=2) as pool:
+            with ProcessPoolExecutor(max_workers=2, mp_context=_SPAWN) as pool:
                 list(pool.map(_import, todo))
     return {s: Path(t) for s, (_db, t) in zip(seeds, jobs, strict=True)}
 
