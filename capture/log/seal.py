@@ -43,7 +43,9 @@ from capture.timeutil import day_bounds, parse_day
 HOUR_US = 3_600 * 1_000_000
 # DuckDB keeps memory a query freed for the next one, up to 128 MiB by default. An import seals
 # day after day on one connection, and what each seal kept added to the import's peak: returned
-# at once, the 61-day import peaks about 25 MB lower (295 -> 270 MB) for no measurable time.
+# at once, the 61-day import peaks about 25 MB lower (295 -> 270 MB). Its CPU cost alone is not
+# measured (the import as a whole takes ~8 % more CPU than before this and the packing of held
+# rows; docs/benchmarks.md).
 SEAL_SETTINGS = ("SET allocator_flush_threshold = '0MB'",
                  "SET allocator_bulk_deallocation_flush_threshold = '0MB'")
 
