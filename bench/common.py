@@ -54,7 +54,7 @@ class Measured:
     returncode: int
     wall_s: float
     cpu_s: float  # user + system of the child (and its waited-for children)
-    peak_mb: float  # the child's peak resident set size
+    peak_mb: float  # the child's peak resident set size, its own processes' together (rusage_child.py)
     stdout: str
     stderr: str
     timed_out: bool = False

@@ -12,6 +12,7 @@ from typing import Any
 from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.home import resolve_home
+from capture.importers import child
 from capture.importers.common import parse_screen_sizes
 from capture.log import EventLog
 from capture.model import ROW_KINDS
@@ -111,7 +112,14 @@ def run(args: argparse.Namespace) -> int:
         if grown and progress:
             progress(f"{path} grew since its last import: reading from row ids {since}")
         # One local day at a time: memory holds one day of element rows, not the whole database.
-        batches = screenpipe.iter_screenpipe(path, screens=screens, since=since, **opts)
+        # A large source whole is read by a reader process while this one lands each day
+        # (capture/importers/child.py): on two cores, about a fifth less time.
+        if not grown and _size(screenpipe.database_file(path)) >= child.min_source_bytes():
+            batches = child.in_child("capture.importers.screenpipe:iter_screenpipe",
+                                     {"path": path, "screens": screens, "since": since,
+                                      **{k: v for k, v in opts.items() if k != "progress"}}, progress)
+        else:
+            batches = screenpipe.iter_screenpipe(path, screens=screens, since=since, **opts)
     elif args.source_kind == "activitywatch":
         # deferred: only the importer of the source given
         from capture.importers.activitywatch import read_activitywatch
@@ -181,6 +189,13 @@ def run(args: argparse.Namespace) -> int:
         _print_table(args.source_kind, path, total.source_id, home.root, total.read, total, notes)
     _nothing_landed(path, total, notes)
     return 0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # the reader says why it cannot be read
 
 
 def _unchanged(args: argparse.Namespace, home: Any, path: Path, source_id: str, held: Any) -> int:
