@@ -351,6 +351,16 @@ def table_rows(s: Sizes, res: dict[str, Any], errors: dict[str, str]) -> list[di
     sealed = res.get("import", {}).get("days_sealed", "?")
     add("import", f"import {s.import_days} days, {sealed} with capture (af import screenpipe)",
         "issue 13: 24k rows/s, 660 MB", ">= 100k rows/s, <= 300 MB", import_)
+    def reader(r: dict[str, Any]) -> tuple[str, str]:
+        i = r.get("reader")
+        if i is None:
+            return "not measured", "-"
+        return (f"{i['rows_per_s']:,} rows/s, peak {i['peak_mb']:.0f} MB (both processes) ({i['wall_s']:.1f} s wall, "
+                f"{i['cpu_s']:.1f} s CPU; same log: {'yes' if i['same_log'] else 'NO'})",
+                _met(i["rows_per_s"] >= 100_000 and i["peak_mb"] <= 300 and i["same_log"]))
+
+    add("import", f"import {s.import_days} days with --reader-process (a second process reads)",
+        "-", ">= 100k rows/s, <= 300 MB", reader)
     add("import", "re-import the same database (source watermark)", "issue 13: 38 s", "< 2 s, lands nothing",
         lambda r: (f"{r['reimport']['skipped']:,} rows already in the log, {r['reimport']['rows']:,} read, "
                    f"{r['reimport']['landed']:,} landed, {r['reimport']['wall_s']:.1f} s, "

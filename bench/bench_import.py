@@ -6,12 +6,15 @@ The corpus is `af synth --days N --seed S` (capture/synth.py), written once and 
 .bench/corpus-<N>d-seed<S>/; at 61 days it is about 140k frames, 350k input events and 2M
 element rows, the size issue 2 asks for. Each step runs `af` as a child process into a fresh
 data folder (.bench/import-<N>d/home, replaced every run) and is measured from outside: wall
-time, CPU time (user + system) and the child's own peak resident memory (os.wait4):
+time, CPU time (user + system) and the child's own peak memory (os.wait4; with processes of its
+own, their PSS together, see bench/rusage_child.py):
 
 1. import:    af import screenpipe DB --home H --tz ZONE   (every past day lands and seals)
 2. re-import: the same command again                        (idempotent: nothing lands; the source's
               watermark says it is unchanged, so nothing is read)
 3. verify:    af log verify --home H                        (rehash every sealed segment)
+   reader:    the import again with --reader-process into a second folder, its log compared
+              with the first file by file (then removed)
 4. growth:    in this process, each active day in log order: EventLog.read_day (hash check
               and Parquet read) plus compile_day, best of 2; the ratio of the mean over the
               second half of the days to the first half. A day's cost must not grow with the
@@ -133,6 +136,18 @@ def run(days: int, seed: int = 1, tz: str = "Europe/Paris", timeout: float = 360
     reread = int(again.get("rows_read", sum(int(v) for v in again["read"].values())))
 
     m3, verify = _step("verify", [*af, "log", "verify", "--home", str(home), "--json"], timeout)
+
+    # the same import with a reader process (af import --reader-process), into its own folder
+    home_r = home.parent / "home-reader"
+    if home_r.exists():
+        shutil.rmtree(home_r)
+    m4, _ = _step("import --reader-process",
+                  [*af, "import", "screenpipe", str(db), "--home", str(home_r), "--tz", tz, "--json",
+                   "--reader-process"], timeout)
+    if m4.returncode != 0:
+        raise StepFailed(f"import --reader-process exited {m4.returncode}: {m4.tail()}")
+    same_log = _log_digest(home_r) == _log_digest(home)
+    shutil.rmtree(home_r)
     grown = growth(home) if with_growth else None
 
     return {
@@ -146,6 +161,7 @@ def run(days: int, seed: int = 1, tz: str = "Europe/Paris", timeout: float = 360
                                              "unchanged": bool(again.get("unchanged", False))},
         "verify": _figures(m3, 0) | {"ok": bool(verify.get("ok")) and m3.returncode == 0,
                                      "entries": verify.get("entries")},
+        "reader": _figures(m4, sum(landed.values())) | {"same_log": same_log},
         "growth": grown,
     }
 
@@ -210,13 +226,15 @@ def table(r: dict[str, Any]) -> str:
         "| step | rows | wall s | CPU s | rows/s (wall) | peak MB |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for key, label in (("import", "import (all land)"), ("reimport", "re-import (unchanged: not read)"),
-                       ("verify", "af log verify")):
+    for key, label in (("import", "import (all land)"),
+                       ("reader", "import --reader-process (2 processes; memory: both, PSS)"),
+                       ("reimport", "re-import (unchanged: not read)"), ("verify", "af log verify")):
         s = r[key]
         rows = f"{s['rows']:,}" if s["rows"] else "-"
         rate = f"{s['rows_per_s']:,}" if s["rows"] else "-"
         lines.append(f"| {label} | {rows} | {s['wall_s']:.1f} | {s['cpu_s']:.1f} | {rate} | {s['peak_mb']:.0f} |")
     lines.append("")
+    lines.append(f"import --reader-process landed the same log, file by file: {'yes' if r['reader']['same_log'] else 'NO'}")
     lines.append(f"re-import landed {r['reimport']['landed']:,} rows (skipped {r['reimport']['skipped']:,}); "
                  f"log verify: {'ok' if r['verify']['ok'] else 'FAILED'} ({r['verify']['entries']} entries)")
     g = r.get("growth")
@@ -257,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"bench_import: {exc}")
         return 1
     print(json.dumps(r, indent=2) if args.json else table(r))
-    return 0 if r["reimport"]["idempotent"] and r["verify"]["ok"] else 1
+    return 0 if r["reimport"]["idempotent"] and r["verify"]["ok"] and r["reader"]["same_log"] else 1
 
 
 if __name__ == "__main__":

@@ -49,13 +49,13 @@ def test_the_process_tree_is_counted_together() -> None:
     # larger of the two, so the benchmark sums the tree
     import subprocess
 
-    from bench.rusage_child import tree_rss_bytes
+    from bench.rusage_child import tree_memory_bytes
 
     proc = subprocess.Popen([sys.executable, "-c", TREE.format(kid=KID)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        both = tree_rss_bytes(proc.pid) / 2**20
+        both = tree_memory_bytes(proc.pid) / 2**20
         assert both >= 120, both
         import os
 

@@ -30,7 +30,6 @@ def _sealed(home: Path) -> dict[str, str]:
 
 
 def _import(capsys, db: Path, home: Path, monkeypatch, *, reader: bool) -> tuple[dict, list[str]]:
-    monkeypatch.setenv("AF_READER_PROCESS_BYTES", "0" if reader else str(10**15))
     calls: list[str] = []
 
     def spy(target, kwargs, progress=None):
@@ -38,7 +37,8 @@ def _import(capsys, db: Path, home: Path, monkeypatch, *, reader: bool) -> tuple
         return IN_CHILD(target, kwargs, progress)
 
     monkeypatch.setattr(child, "in_child", spy)
-    assert main(["import", "screenpipe", str(db), "--home", str(home), "--tz", "Europe/Paris", "--json"]) == 0
+    flag = ["--reader-process"] if reader else []
+    assert main(["import", "screenpipe", str(db), "--home", str(home), "--tz", "Europe/Paris", "--json", *flag]) == 0
     out = json.loads(capsys.readouterr().out)
     out.pop("home")
     return out, calls
@@ -59,17 +59,16 @@ def test_a_reader_process_lands_what_an_inline_read_lands(tmp_path: Path, capsys
     assert _sealed(tmp_path / "b") == _sealed(tmp_path / "a") != {}
 
 
-def test_a_source_that_cannot_be_read_is_the_same_user_error(tmp_path: Path, capsys, monkeypatch) -> None:
+def test_a_source_that_cannot_be_read_is_the_same_user_error(tmp_path: Path, capsys) -> None:
     db = screenpipe_db(tmp_path / "db.sqlite")
     bad = tmp_path / "cut.sqlite"
     bad.write_bytes(db.read_bytes()[: 3 * 4096])
     messages = []
-    for limit in ("0", str(10**15)):
-        monkeypatch.setenv("AF_READER_PROCESS_BYTES", limit)
-        assert main(["import", "screenpipe", str(bad), "--home", str(tmp_path / limit)]) == 2
+    for flag in ("--reader-process", "--quiet"):
+        assert main(["import", "screenpipe", str(bad), "--home", str(tmp_path / flag), flag]) == 2
         messages.append(capsys.readouterr().err.strip().splitlines()[-1])
     assert messages[0] == messages[1] and str(bad) in messages[0]
-    assert not (tmp_path / "0").exists()  # nothing of the source landed: no data folder either
+    assert not (tmp_path / "--reader-process").exists()  # nothing of the source landed: no data folder either
 
 
 def test_items_progress_and_errors_come_back_in_order() -> None:

@@ -6,15 +6,15 @@ Parquet, seal: the other third). Threads cannot overlap them, since both halves 
 for nearly all of their time. A reader process can: it reads day N+1 while this process lands
 day N, so on two cores the import takes about as long as its reading half alone.
 
+It is a choice, not the default: the two processes hold about 140 MB more than one (each has
+its own interpreter and libraries, and the reading's and the landing's peaks no longer fall at
+different times). `af import screenpipe --reader-process` asks for it.
+
 The batches, the progress lines and the errors of the reader reach this process in order over
 one pipe. The reader runs at most one batch ahead (the pipe blocks it until its last batch has
 been taken), so memory holds one more day, not the source. The reader dies with this process
 (a Linux parent-death signal, else when its next send finds the pipe closed), and stopping the
 iteration early stops the reader.
-
-Rules (with units):
-- ``MIN_SOURCE_BYTES``: below this size a source is read in this process; a reader process
-  costs ~0.3-0.5 s to start, more than it saves on an import of a few seconds.
 """
 
 from __future__ import annotations
@@ -30,23 +30,10 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
-from capture.errors import UserError
-
-MIN_SOURCE_BYTES = 32 * 1024 * 1024  # bytes of source file; override: AF_READER_PROCESS_BYTES
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 # messages from the reader: (tag, payload)
 _BATCH, _PROGRESS, _ERROR, _END = "batch", "progress", "error", "end"
-
-
-def min_source_bytes() -> int:
-    """MIN_SOURCE_BYTES, or the AF_READER_PROCESS_BYTES environment variable (0: always a
-    reader process; tests use it to run the reader process on small sources)."""
-    raw = os.environ.get("AF_READER_PROCESS_BYTES", "")
-    try:
-        return int(raw) if raw.strip() else MIN_SOURCE_BYTES
-    except ValueError:
-        raise UserError(f"AF_READER_PROCESS_BYTES must be a whole number of bytes, not {raw!r}") from None
 
 
 def in_child(target: str, kwargs: dict[str, Any], progress: Callable[[str], None] | None = None) -> Iterator[Any]:

@@ -275,11 +275,6 @@ def grown_since(path: Path, old: dict[str, Any], now: dict[str, Any]) -> dict[st
 GROWN_OVERLAP_ROWS = 200  # as a sync pass: a capture cycle half-written at the last import is read whole
 
 
-def database_file(path: Path) -> Path:
-    """The database file a path names: the path itself, or screenpipe's db.sqlite in its folder."""
-    return _resolve(path)
-
-
 def _resolve(path: Path) -> Path:
     path = Path(path).expanduser()
     if path.is_dir() and (path / "db.sqlite").is_file():
