@@ -33,3 +33,10 @@ def fails(kind: str, progress: Callable[[str], None] | None = None) -> Iterator[
     if kind == "value":
         raise ValueError("row 7 of the source is unreadable")
     raise Opaque(lambda: None)
+
+
+def dies(progress: Callable[[str], None] | None = None) -> Iterator[int]:
+    """One item, then the process ends without a word (as when the kernel kills it)."""
+    yield 1
+    os.kill(os.getpid(), 9)
+    yield 2

@@ -86,6 +86,13 @@ def test_items_progress_and_errors_come_back_in_order() -> None:
     assert multiprocessing.active_children() == []
 
 
+def test_a_reader_that_dies_is_an_error_not_a_short_source() -> None:
+    items = child.in_child("child_targets:dies", {})
+    assert next(items) == 1
+    with pytest.raises(child.ReaderStopped, match="exit code -9 .killed.*importing again lands the rest"):
+        next(items)
+
+
 def test_stopping_early_stops_the_reader() -> None:
     items = child.in_child("child_targets:forever", {})
     pid = next(items)

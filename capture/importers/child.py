@@ -4,7 +4,7 @@ An import is two halves that take turns on one core: reading the source (SQLite 
 capture rows: about two thirds of a screenpipe import's CPU) and landing each day (dedup,
 Parquet, seal: the other third). Threads cannot overlap them, since both halves hold the GIL
 for nearly all of their time. A reader process can: it reads day N+1 while this process lands
-day N, so on two cores the import takes about as long as its reading half alone.
+day N, so on two cores the import takes, at best, about as long as its reading half alone.
 
 It is a choice, not the default: the two processes hold about 140 MB more than one (each has
 its own interpreter and libraries, and the reading's and the landing's peaks no longer fall at
@@ -30,7 +30,15 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
+from capture.errors import AfError
+
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class ReaderStopped(AfError):
+    """The reader process ended before its source was read to the end, without an error of its own."""
+
+    exit_code = 1
 
 # messages from the reader: (tag, payload)
 _BATCH, _PROGRESS, _ERROR, _END = "batch", "progress", "error", "end"
@@ -42,7 +50,7 @@ def in_child(target: str, kwargs: dict[str, Any], progress: Callable[[str], None
 
     Its progress lines go to ``progress`` here, between the items they came with. An exception
     raised in the reader is raised here again (same class and message when it can be pickled,
-    else a RuntimeError naming it); a reader that dies without one is an error too."""
+    else a RuntimeError naming it); a reader that dies without one raises ReaderStopped."""
     ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked DuckDB or thread state
     here, there = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_run, args=(there, target, kwargs, progress is not None, os.getpid()), daemon=True,
@@ -56,8 +64,11 @@ def in_child(target: str, kwargs: dict[str, Any], progress: Callable[[str], None
                 tag, payload = here.recv()
             except EOFError:
                 proc.join()
-                raise RuntimeError(f"the reader process of {target} stopped without a word "
-                                   f"(exit code {proc.exitcode})") from None
+                code = proc.exitcode
+                why = " (killed, perhaps for lack of memory)" if code is not None and code < 0 else ""
+                raise ReaderStopped(f"the reader process stopped with exit code {code}{why} before the source "
+                                    "was read to its end; the days landed so far are in the log, and importing "
+                                    "again lands the rest") from None
             if tag == _BATCH:
                 yield payload
             elif tag == _PROGRESS:

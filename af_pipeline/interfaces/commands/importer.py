@@ -71,7 +71,7 @@ def register(sub: Any) -> None:
                            "(repeatable; overrides the size derived from click element bounds)")
             k.add_argument("--reader-process", action="store_true",
                            help="read the database in a second process while this one lands each day: "
-                           "about a quarter less time on two cores, about 140 MB more memory")
+                           "less time on two cores (6-31 %% in docs/benchmarks.md), about 140 MB more memory")
         k.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
         k.set_defaults(func=run)
     p.set_defaults(func=_need_kind)
