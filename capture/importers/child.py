@@ -61,7 +61,7 @@ def in_child(target: str, kwargs: dict[str, Any], progress: Callable[[str], None
     try:
         while True:
             try:
-                tag, payload = here.recv()
+                tag, payload = pickle.loads(here.recv_bytes())
             except EOFError:
                 proc.join()
                 code = proc.exitcode
@@ -93,19 +93,25 @@ def _run(out: Connection, target: str, kwargs: dict[str, Any], with_progress: bo
         module, name = target.split(":")
         fn = getattr(importlib.import_module(module), name)
         if with_progress:
-            kwargs = {**kwargs, "progress": lambda line: out.send((_PROGRESS, line))}
+            kwargs = {**kwargs, "progress": lambda line: _send(out, _PROGRESS, line)}
         for item in fn(**kwargs):
-            out.send((_BATCH, item))
-        out.send((_END, None))
+            _send(out, _BATCH, item)
+        _send(out, _END, None)
     except (BrokenPipeError, ConnectionResetError):
         return  # the parent stopped reading: nothing is left to tell
     except BaseException as exc:  # noqa: BLE001 - every failure is the parent's to report
         try:
-            out.send((_ERROR, _portable(exc)))
+            _send(out, _ERROR, _portable(exc))
         except (BrokenPipeError, ConnectionResetError):
             return
     finally:
         out.close()
+
+
+def _send(out: Connection, tag: str, payload: Any) -> None:
+    # pickle.dumps in C, not Connection.send's ForkingPickler (a Python subclass): half the
+    # reader's time spent pickling a day's batch
+    out.send_bytes(pickle.dumps((tag, payload), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _portable(exc: BaseException) -> BaseException:
