@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -57,8 +58,6 @@ def test_the_process_tree_is_counted_together() -> None:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         both = tree_memory_bytes(proc.pid) / 2**20
         assert both >= 120, both
-        import os
-
         alone = int(Path(f"/proc/{proc.pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
         assert alone < 100, alone  # neither process alone holds what the two hold together
     finally:

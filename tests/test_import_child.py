@@ -1,5 +1,5 @@
-"""A large source is read by a reader process while the importer lands each day
-(capture/importers/child.py): the same log, the same errors, and no reader left behind."""
+"""`af import screenpipe --reader-process`: a reader process reads the source while the importer
+lands each day (capture/importers/child.py). The same log, the same errors, no reader left behind."""
 
 from __future__ import annotations
 
