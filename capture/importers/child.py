@@ -50,7 +50,11 @@ def in_child(target: str, kwargs: dict[str, Any], progress: Callable[[str], None
 
     Its progress lines go to ``progress`` here, between the items they came with. An exception
     raised in the reader is raised here again (same class and message when it can be pickled,
-    else a RuntimeError naming it); a reader that dies without one raises ReaderStopped."""
+    else a RuntimeError naming it); a reader that dies without one raises ReaderStopped.
+
+    The reader is a spawned interpreter, which imports the calling program's main module first:
+    a script that calls this must keep its work under ``if __name__ == "__main__":``, as for
+    any spawned process (the ``af`` command does)."""
     ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked DuckDB or thread state
     here, there = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_run, args=(there, target, kwargs, progress is not None, os.getpid()), daemon=True,
