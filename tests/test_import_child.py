@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_import_cli import screenpipe_db
+from test_import_screenpipe import _event_era, _video_era
 
 from af_pipeline.interfaces.cli import main
 from capture.importers import child
@@ -44,13 +45,15 @@ def _import(capsys, db: Path, home: Path, monkeypatch, *, reader: bool) -> tuple
     return out, calls
 
 
-@pytest.mark.parametrize("source", ["synth", "quarantine"])
+@pytest.mark.parametrize("source", ["synth", "quarantine", "2024-08", "current"])
 def test_a_reader_process_lands_what_an_inline_read_lands(tmp_path: Path, capsys, monkeypatch, source: str) -> None:
     if source == "synth":
         generate(2, 3, tmp_path / "src")
         db = tmp_path / "src" / "screenpipe.sqlite"
-    else:
+    elif source == "quarantine":
         db = screenpipe_db(tmp_path / "db.sqlite")  # a row that goes to the quarantine, three days
+    else:  # built from screenpipe's own migration chain (tests/screenpipe_eras.py)
+        db = (_video_era if source == "2024-08" else _event_era)(tmp_path, source)
     inline, none = _import(capsys, db, tmp_path / "a", monkeypatch, reader=False)
     read, used = _import(capsys, db, tmp_path / "b", monkeypatch, reader=True)
     assert none == [] and used == ["capture.importers.screenpipe:iter_screenpipe"]
