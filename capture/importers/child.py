@@ -40,6 +40,7 @@ class ReaderStopped(AfError):
 
     exit_code = 1
 
+
 # messages from the reader: (tag, payload)
 _BATCH, _PROGRESS, _ERROR, _END = "batch", "progress", "error", "end"
 
