@@ -99,3 +99,37 @@ def test_a_seal_from_memory_leaves_duckdb_returning_what_it_freed(tmp_path: Path
         for name in ("allocator_flush_threshold", "allocator_bulk_deallocation_flush_threshold"):
             (value,) = con.execute(f"SELECT current_setting('{name}')").fetchone()
             assert value in ("0MB", "0 bytes", "0B", "0"), (name, value)  # (as DuckDB spells it)
+
+
+one_day_element = st.tuples(st.integers(0, 12), st.integers(0, 5 * HOUR), st.sampled_from(["OK", "Save as…"]),
+                            st.one_of(st.none(), st.integers(0, 3)),
+                            st.one_of(st.none(), st.sampled_from([0.0, 0.25, 1.5])))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(one_day_element, min_size=1, max_size=25), due=st.booleans(), again=st.booleans())
+def test_a_checked_day_out_of_time_order_lands_as_its_sorted_rows_do(tmp_path_factory, monkeypatch, rows, due, again):
+    """An importer's day of checked (verified) columns is landed without being put in time order
+    first. Its files, report and quarantine are those of the same rows given as objects (which the
+    log sorts), also when a ref repeats at other times (the first in time order is kept), when the
+    day stays open, and when the same day arrives again."""
+    monkeypatch.setattr(log_module, "FSYNC", False)
+    day = DAYS[0]
+    start = day_bounds(day, TZ)[0] + 8 * HOUR
+    els = [Element(f"t:el:{i}", start + dt, f"{day}:{dt % 5}", "accessibility", None, text, None, depth, left)
+           for i, dt, text, depth, left in rows]
+    results = []
+    for columns in (False, True):
+        home = Home(tmp_path_factory.mktemp("h") / "home")
+        home.init(tz=TZ, grace_hours=1)
+        log = EventLog(home)
+        reports = []
+        for _ in range(2 if again else 1):
+            b = CaptureBatch("t", "synth")
+            b.elements = RowColumns("elements", RowColumns.from_rows("elements", els).cols,  # type: ignore[assignment]
+                                    verified=True) if columns else list(els)
+            reports.append(log.append(b, now_us=LATER if due else start))
+        results.append(([r.__dict__ for r in reports], _files(home), log.read_day(day).elements))
+    assert results[0] == results[1]
+    kept = {e.ref: e for e in sorted(els, key=lambda e: e.ts_us)[::-1]}  # the earliest of each ref wins
+    assert sorted(results[1][2], key=lambda e: e.ref) == sorted(kept.values(), key=lambda e: e.ref)

@@ -10,6 +10,8 @@ matches exactly.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -57,15 +59,23 @@ def drop_batch_duplicates(grouped: dict[str, dict[str, Any]]) -> int:
     repeated = values[counts > 1]
     if not len(repeated):
         return 0
+    # A group may be out of time order (one day's checked columns, which the seal sorts anyway):
+    # its candidates are visited by (time, batch order), as if it had been sorted stably.
+    candidates = np.flatnonzero(np.isin(hashes, repeated)).tolist()
+    stamps = [ts for rows in groups
+              for ts in (rows.cols["ts_us"] if isinstance(rows, RowColumns) else [row.ts_us for row in rows])]
+    bounds = list(itertools.accumulate(len(rows) for rows in groups))
+    candidates.sort(key=lambda i: (bisect.bisect_right(bounds, i), stamps[i], i))
     first: set[str] = set()
     losers: list[int] = []  # positions in refs
-    for i in np.flatnonzero(np.isin(hashes, repeated)).tolist():
+    for i in candidates:
         if refs[i] in first:
             losers.append(i)
         else:
             first.add(refs[i])
     if not losers:
         return 0
+    losers.sort()
     start = 0
     lost = iter(losers)
     nxt = next(lost, None)
