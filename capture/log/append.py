@@ -81,9 +81,8 @@ def _in_time_order(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
     stamps = cols["ts_us"]
     if all(map(operator.le, stamps, itertools.islice(stamps, 1, None))):
         return cols
-    order = sorted(range(len(stamps)), key=stamps.__getitem__)
-    pick = operator.itemgetter(*order)
-    return {n: list(pick(col)) if len(order) > 1 else [col[i] for i in order] for n, col in cols.items()}
+    pick = operator.itemgetter(*sorted(range(len(stamps)), key=stamps.__getitem__))  # (two rows or more here)
+    return {n: list(pick(col)) for n, col in cols.items()}
 
 
 class Appending(Sealing, Reading):
