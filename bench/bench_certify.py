@@ -16,7 +16,8 @@ Wall time, and CPU time of the process and every child it waited for (the indepe
 runs in child processes). ``--code DIR`` adds another checkout of the project (e.g. an older
 commit unpacked with `git archive`) measured the same way in the same rounds, interleaved, so
 that a shared machine's load falls on both alike; each certificate's content (verdicts, checks,
-problems, days: everything but its run ids and timings) is compared across the checkouts.
+problems, days: everything but its run ids, timings and code version) is compared across the
+checkouts.
 
 Prints a JSON summary (also written to .bench/certify/result.json).
 """
@@ -35,15 +36,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import BENCH_DIR, run_measured, say  # noqa: E402
+from bench.common import BENCH_DIR, ENTRY, run_measured, say  # noqa: E402
 
 # What differs between two certifications of the same folder by the same code: when and how long.
-TIMING = ("certified_at", "seconds")
+# Two checkouts also differ in code_version (a hash of their sources) whenever a file it covers
+# changed: that is not the certificate's content either.
+NOT_CONTENT = ("certified_at", "seconds", "code_version")
 
 
 def certificate_content(cert: dict[str, Any]) -> dict[str, Any]:
-    """The certificate without its timing fields and run ids."""
-    out = {k: v for k, v in cert.items() if k not in TIMING}
+    """The certificate without its timing fields, run ids and code version."""
+    out = {k: v for k, v in cert.items() if k not in NOT_CONTENT}
     out["days"] = {day: {k: v for k, v in entry.items() if k != "run_id"} for day, entry in cert["days"].items()}
     return out
 
@@ -63,7 +66,7 @@ def certify_once(code: Path, home: Path, first: str, last: str) -> dict[str, Any
     """One `af certify --from first --to last` process of the checkout in ``code``."""
     env = {k: v for k, v in os.environ.items() if k not in ("AF_HOME", "DAGSTER_HOME", "PYTHONPATH")}
     env["PYTHONPATH"] = str(code)  # that checkout's packages before the venv's (editable) ones
-    cmd = [sys.executable, "-c", "import sys; from af_pipeline.interfaces import cli; sys.exit(cli.main())",
+    cmd = [sys.executable, "-c", ENTRY,
            "certify", "--home", str(home), "--from", first, "--to", last, "--json"]
     m = run_measured(cmd, cwd=code, env=env)
     if m.returncode not in (0, 1):

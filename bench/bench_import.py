@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import BENCH_DIR, Measured, af_command, corpus, dir_mb, run_measured, say  # noqa: E402
+from bench.common import BENCH_DIR, ENTRY, Measured, af_command, corpus, dir_mb, run_measured, say  # noqa: E402
 
 KINDS = ("snapshots", "inputs", "elements", "presence", "streams")
 
@@ -195,7 +195,7 @@ def side_by_side(days: int, codes: dict[str, Path], seed: int = 1, tz: str = "Eu
             if home.exists():
                 shutil.rmtree(home)
             home.parent.mkdir(parents=True, exist_ok=True)
-            cmd = [sys.executable, "-c", "import sys; from af_pipeline.interfaces import cli; sys.exit(cli.main())",
+            cmd = [sys.executable, "-c", ENTRY,
                    "import", "screenpipe", str(db), "--home", str(home), "--tz", tz, "--json"]
             say(f"round {i + 1}/{rounds}: import with {name} ({code})")
             load = os.getloadavg()[0]

@@ -23,6 +23,11 @@ def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+# `af` as its console script runs it, for the checkout on sys.path: an older checkout (--code DIR)
+# may have no cli.entry yet (session 27), and then its main is what its script called.
+ENTRY = "import sys; from af_pipeline.interfaces import cli; sys.exit(getattr(cli, 'entry', cli.main)())"
+
+
 def af_command() -> list[str]:
     """The `af` a user runs: the venv's console script, else the module behind it."""
     script = Path(sys.executable).parent / "af"

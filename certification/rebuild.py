@@ -53,6 +53,7 @@ from af_pipeline.warehouse.version import code_version
 from capture.errors import CheckFailed
 from capture.home import Home
 from capture.log import EventLog
+from capture.process import end
 from capture.timeutil import days_between
 
 # Zones with odd offsets far from usual machine zones (+12:45, -03:30, +05:45).
@@ -363,4 +364,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    end(main())  # without the interpreter's last collection (capture/process.py): the certify process waits for it

@@ -49,6 +49,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, cast
 
+from capture.process import end
+
 # (tz, sealed, recorders, segment hashes): what a result must share with the warehouse's raw_days
 Provenance = tuple[str, bool, list[str], dict[str, str]]
 
@@ -375,4 +377,4 @@ class DayPrefetch:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    end(main(sys.argv[1:]))  # without the interpreter's last collection (capture/process.py)
