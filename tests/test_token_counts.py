@@ -68,3 +68,25 @@ def test_raw_rows_are_the_json_and_the_count_of_the_whole_list(rows):
                             "focused": s.focused} for s in snaps], ensure_ascii=False)
     assert emit.raw_rows_json(cap) == expected
     assert emit.raw_rows_tokens(cap) == tokens.count(expected)
+
+
+ids = st.one_of(st.from_regex(r"[0-9]{1,12}", fullmatch=True), texts,
+                st.sampled_from(["", "0", "007", "1234567", "١٢٣", "²3", "12a", "3 4", "5, 6", "-7", "8.5"]))
+stamps_us = st.one_of(
+    st.integers(min_value=0, max_value=4 * 10**15),
+    st.integers(min_value=_DT_MIN_US, max_value=_DT_MAX_US),
+    st.integers(min_value=0, max_value=4 * 10**9).map(lambda s: s * 10**6),  # whole seconds: .000000
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(ids, stamps_us, texts, st.one_of(st.none(), texts), st.one_of(st.none(), texts),
+                          texts, st.booleans()), min_size=1, max_size=12),
+       st.integers(min_value=1, max_value=3))
+def test_raw_rows_tokens_counted_by_parts_is_the_count_of_the_json(rows, repeat):
+    """Decimal ids, ids of any other text, stamps of every shape iso_utc writes, repeated rows."""
+    snaps = [Snapshot(ref=f"r{i}", ts_us=ts, stream=stream, app=app, window=window, url=url, focused=focused,
+                      source_frame_id=frame_id or None)
+             for i, (frame_id, ts, app, window, url, stream, focused) in enumerate(rows * repeat)]
+    cap = DayCapture(day="2026-06-01", tz="UTC", snapshots=snaps)
+    assert emit.raw_rows_tokens(cap) == tokens.count(emit.raw_rows_json(cap))

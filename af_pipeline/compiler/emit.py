@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -497,6 +498,91 @@ def raw_rows_json(cap: DayCapture) -> str:
 
 
 def raw_rows_tokens(cap: DayCapture) -> int:
-    """cl100k tokens of raw_rows_json: what an agent would read instead of the block (its rows
-    repeat apps, windows and URLs: counted part by part, tokens.count_repetitive)."""
-    return tokens.count_repetitive(raw_rows_json(cap))
+    """cl100k tokens of raw_rows_json: what an agent would read instead of the block.
+
+    The same number as ``tokens.count(raw_rows_json(cap))``, counted from the rows' parts without
+    writing the JSON (a busy day's text is ~800 kB, and tokenizing its ids and timestamps, which
+    never repeat, was most of a day's token counting). Every ", " that joins two fields or two
+    rows is a piece boundary (tokens.count_repetitive), so the text's count is the sum over
+    those parts: the five fields after the timestamp repeat and each distinct run of them is
+    counted once; a decimal id and an ISO timestamp are cut further where a digit meets
+    punctuation or a letter (tokens.count_digit_run), which makes their counts sums of table
+    look-ups. Anything else (a non-decimal id, a stamp of another shape) is tokenized as is."""
+    snaps = cap.snapshots
+    if len(snaps) < 2:
+        return tokens.count(raw_rows_json(cap))
+    count = tokens.count
+    other: Counter[str] = Counter()  # middle parts tokenized as they are
+    # The fields after the timestamp, one part each (the last closes its row).
+    for (app, window, url, stream, focused), times in Counter(
+        (s.app, s.window, s.url, s.stream, s.focused) for s in snaps
+    ).items():
+        for part in (f'"app_name": {_json(app)}', f'"window_name": {_json(window)}', f'"browser_url": {_json(url)}',
+                     f'"device_name": {_json(stream)}', f'"focused": {_json(focused)}}}'):
+            other[part] += times
+    ids = [s.source_frame_id or s.ref for s in snaps]
+    total = 0
+    decimal = 0
+    for v in ids:
+        if type(v) is str and v.isascii() and v.isdigit():
+            total += tokens.count_digit_run(v)
+            decimal += 1
+        else:
+            other[f'{{"id": {_json(v)}'] += 1
+    total += decimal * (count(' {"id": "') + count('",'))
+    total += _stamp_tokens(iso_utc_all([s.ts_us for s in snaps]), other)
+    total += tokens.count_parts(other)
+    # The text's first part has "[" and no space before it, its last "]" and no comma after it.
+    first, last = f'{{"id": {_json(ids[0])}', f'"focused": {_json(snaps[-1].focused)}}}'
+    return total - count(f" {first},") + count(f"[{first},") - count(f" {last},") + count(f" {last}]")
+
+
+def _json(value: Any) -> str:
+    """A value as json.dumps(..., ensure_ascii=False) writes it inside the rows."""
+    return encode_basestring(value) if type(value) is str else json.dumps(value, ensure_ascii=False)
+
+
+# The shape numpy gives iso_utc_all's texts: YYYY-MM-DDTHH:MM:SS.ffffffZ
+_STAMP_LEN = 27
+_STAMP_MARKS = {4: "-", 7: "-", 10: "T", 13: ":", 16: ":", 19: ".", 26: "Z"}
+_STAMP_DIGITS = [i for i in range(_STAMP_LEN - 1) if i not in _STAMP_MARKS]
+
+
+def _stamp_tokens(stamps: list[str], other: Counter[str]) -> int:
+    """The tokens of the parts ``"timestamp": "<stamp>"`` (middle parts), stamps of the usual
+    shape counted as cut at each digit run: ' "timestamp": "YYYY-MM-DDT' (tokenized once a
+    date), then HH, MM, SS and the microseconds' two threes (table look-ups), ':' twice, '.' and
+    'Z",'. A stamp of another shape goes to ``other``, tokenized as it is."""
+    import numpy as np
+
+    n = len(stamps)
+    arr = np.array(stamps)
+    if arr.dtype.itemsize != 4 * _STAMP_LEN:  # some stamp is longer or shorter: not the usual shape
+        for stamp in stamps:
+            other[f'"timestamp": {_json(stamp)}'] += 1
+        return 0
+    c = arr.view(np.uint32).reshape(n, _STAMP_LEN).astype(np.int64) - ord("0")
+    digits = c[:, _STAMP_DIGITS]
+    usual = ((digits >= 0) & (digits <= 9)).all(axis=1)
+    for pos, mark in _STAMP_MARKS.items():
+        usual &= c[:, pos] == ord(mark) - ord("0")
+    for i in np.flatnonzero(~usual).tolist():
+        other[f'"timestamp": {_json(stamps[i])}'] += 1
+    g = c[usual]
+    if not len(g):
+        return 0
+    table = tokens.digit_counts()
+    two = np.array([table[f"{v:02d}"] for v in range(100)], dtype=np.int64)
+    three = np.array([table[f"{v:03d}"] for v in range(1000)], dtype=np.int64)
+    total = int(two[g[:, 11] * 10 + g[:, 12]].sum() + two[g[:, 14] * 10 + g[:, 15]].sum()
+                + two[g[:, 17] * 10 + g[:, 18]].sum()
+                + three[g[:, 20] * 100 + g[:, 21] * 10 + g[:, 22]].sum()
+                + three[g[:, 23] * 100 + g[:, 24] * 10 + g[:, 25]].sum())
+    total += len(g) * (2 * tokens.count(":") + tokens.count(".") + tokens.count('Z",'))
+    day = g[:, 0] * 10**7 + g[:, 1] * 10**6 + g[:, 2] * 10**5 + g[:, 3] * 10**4 + g[:, 5] * 1000 + g[:, 6] * 100 \
+        + g[:, 8] * 10 + g[:, 9]
+    kept = np.flatnonzero(usual)
+    _days, first, times = np.unique(day, return_index=True, return_counts=True)
+    for i, m in zip(first.tolist(), times.tolist(), strict=True):
+        total += m * tokens.count(' "timestamp": "' + stamps[int(kept[i])][:11])
+    return total

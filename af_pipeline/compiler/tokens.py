@@ -95,11 +95,40 @@ def count_repetitive(text: str) -> int:
     parts = text.split(", ")
     if len(parts) < 3:
         return count(text)
+    return count(parts[0] + ",") + count_parts(Counter(parts[1:-1])) + count(" " + parts[-1])
+
+
+def count_parts(parts: Counter[str]) -> int:
+    """The tokens of the middle parts of a ", "-joined text (count_repetitive): the sum of
+    m * count(" " + part + ",") over each part occurring m times, each distinct part tokenized
+    once (those of one multiplicity together, joined again by ", ")."""
     enc = encoding()
     by_times: dict[int, list[str]] = {}
-    for part, times in Counter(parts[1:-1]).items():
+    for part, times in parts.items():
         by_times.setdefault(times, []).append(part)
-    total = count(parts[0] + ",") + count(" " + parts[-1])
+    total = 0
     for times, group in sorted(by_times.items()):
         total += times * len(enc.encode_ordinary(" " + ", ".join(group) + ","))
     return total
+
+
+# A digit next to a character that is neither a number nor whitespace is a piece boundary too:
+# no alternative of _PAT matches a number (\p{N}) together with anything else, and where the
+# character left of the cut is not whitespace, no piece before it looks past it (only the
+# whitespace alternatives look ahead). So count(a + b) == count(a) + count(b) when a ends or b
+# starts with an ASCII digit and the other side of the cut is a printable ASCII non-digit. A
+# run of digits between two such characters is cut by \p{N}{1,3}+ into threes from its left,
+# each a piece of its own: its count is the sum of theirs (count_digit_run).
+
+
+@lru_cache(maxsize=1)
+def digit_counts() -> dict[str, int]:
+    """count(s) of every string of one to three ASCII digits (1,110 of them)."""
+    enc = encoding()
+    return {s: len(enc.encode_ordinary(s)) for width in (1, 2, 3) for s in (f"{v:0{width}d}" for v in range(10**width))}
+
+
+def count_digit_run(run: str) -> int:
+    """count(run) for ASCII digits standing between printable ASCII non-digits (see above)."""
+    table = digit_counts()
+    return sum(table[run[i:i + 3]] for i in range(0, len(run), 3))
