@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from af_pipeline.compiler import layouts
 from af_pipeline.compiler.compile import CompileOptions, compile_day
-from af_pipeline.compiler.enrich import enrich
+from af_pipeline.compiler.enrich import enrich, enrich_columns
 from capture.errors import UserError
 from capture.model import DayCapture, Element, InputEvent, Snapshot, StreamInfo
 from capture.timeutil import parse_ts
@@ -196,3 +196,51 @@ def test_controls_name_clicks_before_ocr_words():
     ocr_only = [els[1]]
     (e,) = enrich(day([snap(1, 0, "Mail")], [ev(1, 1, "click", x=260, y=125)], ocr_only, SCREEN))
     assert (e.resolution, e.target_name, e.target_role) == ("exact", "Send", None)
+
+
+def _enrich_as_columns(out):
+    fields = ("snapshot_ref", "distance_ms", "stream", "app", "window", "url", "target_name", "target_role",
+              "resolution", "key_text")
+    cols = {"ref": [e.event.ref for e in out], "ts_us": [e.event.ts_us for e in out], "kind": [e.event.kind for e in out]}
+    return cols | {f: [getattr(e, f) for e in out] for f in fields}
+
+
+# events that tie on time, and on time and ref, with other streams: the order's every key matters
+tied_events = st.builds(
+    InputEvent, ref=st.sampled_from(["a", "b"]), ts_us=st.sampled_from([T0, T0 + US]),
+    kind=st.sampled_from(["click", "key", "text", "scroll"]), stream=st.none() | st.sampled_from(["m1", "m2", ""]),
+    x=opt_int, y=opt_int, text=opt_text,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(events | tied_events, max_size=25), st.lists(elements, max_size=10), sizes,
+       st.lists(st.tuples(st.integers(-100, 100), st.sampled_from(["m1", "m2"]), st.sampled_from(["A", "B"])),
+                max_size=6))
+def test_enrich_columns_are_enrich_field_by_field(inputs, els, streams, snap_rows):
+    """The warehouse's columns equal the objects' fields, in the same order (ties in time,
+    stream and ref included), with and without the typed text."""
+    snaps = [snap(i + 1, t, app, stream, str(i % 2 + 1)) for i, (t, stream, app) in enumerate(snap_rows)]
+    cap = day(snaps, inputs, els, streams)
+    cols = enrich_columns(cap, layout="azerty")
+    assert cols == _enrich_as_columns(enrich(cap, "azerty"))
+    assert enrich_columns(cap, typed_text=False) == cols | {"key_text": [None] * len(inputs)}
+
+
+def test_enrich_columns_from_the_sealed_logs_columns(tmp_path):
+    """A day read back from the log leaves its input events as columns: the same columns."""
+    from dagster_support import TZ, corpus, days_of
+
+    from capture.home import Home
+    from capture.log import EventLog
+
+    home = Home(tmp_path / "home")
+    home.init(tz=TZ)
+    batch = corpus()
+    EventLog(home).append(batch)
+    for d in days_of(batch):
+        cap = EventLog(home).read_day(d, lazy_elements=True)
+        assert cap.row_columns("inputs") is not None  # the path without event objects
+        cols = enrich_columns(cap)
+        assert len(cols["ref"]) > 100 and {"exact", "none"} <= set(cols["resolution"])
+        assert cols == _enrich_as_columns(enrich(EventLog(home).read_day(d)))

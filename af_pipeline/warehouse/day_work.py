@@ -39,7 +39,6 @@ import json
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +47,7 @@ import duckdb
 from af_pipeline.compiler.categories import CategoryRules
 from af_pipeline.compiler.compile import frame_day
 from af_pipeline.compiler.emit import DEFAULT_BUDGET
-from af_pipeline.compiler.enrich import attribute_input, enrich
+from af_pipeline.compiler.enrich import attribute_input, enrich_columns
 from af_pipeline.warehouse import publish, store
 from capture.log import EventLog
 
@@ -99,9 +98,6 @@ ENRICHED_COLUMNS = {
     "resolution": "VARCHAR",
     "key_text": "VARCHAR",  # typed content: NULL unless the operator opted in at build time
 }
-# the EnrichedInput attribute of each ENRICHED_COLUMNS column, in order
-_ENRICHED_FROM = ("event.ref", "event.ts_us", "event.kind", "stream", "snapshot_ref", "distance_ms", "app", "window",
-                  "url", "target_name", "target_role", "resolution", "key_text")
 PAGE_COLUMNS = {"url": "VARCHAR", "snapshots": "BIGINT", "site": "VARCHAR", "page": "VARCHAR"}
 # The document itself is a file named by its sha256 (store.write_document): not a column, whose
 # compressed row group DuckDB rewrote at each checkpoint, a cost growing with the history.
@@ -330,12 +326,10 @@ def enriched_part(
     capture: DayCapture, attribution: Attribution, include_typed_text: bool
 ) -> tuple[list[list[Any]], dict[str, Any]]:
     """The enriched_input columns of a day (ENRICHED_COLUMNS order) and its numbers (pure)."""
-    events = enrich(capture, attribution=attribution)
-    # column by column (attrgetter in C): no tuple per event for the collector to walk
-    cols = [list(map(attrgetter(a), events)) for a in _ENRICHED_FROM[:-1]]
-    cols.append(list(map(attrgetter("key_text"), events)) if include_typed_text else [None] * len(events))
-    by_res = Counter(cols[_ENRICHED_FROM.index("resolution")])
-    return cols, {"events": len(events)} | {f"resolution_{k}": v for k, v in sorted(by_res.items())}
+    by_name = enrich_columns(capture, attribution, typed_text=include_typed_text)  # no object per event
+    cols = [by_name[name] for name in ENRICHED_COLUMNS]
+    by_res = Counter(by_name["resolution"])
+    return cols, {"events": len(by_name["ref"])} | {f"resolution_{k}": v for k, v in sorted(by_res.items())}
 
 
 def page_refs(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None) -> dict[str, Any]:
