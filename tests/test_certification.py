@@ -134,6 +134,33 @@ def test_published_file_altered_with_its_manifest_still_fails_recompile(incremen
     assert "document.md" in checks["byte_identical_recompile"][1]
 
 
+def _republish_document(folder, text):
+    """document.json rewritten as ``text`` with its manifest made to agree (a consistent forgery)."""
+    import hashlib
+
+    (folder / "document.json").write_text(text)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"]["document.json"]["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_document_json_is_compared_by_its_content_not_its_bytes(incremental):
+    """The recompile compares document.json canonically: the same content written another way
+    (indented, keys in another order) passes; one changed minute fails, naming the file."""
+    home, days = incremental
+    folder = home.published_dir / days[0]
+    doc = json.loads((folder / "document.json").read_text())
+    _republish_document(folder, json.dumps(dict(reversed(list(doc.items()))), indent=2))
+    ok, checks = certify(home, days[0])
+    assert ok and checks["byte_identical_recompile"][0] is True, checks
+    doc["apps"][0]["minutes"] += 1
+    _republish_document(folder, json.dumps(doc, sort_keys=True, separators=(",", ":")))
+    ok, checks = certify(home, days[0])
+    assert not ok
+    assert checks["byte_identical_recompile"][0] is False
+    assert "published document.json is canonically" in checks["byte_identical_recompile"][1]
+
+
 def test_altered_warehouse_document_file_fails_recompile(incremental):
     """The warehouse keeps each day's document in a file named by its sha256: a file changed
     after it was written (its recorded hash left as it was) fails the recompile check."""

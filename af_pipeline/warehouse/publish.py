@@ -2,7 +2,7 @@
 
 Layout of one day::
 
-    published/<day>/document.json   the schema v1 document (canonical content, pretty-printed)
+    published/<day>/document.json   the schema v1 document (its canonical bytes: compact, keys sorted)
     published/<day>/document.yaml   the same document as YAML
     published/<day>/document.md     a Markdown rendering for people
     published/<day>/context.txt     the token-budgeted context block for system prompts
