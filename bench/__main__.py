@@ -336,7 +336,7 @@ def table_rows(s: Sizes, res: dict[str, Any], errors: dict[str, str]) -> list[di
     add("growth", "day-N cost vs history: read a day, compile it, nightly Dagster run", "paper: 0.86", "<= 1.1",
         bench_growth.table_row)
     add("pipeline", f"full rebuild through Dagster, {pipe_days} days with capture (one run)", "issue 13: 63 s",
-        "<= 10 s", lambda r: (f"{r['full_rebuild_seconds']:.1f} s wall, {r['full_rebuild_cpu_seconds']:.1f} s CPU "
+        "<= 10 s", lambda r: (f"{r['full_rebuild_seconds']:.1f} s wall, {r['full_rebuild_cpu_seconds']:.1f} s CPU in the run's process "
                               f"({r.get('full_rebuild_per_captured_day_ms', r.get('full_rebuild_per_day_ms')):.0f} "
                               "ms a day)", _met(r["full_rebuild_seconds"] <= 10)))
     add("pipeline", "nightly: one day through Dagster, as the schedule launches it", "issue 13: 3.1 s", "<= 1.5 s",
