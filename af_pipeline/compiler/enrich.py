@@ -13,8 +13,9 @@
    "unresolved" rather than being guessed.
 3. Key text goes through the operator's keyboard layout map (identity by default).
 
-``enrich`` builds one EnrichedInput per event for consumers (the routine miner); the compiler
-uses the same functions on plain arrays to avoid creating objects it does not need.
+``enrich_columns`` gives the warehouse's enriched_input table as columns; ``enrich`` makes one
+EnrichedInput per event of the same columns for consumers (the routine miner, the MCP server).
+The compiler uses the same functions on plain arrays to avoid creating objects it does not need.
 """
 
 from __future__ import annotations
@@ -427,35 +428,16 @@ def enrich(capture: DayCapture, layout: str = "identity", attribution: Attributi
     """Every input event of the day, re-attributed, click-resolved and layout-mapped, in
     (time, stream, ref) order. Never raises on odd rows: what cannot be resolved says so.
     ``attribution``: the day's attribute_input, when the caller has it already."""
-    att = attribution if attribution is not None else attribute_input(capture)
-    tbl = layouts.table(layout)
+    order, cols = _enriched(capture, attribution, layout, typed_text=True)
     inputs = capture.inputs
-    snaps = att.index.snaps
-    pos, dist = att.pos_list, att.dist_us.tolist()
-    order = sorted(range(len(inputs)), key=lambda i: (inputs[i].ts_us, inputs[i].stream or "", inputs[i].ref))
-    none = ("none", None, None)
-    out: list[EnrichedInput] = []
-    for i in order:
-        e = inputs[i]
-        snap = snaps[pos[i]] if pos[i] >= 0 else None
-        resolution, name, role = att.targets.get(i, none)
-        key_text = layouts.translate(e.text, e.kind, tbl) if e.kind in ("key", "text") else None
-        out.append(
-            EnrichedInput(
-                event=e,
-                snapshot_ref=snap.ref if snap else None,
-                distance_ms=(dist[i] + 500) // 1000 if snap else None,
-                stream=snap.stream if snap else None,
-                app=snap.app if snap else None,
-                window=snap.window if snap else None,
-                url=snap.url if snap else None,
-                target_name=name,
-                target_role=role,
-                resolution=resolution,
-                key_text=key_text,
-            )
-        )
-    return out
+    return [EnrichedInput(inputs[i], *fields) for i, *fields in zip(
+        order, *(cols[f] for f in _FIELDS), strict=True)]
+
+
+# EnrichedInput's fields after its event, in order: the columns enrich_columns gives beside the
+# event's own ref, ts_us and kind
+_FIELDS = ("snapshot_ref", "distance_ms", "stream", "app", "window", "url", "target_name", "target_role",
+           "resolution", "key_text")
 
 
 def enrich_columns(capture: DayCapture, attribution: Attribution | None = None, layout: str = "identity",
@@ -463,6 +445,12 @@ def enrich_columns(capture: DayCapture, attribution: Attribution | None = None, 
     """enrich() as columns, without an object per event: the same values in the same (time,
     stream, ref) order, one list per EnrichedInput field, the event's own as ``ref``, ``ts_us``
     and ``kind``. ``typed_text`` False leaves ``key_text`` None (nothing translated)."""
+    return _enriched(capture, attribution, layout, typed_text)[1]
+
+
+def _enriched(capture: DayCapture, attribution: Attribution | None, layout: str,
+              typed_text: bool) -> tuple[list[int], dict[str, list[Any]]]:
+    """(the events' rows in (time, stream, ref) order, enrich_columns's columns in that order)."""
     att = attribution if attribution is not None else attribute_input(capture)
     ts, streams, refs, kinds = input_values(capture, ("ts_us", "stream", "ref", "kind"))
     keys = list(zip(ts, [s or "" for s in streams], refs, strict=True))
@@ -493,7 +481,7 @@ def enrich_columns(capture: DayCapture, attribution: Attribution | None = None, 
                            for i in order]
     else:
         out["key_text"] = [None] * len(order)
-    return out
+    return order, out
 
 
 def click_target(
