@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -548,6 +549,16 @@ _STAMP_MARKS = {4: "-", 7: "-", 10: "T", 13: ":", 16: ":", 19: ".", 26: "Z"}
 _STAMP_DIGITS = [i for i in range(_STAMP_LEN - 1) if i not in _STAMP_MARKS]
 
 
+@lru_cache(maxsize=1)
+def _digit_tables() -> tuple[Any, Any]:
+    """count() of the two-digit and the three-digit strings, indexed by their value (numpy)."""
+    import numpy as np
+
+    table = tokens.digit_counts()
+    return (np.array([table[f"{v:02d}"] for v in range(100)], dtype=np.int64),
+            np.array([table[f"{v:03d}"] for v in range(1000)], dtype=np.int64))
+
+
 def _stamp_tokens(stamps: list[str], other: Counter[str]) -> int:
     """The tokens of the parts ``"timestamp": "<stamp>"`` (middle parts), stamps of the usual
     shape counted as cut at each digit run: ' "timestamp": "YYYY-MM-DDT' (tokenized once a
@@ -571,9 +582,7 @@ def _stamp_tokens(stamps: list[str], other: Counter[str]) -> int:
     g = c[usual]
     if not len(g):
         return 0
-    table = tokens.digit_counts()
-    two = np.array([table[f"{v:02d}"] for v in range(100)], dtype=np.int64)
-    three = np.array([table[f"{v:03d}"] for v in range(1000)], dtype=np.int64)
+    two, three = _digit_tables()
     total = int(two[g[:, 11] * 10 + g[:, 12]].sum() + two[g[:, 14] * 10 + g[:, 15]].sum()
                 + two[g[:, 17] * 10 + g[:, 18]].sum()
                 + three[g[:, 20] * 100 + g[:, 21] * 10 + g[:, 22]].sum()
