@@ -12,6 +12,7 @@ import dataclasses
 import typing
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from operator import attrgetter
 from typing import Any, Protocol
 
 CAPTURE_SCHEMA_VERSION = 1
@@ -225,6 +226,20 @@ class DayCapture:
         """The rows of ``kind`` as columns if they are still deferred, else None (use the rows)."""
         deferred = self.__dict__.get("_deferred")
         return deferred.get(kind) if deferred else None
+
+    def values(self, kind: str, names: Iterable[str]) -> list[list[Any]]:
+        """Columns of ``kind``'s rows, in row order: the reader's own columns while the rows are
+        deferred (no object is made), else read off the rows."""
+        columns = self.row_columns(kind)
+        if columns is not None:
+            return [columns.values(n) for n in names]
+        rows = getattr(self, kind)
+        return [list(map(attrgetter(n), rows)) for n in names]
+
+    def count(self, kind: str) -> int:
+        """How many rows of ``kind`` the day has (without making them, while they are deferred)."""
+        columns = self.row_columns(kind)
+        return columns.count if columns is not None else len(getattr(self, kind))
 
     if not typing.TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any attribute name
 

@@ -17,7 +17,7 @@ from af_pipeline.compiler.emit import canonical_bytes
 from af_pipeline.compiler.enrich import enrich
 from af_pipeline.warehouse import store
 from capture.log import EventLog
-from capture.model import ElementHit
+from capture.model import DayCapture, ElementHit
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +108,34 @@ def test_sealed_read_leaves_input_events_as_columns_until_asked(sealed_log):
     assert cols.values("element_bounds") == [e.element_bounds for e in full.inputs]
     with pytest.raises(KeyError):
         cols.values("no_such_column")
+
+
+def test_compile_makes_no_snapshot_or_event_object_from_a_sealed_or_warehouse_read(sealed_log, tmp_path):
+    # snapshots and input events stay the reader's columns through the whole compile (the
+    # SnapIndex and DayCapture.values read them), and give the same document as their rows
+    log, days = sealed_log
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        for day in days:
+            store.load_raw_day(con, log, day)
+            rows = log.read_day(day)
+            want = canonical_bytes(compile_day(rows, CompileOptions(include_typed_text=True)))
+            from_rows = DayCapture(day=day, tz=rows.tz, snapshots=list(rows.snapshots), inputs=list(rows.inputs),
+                                   elements=list(rows.elements), presence=rows.presence, streams=rows.streams,
+                                   sealed=rows.sealed, recorders=rows.recorders, segment_hashes=rows.segment_hashes)
+            for cap in (log.read_day(day, lazy_elements=True), store.load_capture(con, day, lazy_elements=True)):
+                assert cap.row_columns("snapshots") is not None and cap.row_columns("inputs") is not None
+                assert canonical_bytes(compile_day(cap, CompileOptions(include_typed_text=True))) == want
+                assert cap.row_columns("snapshots") is not None and cap.row_columns("inputs") is not None
+                assert "snapshots" not in vars(cap) and "inputs" not in vars(cap)
+                assert cap.count("snapshots") == len(rows.snapshots) and cap.count("inputs") == len(rows.inputs)
+                assert cap.values("snapshots", ("ref", "end_us")) == [[s.ref for s in rows.snapshots],
+                                                                      [s.end_us for s in rows.snapshots]]
+                assert cap.snapshots == rows.snapshots and cap.inputs == rows.inputs  # asked for: the rows
+                assert cap.row_columns("snapshots") is None
+            assert canonical_bytes(compile_day(from_rows, CompileOptions(include_typed_text=True))) == want
+    finally:
+        con.close()
 
 def test_warehouse_capture_with_lazy_elements_compiles_to_the_same_bytes(sealed_log, tmp_path):
     log, days = sealed_log

@@ -162,7 +162,7 @@ def _without_gc(fn: Callable[..., _T], *args: Any) -> _T:
 
 @dataclass(frozen=True, slots=True)
 class DayRows:
-    index: SnapIndex  # snapshots in (time, stream, ref) order: "position" means index.snaps[i]
+    index: SnapIndex  # snapshots in (time, stream, ref) order: "position" is a place in its order
     apps: list[str]
     urls: list[str | None]
     sites: list[str | None]  # the site part of each row's key (entities.surface_of of the URL)
@@ -172,19 +172,16 @@ class DayRows:
     def evidence(self, rows: list[int]) -> dict[str, Any]:
         if self.shared is not None:
             return {"snapshots": [{"prefix": self.shared[0], "ids": id_runs(list(map(self.shared[1].__getitem__, rows)))}]}
-        snaps = self.index.snaps
-        return {"snapshots": encode_refs([snaps[p].ref for p in rows])}
+        refs = self.index.col("ref")
+        return {"snapshots": encode_refs([refs[p] for p in rows])}
 
 
 def _day_rows(capture: DayCapture) -> DayRows:
-    index = SnapIndex(capture.snapshots)
-    snaps = index.snaps
-    # column extraction by comprehension: on CPython 3.11+ its specialised attribute loads are
-    # about twice as fast as map(attrgetter(...)) over slotted rows
-    apps = [s.app for s in snaps]
-    shared = common_ref_ids([s.ref for s in snaps])
-    sites: list[str | None] = [None] * len(snaps)
-    urls = [s.url for s in snaps]
+    index = SnapIndex.of(capture)
+    apps = index.col("app")
+    shared = common_ref_ids(index.col("ref"))
+    sites: list[str | None] = [None] * index.n
+    urls = index.col("url")
     type_url = None
     if any(urls):
         site_of, type_url = _entities()
@@ -215,16 +212,16 @@ class Timeline:
 
 def _timeline(capture: DayCapture, rows: DayRows, rules: Rules) -> Timeline:
     index = rows.index
-    snaps = index.snaps
-    n = len(snaps)
+    n = index.n
     apps, sites = rows.apps, rows.sites
     segments: list[Segment] = []
     streams = sorted(index.by_stream)
     arrays = index.arrays()
     # source-measured ends (ActivityWatch): such rows earn their span, not the capped dwell
     ends_np: np.ndarray | None = None
-    if any(s.end_us is not None for s in snaps):
-        ends_np = np.fromiter((NO_END if s.end_us is None else s.end_us for s in snaps), dtype=np.int64, count=n)
+    ends = index.col("end_us")
+    if any(e is not None for e in ends):
+        ends_np = np.fromiter((NO_END if e is None else e for e in ends), dtype=np.int64, count=n)
     # presence (ActivityWatch afk): on a stream it governs, only not-afk time is active time
     presence_src, not_afk = _presence(capture, streams)
     away_a = np.zeros(n, dtype=np.int64)
@@ -262,7 +259,8 @@ def _timeline(capture: DayCapture, rows: DayRows, rules: Rules) -> Timeline:
             keys = list(zip(map(apps.__getitem__, pos_list), map(sites.__getitem__, pos_list), strict=True))
             segments.extend(flicker_merge(build_segments(stream, pos_list, ts, keys, c, b), rules))
         credit, brk, srank, prev_row = credit_a.tolist(), brk_a.tolist(), srank_a.tolist(), prev_a.tolist()
-    segments.sort(key=lambda f: (f.start_us, f.stream, snaps[f.rows[0]].ref))
+    refs = index.col("ref")
+    segments.sort(key=lambda f: (f.start_us, f.stream, refs[f.rows[0]]))
     return Timeline(streams, arrays, ends_np, presence_src, not_afk, away_a, credit, credit_a, brk, brk_a,
                     srank, prev_row, segments)
 
@@ -316,7 +314,7 @@ def frame_day(capture: DayCapture, rules: Rules = PAPER_RULES) -> Framing:
 def _frame_day(capture: DayCapture, rules: Rules) -> Framing:
     rows = _day_rows(capture)
     timeline = _timeline(capture, rows, rules)
-    return Framing(rows, timeline, _slots(len(rows.index.snaps), timeline.segments))
+    return Framing(rows, timeline, _slots(rows.index.n, timeline.segments))
 
 
 # -- phase 3: input per frame -----------------------------------------------------------------
@@ -409,11 +407,11 @@ class Tenure:
 
 
 def _tenure(rows: DayRows, tl: Timeline, slots: Slots, has_np: np.ndarray) -> Tenure:
-    snaps = rows.index.snaps
-    n = len(snaps)
+    index = rows.index
+    n = index.n
     credit, credit_a, owner_a = tl.credit, tl.credit_a, slots.owner_a
     # presence-only: heartbeat rows that received no input (integer sums, numpy)
-    pmask = np.fromiter([s.heartbeat for s in snaps], dtype=bool, count=n) & ~has_np
+    pmask = np.fromiter(index.col("heartbeat"), dtype=bool, count=n) & ~has_np
     presence_a = np.zeros(slots.count, dtype=np.int64)
     np.add.at(presence_a, owner_a[pmask], credit_a[pmask])
     presence_runs: list[int] = []
@@ -427,7 +425,7 @@ def _tenure(rows: DayRows, tl: Timeline, slots: Slots, has_np: np.ndarray) -> Te
         presence_runs.extend(np.bincount(run_id[m], weights=cr[m]).astype(np.int64).tolist())
 
     # window time per owner slot, then per frame and per app
-    windows = [s.window for s in snaps]
+    windows = index.col("window")
     frame_windows: dict[int, dict[str, int]] = {}
     app_windows: dict[str, dict[str, int]] = {}
     slot_keys = slots.keys
@@ -473,7 +471,7 @@ def _ledger(rows: DayRows, tl: Timeline, slots: Slots, rules: Rules) -> Ledger:
             # measured spans (ActivityWatch): each instant to the span that started last, not the
             # capped gap to the next row of any stream (a short phone event must not cut off the
             # rest of a desktop event), then afk time of the row's own stream taken out
-            _timeline_spans(tl_a, index.all_ts, ends_np, [s.stream for s in index.snaps], not_afk)
+            _timeline_spans(tl_a, index.all_ts, ends_np, index.col("stream"), not_afk)
         tl_credit = tl_a.tolist()
     app_tl: dict[str, int] = {}
     for (a, _site), slot_rows in zip(slots.keys, slots.rows, strict=True):  # every row is in one slot
@@ -583,7 +581,7 @@ def _frame_list(capture: DayCapture, framing: Framing, tally: InputTally, tenure
 def _coverage(capture: DayCapture, framing: Framing, tally: InputTally, tenure: Tenure, ledger: Ledger,
               fl: FrameList, rules: Rules, clock: _Clock, sizes_all: dict[str, tuple[int, int]]) -> dict[str, Any]:
     index, tl = framing.rows.index, framing.timeline
-    n = len(index.snaps)
+    n = index.n
     credit = tl.credit
     all_ts = index.all_ts
     gaps: list[dict[str, Any]] = []
@@ -721,7 +719,7 @@ def _document(capture: DayCapture, framing: Framing, tally: InputTally, tenure: 
                         "layout": options.layout},
             "rules": {"dwell_s": rules.dwell_s, "gap_s": rules.gap_s,
                       "flicker_s": rules.flicker_s, "ring_px": RING_PX},
-            "rows": {"snapshots": len(framing.rows.index.snaps), "inputs": input_count(capture),
+            "rows": {"snapshots": framing.rows.index.n, "inputs": input_count(capture),
                      "elements": capture.element_count(), "presence": len(capture.presence),
                      "streams": len(capture.streams)},
         },
@@ -880,9 +878,10 @@ def _presence(capture: DayCapture, streams: list[str]) -> tuple[dict[str, str], 
                     iv.append((p.ts_us, p.end_us))
             elif p.status == "unlock" and stream not in src:
                 src[stream] = "unlocks"
-    for s in capture.snapshots:
-        if s.end_us is not None and s.stream not in src:
-            src[s.stream] = "none"
+    ends, stream_of = capture.values("snapshots", ("end_us", "stream"))
+    for end_us, stream in zip(ends, stream_of, strict=True):
+        if end_us is not None and stream not in src:
+            src[stream] = "none"
     merged: dict[str, np.ndarray] = {}
     for stream, iv in spans.items():
         out: list[list[int]] = []
@@ -958,11 +957,11 @@ def _blind_spots(capture: DayCapture, coverage: dict[str, Any], sizes: dict[str,
                               "at once count in both, in frames and in the ledger's per-monitor minutes "
                               "(timeline minutes count each instant once).",
                       "minutes": coverage["dual_monitor_min"]})
-    if capture.snapshots and not capture.element_count():
+    if capture.count("snapshots") and not capture.element_count():
         spots.append({"kind": "no_element_trees",
                       "note": "This capture has no element trees (legacy capture): anonymous clicks "
                               "can be placed only in a screen zone, if at all.",
-                      "count": len(capture.snapshots)})
+                      "count": capture.count("snapshots")})
     unsized = [s for s in streams if s not in sizes]
     if unsized:
         spots.append({"kind": "screen_size_unknown",

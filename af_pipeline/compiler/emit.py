@@ -479,21 +479,25 @@ def iso_utc_all(ts_us: list[int]) -> list[str]:
     return [t + "Z" for t in np.datetime_as_string(arr.astype("datetime64[us]"), unit="us").tolist()]
 
 
+# the snapshot columns raw_rows_json writes (read as columns: no Snapshot object is made)
+_RAW_FIELDS = ("source_frame_id", "ref", "ts_us", "app", "window", "url", "stream", "focused")
+
+
 def raw_rows_json(cap: DayCapture) -> str:
     """A day's snapshot rows as a search API would return them (one JSON list)."""
-    snaps = cap.snapshots
-    stamps = iso_utc_all([s.ts_us for s in snaps])
+    frame_ids, refs, ts, apps, windows, urls, streams, focused = cap.values("snapshots", _RAW_FIELDS)
     rows = [
         {
-            "id": s.source_frame_id or s.ref,
+            "id": fid or ref,
             "timestamp": stamp,
-            "app_name": s.app,
-            "window_name": s.window,
-            "browser_url": s.url,
-            "device_name": s.stream,
-            "focused": s.focused,
+            "app_name": app,
+            "window_name": window,
+            "browser_url": url,
+            "device_name": stream,
+            "focused": foc,
         }
-        for s, stamp in zip(snaps, stamps, strict=True)
+        for fid, ref, stamp, app, window, url, stream, foc in zip(
+            frame_ids, refs, iso_utc_all(ts), apps, windows, urls, streams, focused, strict=True)
     ]
     return json.dumps(rows, ensure_ascii=False)
 
@@ -509,19 +513,19 @@ def raw_rows_tokens(cap: DayCapture) -> int:
     counted once; a decimal id and an ISO timestamp are cut further where a digit meets
     punctuation or a letter (tokens.count_digit_run), which makes their counts sums of table
     look-ups. Anything else (a non-decimal id, a stamp of another shape) is tokenized as is."""
-    snaps = cap.snapshots
-    if len(snaps) < 2:
+    if cap.count("snapshots") < 2:
         return tokens.count(raw_rows_json(cap))
+    frame_ids, refs, ts, apps, windows, urls, streams, focused_of = cap.values("snapshots", _RAW_FIELDS)
     count = tokens.count
     other: Counter[str] = Counter()  # middle parts tokenized as they are
     # The fields after the timestamp, one part each (the last closes its row).
     for (app, window, url, stream, focused), times in Counter(
-        (s.app, s.window, s.url, s.stream, s.focused) for s in snaps
+        zip(apps, windows, urls, streams, focused_of, strict=True)
     ).items():
         for part in (f'"app_name": {_json(app)}', f'"window_name": {_json(window)}', f'"browser_url": {_json(url)}',
                      f'"device_name": {_json(stream)}', f'"focused": {_json(focused)}}}'):
             other[part] += times
-    ids = [s.source_frame_id or s.ref for s in snaps]
+    ids = [fid or ref for fid, ref in zip(frame_ids, refs, strict=True)]
     total = 0
     decimal = 0
     for v in ids:
@@ -531,10 +535,10 @@ def raw_rows_tokens(cap: DayCapture) -> int:
         else:
             other[f'{{"id": {_json(v)}'] += 1
     total += decimal * (count(' {"id": "') + count('",'))
-    total += _stamp_tokens(iso_utc_all([s.ts_us for s in snaps]), other)
+    total += _stamp_tokens(iso_utc_all(ts), other)
     total += tokens.count_parts(other)
     # The text's first part has "[" and no space before it, its last "]" and no comma after it.
-    first, last = f'{{"id": {_json(ids[0])}', f'"focused": {_json(snaps[-1].focused)}}}'
+    first, last = f'{{"id": {_json(ids[0])}', f'"focused": {_json(focused_of[-1])}}}'
     return total - count(f" {first},") + count(f"[{first},") - count(f" {last},") + count(f" {last}]")
 
 

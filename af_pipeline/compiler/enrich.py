@@ -51,8 +51,6 @@ class EnrichedInput:
     key_text: str | None  # typed content after the layout map: sensitive
 
 
-_TS = attrgetter("ts_us")
-_STREAM_REF = attrgetter("stream", "ref")
 _REF = attrgetter("ref")
 
 
@@ -62,42 +60,74 @@ class _Codes(dict[str | None, int]):
 
 
 class SnapIndex:
-    """Snapshots ordered by (time, stream, ref), with per-stream time arrays for bisection."""
+    """Snapshots ordered by (time, stream, ref), as columns, with per-stream time arrays for bisection.
 
-    __slots__ = ("snaps", "all_ts", "by_stream", "_np")
+    Made from a day's capture (``of``: the reader's columns when it left the snapshots as columns,
+    so no Snapshot object is made) or from Snapshot rows. A "position" is a place in that order;
+    ``col(name)`` gives one field of every snapshot by position."""
+
+    __slots__ = ("n", "all_ts", "by_stream", "order", "_values", "_cols", "_np")
 
     def __init__(self, snapshots: Iterable[Snapshot]):
+        rows = list(snapshots)
+        self._index(len(rows), lambda name: list(map(attrgetter(name), rows)))
+
+    @classmethod
+    def of(cls, capture: DayCapture) -> SnapIndex:
+        """The index of a day's snapshots, read as columns."""
+        self = cls.__new__(cls)
+        self._index(capture.count("snapshots"), lambda name: capture.values("snapshots", (name,))[0])
+        return self
+
+    def _index(self, n: int, values: Callable[[str], list[Any]]) -> None:
+        self.n = n
+        self._values = values
+        self._cols: dict[str, list[Any]] = {}
         # sort by time (cheap integer keys), then order rows sharing a timestamp by (stream, ref);
         # rows from the log arrive in time order already, which one comparison pass confirms
-        snaps = list(snapshots)
-        all_ts = [s.ts_us for s in snaps]
+        all_ts: list[int] = values("ts_us")
+        order: list[int] | None = None  # None: the rows' own order
         if all_ts != sorted(all_ts):
-            snaps.sort(key=_TS)  # stable, like the check's order
-            all_ts = [s.ts_us for s in snaps]
+            order = sorted(range(n), key=all_ts.__getitem__)  # stable, like the check's order
+            all_ts = [all_ts[i] for i in order]
         # rows sharing a timestamp (several monitors captured at once): found in one C-speed
         # pass, then each run of them ordered by (stream, ref)
-        same = list(compress(range(1, len(all_ts)), map(eq, islice(all_ts, 1, None), all_ts)))
-        k = 0
-        while k < len(same):
-            start = end = same[k]  # rows start - 1 .. end share one timestamp
-            k += 1
-            while k < len(same) and same[k] == end + 1:
-                end = same[k]
+        same = list(compress(range(1, n), map(eq, islice(all_ts, 1, None), all_ts)))
+        if same:
+            stream, ref = values("stream"), values("ref")
+            order = order if order is not None else list(range(n))
+            k = 0
+            while k < len(same):
+                start = end = same[k]  # rows start - 1 .. end share one timestamp
                 k += 1
-            snaps[start - 1:end + 1] = sorted(snaps[start - 1:end + 1], key=_STREAM_REF)
-        self.snaps: list[Snapshot] = snaps
-        self.all_ts: list[int] = all_ts
-        streams = [s.stream for s in snaps]
+                while k < len(same) and same[k] == end + 1:
+                    end = same[k]
+                    k += 1
+                order[start - 1:end + 1] = sorted(order[start - 1:end + 1], key=lambda i: (stream[i], ref[i]))
+        self.order = order
+        self.all_ts = all_ts
+        self._cols["ts_us"] = all_ts
+        streams = self.col("stream")
         groups: dict[str, tuple[list[int], list[int]]] = {}
         names = set(streams)
         if len(names) == 1:
-            groups[streams[0]] = (list(all_ts), list(range(len(snaps))))
+            groups[streams[0]] = (list(all_ts), list(range(n)))
         else:
             for name in sorted(names):  # a few monitors: one C-speed pass each
-                positions = list(compress(range(len(snaps)), map(name.__eq__, streams)))
+                positions = list(compress(range(n), map(name.__eq__, streams)))
                 groups[name] = (list(map(all_ts.__getitem__, positions)), positions)
         self.by_stream = groups
         self._np: dict[str | None, tuple[np.ndarray, np.ndarray | None]] | None = None
+
+    def col(self, name: str) -> list[Any]:
+        """One Snapshot field of every position (made once; the list is shared: read it only)."""
+        got = self._cols.get(name)
+        if got is None:
+            got = self._values(name)
+            if self.order is not None:
+                got = list(map(got.__getitem__, self.order))
+            self._cols[name] = got
+        return got
 
     def nearest(self, stream: str | None, ts: int) -> tuple[int, int]:
         """(position, |distance| us) of the nearest snapshot, -1 when there is none.
@@ -139,7 +169,7 @@ class SnapIndex:
         n = len(ts)
         pos = np.full(n, -1, dtype=np.int64)
         dist = np.zeros(n, dtype=np.int64)
-        if not self.snaps or n == 0:
+        if not self.n or n == 0:
             return pos, dist
         arrays = self.arrays()
         ets = np.asarray(ts, dtype=np.int64)
@@ -294,7 +324,7 @@ class Attribution:
     """Steps 1 and 2 for every input event of a day, in the capture's row order: what both the
     enriched-input table and the document's input accounting are built from.
 
-    ``pos``: the event's snapshot (a position in ``index.snaps``, -1 when the day has none);
+    ``pos``: the event's snapshot (a position of ``index``, -1 when the day has none);
     ``dist_us``: its distance from that snapshot; ``targets``: per click event (by row), its
     (resolution, label, role)."""
 
@@ -307,15 +337,15 @@ class Attribution:
 
 def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attribution:
     """Re-attribute every input event and resolve every click of the day (see the module doc)."""
-    index = index if index is not None else SnapIndex(capture.snapshots)
-    ts, streams, kinds = input_values(capture, ("ts_us", "stream", "kind"))
+    index = index if index is not None else SnapIndex.of(capture)
+    ts, streams, kinds = capture.values("inputs", ("ts_us", "stream", "kind"))
     pos_a, dist_a = index.attribute(ts, streams if len(index.by_stream) > 1 else None)
     pos = pos_a.tolist()
-    snaps = index.snaps
     clicks = list(compress(range(len(ts)), map(eq, kinds, repeat("click"))))
     targets: dict[int, tuple[str, str | None, str | None]] = {}
     if clicks:
-        xs, ys, names, roles = input_values(capture, ("x", "y", "element_name", "element_role"))
+        xs, ys, names, roles = capture.values("inputs", ("x", "y", "element_name", "element_role"))
+        s_stream, s_frame, s_ts = index.col("stream"), index.col("source_frame_id"), index.all_ts
         # element trees are fetched once, for the snapshots under anonymous clicks only
         anon = [i for i in clicks if pos[i] >= 0 and not (names[i] and names[i].strip())]
         sizes = screen_sizes(capture.streams)
@@ -325,37 +355,33 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
         if columns is not None:
             # the day's trees as columns: numpy keeps the elements in reach of each click, and
             # the click rule runs on those alone (the same answer: it rejects all the others)
-            near = ring_candidates(columns, [(xs[i], ys[i], sizes.get(snaps[pos[i]].stream),
-                                              snaps[pos[i]].source_frame_id, snaps[pos[i]].ts_us) for i in anon])
+            near = ring_candidates(columns, [(xs[i], ys[i], sizes.get(s_stream[pos[i]]), s_frame[pos[i]], s_ts[pos[i]])
+                                             for i in anon])
             near_of = dict(zip(anon, near, strict=True))
             boxes, ref_of = _NO_BOXES, columns.ref
         else:
-            boxes = ElementIndex.for_snapshots(capture, (snaps[pos[i]].source_frame_id for i in anon))
+            boxes = ElementIndex.for_snapshots(capture, (s_frame[pos[i]] for i in anon))
         for i in clicks:
             p = pos[i]
-            snap = snaps[p] if p >= 0 else None
             if i in near_of:
-                targets[i] = resolve_click(xs[i], ys[i], sizes.get(snaps[p].stream), near_of[i],
-                                           snaps[p].source_frame_id, ref_of)
+                targets[i] = resolve_click(xs[i], ys[i], sizes.get(s_stream[p]), near_of[i], s_frame[p], ref_of)
+            elif p >= 0:
+                targets[i] = _click_target("click", names[i], roles[i], xs[i], ys[i], s_stream[p], s_frame[p],
+                                           s_ts[p], sizes, boxes)
             else:
-                targets[i] = _click_target("click", names[i], roles[i], xs[i], ys[i], snap, sizes, boxes)
+                targets[i] = _click_target("click", names[i], roles[i], xs[i], ys[i], None, None, None, sizes, boxes)
     return Attribution(index, pos_a, pos, dist_a, targets)
 
 
 def input_values(capture: DayCapture, names: Sequence[str]) -> list[list[Any]]:
-    """Columns of the day's input events, in row order: the reader's own columns when it left
-    the rows as columns (capture.model.DayCapture.defer_rows), so no event object is made."""
-    columns = capture.row_columns("inputs")
-    if columns is not None:
-        return [columns.values(n) for n in names]
-    inputs = capture.inputs
-    return [list(map(attrgetter(n), inputs)) for n in names]
+    """Columns of the day's input events, in row order (DayCapture.values: no event object is
+    made while the reader holds them as columns)."""
+    return capture.values("inputs", names)
 
 
 def input_count(capture: DayCapture) -> int:
     """The day's input events (without making them, when the reader left them as columns)."""
-    columns = capture.row_columns("inputs")
-    return columns.count if columns is not None else len(capture.inputs)
+    return capture.count("inputs")
 
 
 _NO_BOXES = ElementIndex(())
@@ -455,12 +481,12 @@ def _enriched(capture: DayCapture, attribution: Attribution | None, layout: str,
     ts, streams, refs, kinds = input_values(capture, ("ts_us", "stream", "ref", "kind"))
     keys = list(zip(ts, [s or "" for s in streams], refs, strict=True))
     order = sorted(range(len(ts)), key=keys.__getitem__)
-    snaps = att.index.snaps
+    index = att.index
     pos = [att.pos_list[i] for i in order]  # -1 (no snapshot) picks the None after the last
     ms = ((att.dist_us + 500) // 1000).tolist()
 
     def of_snapshot(field: str) -> list[Any]:
-        values = [*map(attrgetter(field), snaps), None]
+        values = [*index.col(field), None]
         return [values[p] for p in pos]
 
     none = ("none", None, None)
@@ -484,24 +510,15 @@ def _enriched(capture: DayCapture, attribution: Attribution | None, layout: str,
     return order, out
 
 
-def click_target(
-    e: InputEvent,
-    snap: Snapshot | None,
-    sizes: dict[str, tuple[int, int]],
-    boxes: ElementIndex,
-) -> tuple[str, str | None, str | None]:
-    """(resolution, label, role) of one event; "none" for anything that is not a click."""
-    return _click_target(e.kind, e.element_name, e.element_role, e.x, e.y, snap, sizes, boxes)
-
-
 def _click_target(kind: str, name: str | None, role: str | None, x: int | None, y: int | None,
-                  snap: Snapshot | None, sizes: dict[str, tuple[int, int]],
+                  stream: str | None, fid: str | None, snap_ts: int | None, sizes: dict[str, tuple[int, int]],
                   boxes: ElementIndex) -> tuple[str, str | None, str | None]:
+    """click_target of an event whose snapshot is given by its stream, frame id and time (all
+    None when the day has no snapshot)."""
     if kind != "click":
         return "none", None, None
     if name and name.strip():
         return "recorded", " ".join(name.split()), role
-    if snap is None:
+    if stream is None or snap_ts is None:
         return "unresolved", None, None
-    fid = snap.source_frame_id
-    return resolve_click(x, y, sizes.get(snap.stream), boxes.of(fid, snap.ts_us), fid)
+    return resolve_click(x, y, sizes.get(stream), boxes.of(fid, snap_ts), fid)

@@ -199,7 +199,7 @@ class RunParts:
             store.bind_elements(con, parts.capture)  # the connection that read it may be closed
             return parts
         capture = store.load_capture(con, day, lazy_elements=True)
-        rows = len(capture.snapshots) + len(capture.inputs) + len(capture.presence) + len(capture.streams)
+        rows = sum(capture.count(k) for k in ("snapshots", "inputs", "presence", "streams"))
         parts = DayParts(capture, rows)
         if self._rows + rows <= self.max_rows:
             self._days[day] = parts
@@ -250,14 +250,15 @@ def _site_of() -> Callable[[str | None], str | None]:
     return site_of
 
 
-def frame_rows(snapshots: Sequence[Any], segments: Iterable[Any]) -> list[tuple]:
+def frame_rows(refs: Sequence[str], segments: Iterable[Any]) -> list[tuple]:
+    """The frames table's rows of the segments; ``refs``: the snapshots' refs by position."""
     rows = []
     for seg in segments:
         app, site = seg.key
-        first, last = snapshots[seg.rows[0]], snapshots[seg.rows[-1]]
+        first, last = refs[seg.rows[0]], refs[seg.rows[-1]]
         rows.append(
             (
-                f"{seg.stream}:{first.ref}",
+                f"{seg.stream}:{first}",
                 seg.stream,
                 app,
                 site,
@@ -267,8 +268,8 @@ def frame_rows(snapshots: Sequence[Any], segments: Iterable[Any]) -> list[tuple]
                 seg.active_us,
                 len(seg.rows),
                 len(seg.interruptions),
-                first.ref,
-                last.ref,
+                first,
+                last,
             )
         )
     return rows
@@ -300,7 +301,7 @@ def frames(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None
 
 def frames_part(framing: Framing) -> tuple[list[tuple], dict[str, Any]]:
     """The frames table's rows of a day and its numbers (pure: a day worker computes it too)."""
-    rows = frame_rows(framing.rows.index.snaps, framing.timeline.segments)
+    rows = frame_rows(framing.rows.index.col("ref"), framing.timeline.segments)
     active_us = sum(r[7] for r in rows)
     return rows, {
         "frames": len(rows),
@@ -357,7 +358,8 @@ def page_refs(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = N
 
 
 def url_counts(capture: DayCapture) -> dict[str, int]:
-    return dict(Counter(s.url for s in capture.snapshots if s.url))
+    (urls,) = capture.values("snapshots", ("url",))
+    return dict(Counter(u for u in urls if u))
 
 
 def page_part(

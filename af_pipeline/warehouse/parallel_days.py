@@ -107,7 +107,7 @@ def compute_day(log: Any, day: str, include_typed_text: bool, categories: Any) -
     framing = frame_day(cap)
     attribution = attribute_input(cap, framing.rows.index)
     out: dict[str, Any] = {"provenance": (str(cap.tz), bool(cap.sealed), list(cap.recorders), dict(cap.segment_hashes))}
-    out["rows"] = len(cap.snapshots) + len(cap.inputs) + len(cap.presence) + len(cap.streams)
+    out["rows"] = sum(cap.count(k) for k in ("snapshots", "inputs", "presence", "streams"))
     out[dw.FRAMES] = dw.frames_part(framing)
     out[dw.ENRICHED] = dw.enriched_part(cap, attribution, include_typed_text)
     page_rows, types, page_meta = dw.page_part(dw.url_counts(cap))

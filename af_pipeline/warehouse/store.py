@@ -67,11 +67,13 @@ from capture.errors import CheckFailed
 from capture.files import atomic_write, canonical_json
 from capture.log import (
     COLUMNS,
+    DEFERRED,
     NAMES,
     SELECT_SQL,
     SORT_SQL,
     ElementsBySnapshot,
     EventLog,
+    FetchedRows,
     build_instances,
     column_values,
 )
@@ -651,6 +653,9 @@ def load_capture(
         data = con.execute(
             f"SELECT {SELECT_SQL[kind]} FROM {day_relation(con, day, kind, registered)} ORDER BY seq"
         ).fetchnumpy()
+        if kind in DEFERRED:  # the compile reads their columns; other readers make the rows
+            cap.defer_rows(kind, FetchedRows(kind, data))
+            continue
         # Column by column (as the log reads sealed days): the rows were checked when they landed.
         setattr(cap, kind, build_instances(CLASS_OF[kind], [column_values(data[n]) for n in NAMES[kind]]))
     return cap

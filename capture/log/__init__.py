@@ -44,8 +44,8 @@ from capture.log import append, dedup, files
 from capture.log.append import Appending, AppendReport
 from capture.log.layout import amendment_of, parse_segment_name, segment_name
 from capture.log.manifest import entry_hash
-from capture.log.read import DayStatus, ElementsBySnapshot
-from capture.log.rows import build_instances, column_values
+from capture.log.read import DEFERRED, DayStatus, ElementsBySnapshot
+from capture.log.rows import FetchedRows, build_instances, column_values
 from capture.log.rows import in_order as _in_order  # noqa: F401 - tests/test_log_read.py checks it directly
 from capture.log.schema import COLUMNS, NAMES, SELECT_SQL, SORT_SQL, TS_MAX_US, TS_MIN_US, sort_key
 from capture.log.verify import Verifying, VerifyReport
@@ -89,6 +89,7 @@ sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "COLUMNS",
+    "DEFERRED",
     "NAMES",
     "SELECT_SQL",
     "SORT_SQL",
@@ -98,6 +99,7 @@ __all__ = [
     "DayStatus",
     "ElementsBySnapshot",
     "EventLog",
+    "FetchedRows",
     "UserError",
     "VerifyReport",
     "amendment_of",

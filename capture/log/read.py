@@ -67,10 +67,10 @@ class ElementsBySnapshot:
         return list(self._last[1])
 
 
-# Row kinds a sealed read leaves as columns until their rows are asked for (DayCapture.defer_rows):
-# the input events, 19 columns of which the compiler reads a few (its rows would be most of the
-# objects of a read, made and freed again).
-DEFERRED = frozenset({"inputs"})
+# Row kinds a read leaves as columns until their rows are asked for (DayCapture.defer_rows): the
+# snapshots and the input events, whose columns the compiler reads (DayCapture.values, the
+# SnapIndex), so their rows would be most of the objects of a read, made and freed again.
+DEFERRED = frozenset({"snapshots", "inputs"})
 # The columns of a deferred kind read with the day: the sort key (the order check) and what
 # the compiler reads (af_pipeline.compiler: attribution, click resolution, the input tally);
 # the others (the recorder's stale app, window and URL, element bounds, ...) are read when the

@@ -316,6 +316,31 @@ class ArrowRows:
         return build_instances(CLASS_OF[self.kind], [self.values(n) for n in NAMES[self.kind]])
 
 
+class FetchedRows:
+    """One kind of a day's rows as the columns DuckDB fetched (fetchnumpy), held until its rows
+    are asked for (capture.model.DeferredRows): each column becomes Python values when first
+    asked for, the rows only when asked for."""
+
+    __slots__ = ("kind", "count", "_data", "_values")
+
+    def __init__(self, kind: str, data: Mapping[str, Any]):
+        self.kind = kind
+        self._data = data
+        self.count: int = len(data["ref"])
+        self._values: dict[str, list[Any]] = {}
+
+    def values(self, name: str) -> list[Any]:
+        got = self._values.get(name)
+        if got is None:
+            got = self._values[name] = column_values(self._data[name])
+        return got
+
+    def rows(self) -> list[Any]:
+        from capture.model import CLASS_OF
+
+        return build_instances(CLASS_OF[self.kind], [self.values(n) for n in NAMES[self.kind]])
+
+
 class _KeyColumns(Mapping[str, Any]):
     """The sort-key columns of a kind, each fetched by ``values(name)`` only when in_order reads it."""
 
