@@ -141,3 +141,15 @@ def test_the_compiled_document_carries_the_default_categories_in_the_inferred_ti
     assert "rules: defaults" in block["generator"]
     assert {it["confidence"] for it in block["items"]} == {"speculative"}
     assert "category" not in json.dumps(strip_inferred(measured))  # nothing leaks into the measured tier
+
+
+def test_frames_differing_only_in_titles_are_told_apart_when_a_rule_reads_titles():
+    # frames with the same app and site are matched once when no rule reads titles (the
+    # defaults); a rule on titles, or on any field, still sees each frame's own titles
+    frames = [{"id": f"f-{i}", "app": "Code", "windows": [{"title": t, "minutes": 1.0}]}
+              for i, t in enumerate(["notes.txt", "compile.py", "README"])]
+    doc = {"frames": frames}
+    assert set(C.frame_categories(doc, C.default_rules())) == {"f-0", "f-1", "f-2"}
+    for field in ("title", "any"):
+        rules = C.parse_rules({"rules": [{"category": "Build", field: r"compile\.py"}]}, "t.json")
+        assert set(C.frame_categories(doc, rules)) == {"f-1"}

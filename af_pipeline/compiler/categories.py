@@ -236,6 +236,9 @@ class _Matcher:
             [(field, re.compile(rx, re.IGNORECASE if r.ignore_case else 0)) for field, rx in r.patterns]
             for r in rules.rules
         ]
+        # whether any rule reads window titles: if none does, frames differing only in their titles
+        # are matched alike (the defaults read apps and sites only)
+        self.titles = any(field in ("title", "any") for r in rules.rules for field, _rx in r.patterns)
 
     def pick(self, frame: dict[str, Any]) -> Rule | None:
         return self.pick_values(_values(frame))
@@ -264,7 +267,7 @@ def frame_categories(doc: dict[str, Any], rules: CategoryRules) -> dict[str, Rul
     seen: dict[tuple[Any, ...], Rule | None] = {}
     for f in doc["frames"]:
         values = _values(f)
-        key = (*values["app"], None, *values["title"], None, *values["site"])
+        key = (*values["app"], None, *(values["title"] if m.titles else ()), None, *values["site"])
         if key in seen:
             rule = seen[key]
         else:
