@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from operator import attrgetter
 from typing import Any, Protocol
@@ -241,6 +241,38 @@ class DayCapture:
         columns = self.row_columns(kind)
         return columns.count if columns is not None else len(getattr(self, kind))
 
+    def values_at(self, kind: str, names: Iterable[str], rows: Sequence[int]) -> list[list[Any]]:
+        """Columns of ``kind`` at these row positions only (a deferred column is not decoded whole)."""
+        columns = self.row_columns(kind)
+        at = getattr(columns, "values_at", None)
+        if at is not None:
+            return [at(n, rows) for n in names]
+        return [list(map(col.__getitem__, rows)) for col in self.values(kind, names)]
+
+    def array(self, kind: str, name: str) -> Any:
+        """A numeric column without NULLs (a time, say) as a numpy array (the reader's own
+        buffer where it has one)."""
+        columns = self.row_columns(kind)
+        got = getattr(columns, "array", None)
+        found = got(name) if got is not None else None
+        if found is not None:
+            return found
+        import numpy as np
+
+        return np.asarray(self.values(kind, (name,))[0])
+
+    def codes(self, kind: str, name: str) -> tuple[Any, list[Any]]:
+        """One column as (codes, values): a numpy int64 array, row i's value being
+        ``values[codes[i]]`` and -1 meaning NULL. ``values`` may name one value twice (a
+        reader's dictionary): compare values, not codes. Without objects or a string per row
+        where the reader holds the column dictionary-encoded."""
+        columns = self.row_columns(kind)
+        got = getattr(columns, "codes", None)
+        found = got(name) if got is not None else None
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        return factorize(self.values(kind, (name,))[0])
+
     if not typing.TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any attribute name
 
         def __getattr__(self, name: str) -> Any:
@@ -261,6 +293,16 @@ class DayCapture:
         return {k: v for k, v in self.__dict__.items() if k != "_deferred"}
 
 
+def factorize(column: Sequence[Any]) -> tuple[Any, list[Any]]:
+    """(codes, distinct values in order of first appearance) of a column, NULL as code -1."""
+    import numpy as np  # only the compile's columnar paths need it
+
+    seen: dict[Any, int] = {}
+    codes = np.fromiter((-1 if v is None else seen.setdefault(v, len(seen)) for v in column),
+                        dtype=np.int64, count=len(column))
+    return codes, list(seen)
+
+
 class DeferredRows(Protocol):
     """One row kind of a day held as columns until its rows are read, in the log's order (a
     reader's, e.g. capture.log.rows.ArrowRows)."""
@@ -274,6 +316,10 @@ class DeferredRows(Protocol):
     def rows(self) -> list[Any]:
         """The rows as capture objects, the same a read that makes them gives."""
         ...
+
+    # Optional, for readers that can do better than from values(): values_at(name, rows) (one
+    # column at some rows), array(name) and codes(name) (DayCapture.array and .codes, or None to
+    # fall back).
 
 
 _SCALAR_TYPES = {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE", str: "VARCHAR"}

@@ -153,3 +153,32 @@ def test_warehouse_capture_with_lazy_elements_compiles_to_the_same_bytes(sealed_
             assert enrich(lazy) == enrich(full)
     finally:
         con.close()
+
+
+def test_column_views_of_every_reader_agree_with_the_rows(sealed_log, tmp_path):
+    # DayCapture.codes, .values_at and .array give the rows' own values, whichever reader holds
+    # them (the sealed file's columns, the warehouse's fetched columns, or objects)
+    import numpy as np
+
+    log, days = sealed_log
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        for day in days:
+            store.load_raw_day(con, log, day)
+            rows = log.read_day(day)
+            objects = DayCapture(day=day, tz=rows.tz, snapshots=list(rows.snapshots), inputs=list(rows.inputs))
+            for cap in (log.read_day(day, lazy_elements=True), store.load_capture(con, day, lazy_elements=True),
+                        objects):
+                for kind, names in (("inputs", ("kind", "stream", "clipboard_op", "element_name", "text", "x")),
+                                    ("snapshots", ("app", "url", "stream", "window"))):
+                    want = {n: [getattr(r, n) for r in getattr(rows, kind)] for n in names}
+                    picks = list(range(0, len(want[names[0]]), 7))[::-1]
+                    for n in names:
+                        codes, values = cap.codes(kind, n)
+                        assert [None if c < 0 else values[c] for c in codes.tolist()] == want[n]
+                        assert cap.values_at(kind, (n,), picks) == [[want[n][i] for i in picks]]
+                    assert np.array_equal(cap.array(kind, "ts_us"), [r.ts_us for r in getattr(rows, kind)])
+                if cap is not objects:
+                    assert cap.row_columns("inputs") is not None  # read as columns, no object made
+    finally:
+        con.close()

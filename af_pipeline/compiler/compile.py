@@ -336,12 +336,12 @@ def _tally_input(capture: DayCapture, att: Attribution, slots: Slots, options: C
     # neither volume nor interaction; app switches and focus changes are interaction (column 7)
     # but not volume.
     # the events' columns, not the events (a sealed read leaves them as columns)
-    kinds, ops, texts_of = input_values(capture, ("kind", "clipboard_op", "text"))
-    n_in = len(kinds)
+    kind_codes, kind_values = capture.codes("inputs", "kind")
     n_slots, owner_a, owner = slots.count, slots.owner_a, slots.owner
-    code_a = np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n_in)
-    for i in np.flatnonzero(code_a == _K_CLIPBOARD).tolist():
-        op = ops[i]
+    # each distinct kind looked up once (kinds are never NULL: no code -1)
+    code_a = np.fromiter(map(_KIND_CODE.__getitem__, kind_values), dtype=np.int64, count=len(kind_values))[kind_codes]
+    board = np.flatnonzero(code_a == _K_CLIPBOARD).tolist()
+    for i, op in zip(board, capture.values_at("inputs", ("clipboard_op",), board)[0], strict=True):
         code_a[i] = _K_PASTES if op == "paste" else (_K_COPIES if op in ("copy", "cut") else _K_OTHER)
     pos_a, dist_a = att.pos, att.dist_us
     unattributed = int(np.count_nonzero(pos_a < 0))
@@ -359,7 +359,8 @@ def _tally_input(capture: DayCapture, att: Attribution, slots: Slots, options: C
     pos_list_a = att.pos_list
     texts = np.flatnonzero(counted & (code_a == _K_TEXT))
     if texts.size:  # characters typed, a count (never the content), summed per owner slot
-        chars = np.fromiter((len(texts_of[i] or "") for i in texts.tolist()), dtype=np.int64, count=texts.size)
+        (typed_at,) = capture.values_at("inputs", ("text",), texts.tolist())
+        chars = np.fromiter((len(t or "") for t in typed_at), dtype=np.int64, count=texts.size)
         np.add.at(vol_np[:, _K_CHARS], owner_a[pos_a[texts]], chars)
 
     clicked: list[dict[tuple[str, str | None, str], int]] = [{} for _ in range(n_slots)]
@@ -379,7 +380,7 @@ def _tally_input(capture: DayCapture, att: Attribution, slots: Slots, options: C
     typed: list[list[str]] | None = None
     if options.include_typed_text:
         typed = [[] for _ in range(n_slots)]
-        ts, streams, refs = input_values(capture, ("ts_us", "stream", "ref"))
+        kinds, texts_of, ts, streams, refs = input_values(capture, ("kind", "text", "ts_us", "stream", "ref"))
         keyed = [i for i in np.flatnonzero(counted & ((code_a == _K_KEYS) | (code_a == _K_TEXT))).tolist()
                  if texts_of[i]]
         keyed.sort(key=lambda i: (ts[i], streams[i] or "", refs[i]))

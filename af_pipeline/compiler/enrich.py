@@ -23,14 +23,14 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress, islice, repeat
+from itertools import compress, islice
 from operator import attrgetter, eq
 from typing import Any
 
 import numpy as np
 
 from af_pipeline.compiler import layouts
-from capture.model import DayCapture, Element, ElementHit, InputEvent, Snapshot, StreamInfo
+from capture.model import DayCapture, Element, ElementHit, InputEvent, Snapshot, StreamInfo, factorize
 
 RING_PX = 40
 RESOLUTIONS: tuple[str, ...] = ("recorded", "exact", "tolerance", "zone", "unresolved", "none")
@@ -166,20 +166,27 @@ class SnapIndex:
         """nearest() for many events at once (same answers, vectorised binary search):
         positions (-1: no snapshot at all) and distances in us. ``streams`` may be None when
         the day has a single stream (every event then searches it)."""
-        n = len(ts)
+        return self.attribute_codes(np.asarray(ts, dtype=np.int64), None if streams is None else factorize(streams))
+
+    def attribute_codes(self, ets: np.ndarray, streams: tuple[np.ndarray, list[Any]] | None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """attribute() of event times as an int64 array and streams as DayCapture.codes gives
+        them (codes and values)."""
+        n = len(ets)
         pos = np.full(n, -1, dtype=np.int64)
         dist = np.zeros(n, dtype=np.int64)
         if not self.n or n == 0:
             return pos, dist
         arrays = self.arrays()
-        ets = np.asarray(ts, dtype=np.int64)
         if len(self.by_stream) == 1 or streams is None:
             # one stream: "its stream" and "all streams" are the same array
             groups: list[tuple[str | None, np.ndarray]] = [(None, np.arange(n))]
         else:
             names = sorted(self.by_stream)
             code = _Codes({name: i for i, name in enumerate(names)})
-            codes = np.fromiter(map(code.__getitem__, streams), dtype=np.int64, count=n)
+            # each distinct stream looked up once; code -1 (NULL) picks the -1 appended last
+            lut = np.fromiter([*map(code.__getitem__, streams[1]), -1], dtype=np.int64)
+            codes = lut[streams[0]]
             groups = [(None, np.flatnonzero(codes == -1))]
             groups += [(name, np.flatnonzero(codes == i)) for i, name in enumerate(names)]
         for group, members in groups:
@@ -338,16 +345,18 @@ class Attribution:
 def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attribution:
     """Re-attribute every input event and resolve every click of the day (see the module doc)."""
     index = index if index is not None else SnapIndex.of(capture)
-    ts, streams, kinds = capture.values("inputs", ("ts_us", "stream", "kind"))
-    pos_a, dist_a = index.attribute(ts, streams if len(index.by_stream) > 1 else None)
-    pos = pos_a.tolist()
-    clicks = list(compress(range(len(ts)), map(eq, kinds, repeat("click"))))
+    # columns as arrays and codes, not a value per row: only the clicks' own fields are read
+    pos_a, dist_a = index.attribute_codes(capture.array("inputs", "ts_us").astype(np.int64, copy=False),
+                                          capture.codes("inputs", "stream") if len(index.by_stream) > 1 else None)
+    kind_codes, kinds = capture.codes("inputs", "kind")
+    clicks = np.flatnonzero(np.isin(kind_codes, [k for k, v in enumerate(kinds) if v == "click"])).tolist()
     targets: dict[int, tuple[str, str | None, str | None]] = {}
     if clicks:
-        xs, ys, names, roles = capture.values("inputs", ("x", "y", "element_name", "element_role"))
+        xs, ys, names, roles = capture.values_at("inputs", ("x", "y", "element_name", "element_role"), clicks)
+        pos = pos_a[clicks].tolist()
         s_stream, s_frame, s_ts = index.col("stream"), index.col("source_frame_id"), index.all_ts
         # element trees are fetched once, for the snapshots under anonymous clicks only
-        anon = [i for i in clicks if pos[i] >= 0 and not (names[i] and names[i].strip())]
+        anon = [k for k, p in enumerate(pos) if p >= 0 and not (names[k] and names[k].strip())]
         sizes = screen_sizes(capture.streams)
         columns = _element_columns(capture) if anon else None
         near_of: dict[int, list[ElementHit]] = {}
@@ -355,22 +364,21 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
         if columns is not None:
             # the day's trees as columns: numpy keeps the elements in reach of each click, and
             # the click rule runs on those alone (the same answer: it rejects all the others)
-            near = ring_candidates(columns, [(xs[i], ys[i], sizes.get(s_stream[pos[i]]), s_frame[pos[i]], s_ts[pos[i]])
-                                             for i in anon])
+            near = ring_candidates(columns, [(xs[k], ys[k], sizes.get(s_stream[pos[k]]), s_frame[pos[k]], s_ts[pos[k]])
+                                             for k in anon])
             near_of = dict(zip(anon, near, strict=True))
             boxes, ref_of = _NO_BOXES, columns.ref
         else:
-            boxes = ElementIndex.for_snapshots(capture, (s_frame[pos[i]] for i in anon))
-        for i in clicks:
-            p = pos[i]
-            if i in near_of:
-                targets[i] = resolve_click(xs[i], ys[i], sizes.get(s_stream[p]), near_of[i], s_frame[p], ref_of)
+            boxes = ElementIndex.for_snapshots(capture, (s_frame[pos[k]] for k in anon))
+        for k, (i, p) in enumerate(zip(clicks, pos, strict=True)):
+            if k in near_of:
+                targets[i] = resolve_click(xs[k], ys[k], sizes.get(s_stream[p]), near_of[k], s_frame[p], ref_of)
             elif p >= 0:
-                targets[i] = _click_target("click", names[i], roles[i], xs[i], ys[i], s_stream[p], s_frame[p],
+                targets[i] = _click_target("click", names[k], roles[k], xs[k], ys[k], s_stream[p], s_frame[p],
                                            s_ts[p], sizes, boxes)
             else:
-                targets[i] = _click_target("click", names[i], roles[i], xs[i], ys[i], None, None, None, sizes, boxes)
-    return Attribution(index, pos_a, pos, dist_a, targets)
+                targets[i] = _click_target("click", names[k], roles[k], xs[k], ys[k], None, None, None, sizes, boxes)
+    return Attribution(index, pos_a, pos_a.tolist(), dist_a, targets)
 
 
 def input_values(capture: DayCapture, names: Sequence[str]) -> list[list[Any]]:

@@ -292,12 +292,49 @@ class ArrowRows:
     def values(self, name: str) -> list[Any]:
         got = self._values.get(name)
         if got is None:
-            if name not in self._table.column_names:
-                if name not in NAMES[self.kind]:
-                    raise KeyError(name)
-                self._read_rest()
-            got = self._values[name] = pylist(self._table.column(name))
+            got = self._values[name] = pylist(self._column(name))
         return got
+
+    def values_at(self, name: str, rows: Sequence[int]) -> list[Any]:
+        """One column's values at these rows (the column is not decoded whole)."""
+        got = self._values.get(name)
+        if got is not None:
+            return list(map(got.__getitem__, rows))
+        if not rows:
+            return []
+        import pyarrow as pa
+
+        return pylist(self._column(name).take(pa.array(rows, type=pa.int64())))
+
+    def array(self, name: str) -> Any:
+        """A column without NULLs as numpy (None when it has a NULL)."""
+        column = self._column(name)
+        return None if column.null_count else column.to_numpy()
+
+    def codes(self, name: str) -> tuple[Any, list[Any]] | None:
+        """(codes, values) of a dictionary-encoded column (capture.model.DayCapture.codes), from
+        the file's dictionary; None for a column that is not one."""
+        import numpy as np
+        import pyarrow as pa
+
+        column = self._column(name)
+        if not pa.types.is_dictionary(column.type) or column.num_chunks != 1:
+            return None
+        chunk = column.chunk(0)
+        indices = chunk.indices
+        if indices.null_count:  # NULLs come out of to_numpy as NaN
+            raw = indices.to_numpy(zero_copy_only=False)
+            codes = np.where(np.isnan(raw), -1, raw).astype(np.int64)
+        else:
+            codes = indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        return codes, chunk.dictionary.to_pylist()
+
+    def _column(self, name: str) -> Any:
+        if name not in self._table.column_names:
+            if name not in NAMES[self.kind]:
+                raise KeyError(name)
+            self._read_rest()
+        return self._table.column(name)
 
     def _read_rest(self) -> None:
         have = set(self._table.column_names)
@@ -334,6 +371,15 @@ class FetchedRows:
         if got is None:
             got = self._values[name] = column_values(self._data[name])
         return got
+
+    def values_at(self, name: str, rows: Sequence[int]) -> list[Any]:
+        """One column's values at these rows (the column is not converted whole)."""
+        got = self._values.get(name)
+        if got is not None:
+            return list(map(got.__getitem__, rows))
+        import numpy as np
+
+        return column_values(self._data[name][np.asarray(rows, dtype=np.int64)])
 
     def rows(self) -> list[Any]:
         from capture.model import CLASS_OF
