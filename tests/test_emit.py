@@ -42,6 +42,32 @@ def test_canonical_bytes_leave_out_generated_at_only(doc):
     assert emit.canonical_bytes(changed) != emit.canonical_bytes(doc)
 
 
+json_values = st.recursive(
+    st.none() | st.booleans() | st.text(max_size=8)
+    | st.integers(min_value=-(2**70), max_value=2**70)  # past 64 bits orjson refuses: the slow path
+    | st.floats(allow_nan=False, allow_infinity=False)  # tiny and huge magnitudes included
+    | st.sampled_from([1e-05, -3.2e-07, 5e-05, 1e16, 0.01, -0.0]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), json_values, max_size=5), st.sampled_from(["", "\ud800", "0.00001"]))
+def test_document_json_is_canonical_json_for_any_value(doc, odd):
+    # to_json's fast path (orjson) gives canonical_json's text, or falls back to it: for any
+    # value, tiny floats, big integers and lone surrogates included
+    doc = dict(doc, note=odd) if odd else doc
+    assert emit.to_json(doc) == json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                           allow_nan=False) + "\n"
+
+
+def test_a_floor_that_is_not_a_finite_number_is_refused():
+    # a NaN floor would reach the document's options, and a document's floats are all finite
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ValueError, match="finite number"):
+            compile_day(golden_day(), CompileOptions(min_minutes=bad))
+
+
 def test_yaml_reads_back_as_the_document(doc):
     stamped = dict(doc, generated_at="2026-03-17T10:00:00Z")
     assert yaml.safe_load(emit.to_yaml(stamped)) == stamped

@@ -9,6 +9,7 @@ snapshot position (see enrich.SnapIndex) instead of building an object per row.
 from __future__ import annotations
 
 import gc
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
@@ -128,8 +129,7 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
     each one's result to the next): frame_day (timeline, credit, frames and their rows),
     enrich.attribute_input (input attribution and click resolution), then assemble (input per
     frame, pages, presence, ledger, coverage, blind spots, the document)."""
-    if options.min_minutes < 0:
-        raise ValueError(f"min_minutes must be >= 0, not {options.min_minutes}")
+    _check_floor(options)
     return _without_gc(_compile, capture, options, rules)
 
 
@@ -140,9 +140,14 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
 
 def _check(options: CompileOptions) -> dict[int, str]:
     """The options' keyboard map; ValueError for a negative floor, UserError for an unknown layout."""
-    if options.min_minutes < 0:
-        raise ValueError(f"min_minutes must be >= 0, not {options.min_minutes}")
+    _check_floor(options)
     return layouts.table(options.layout)
+
+
+def _check_floor(options: CompileOptions) -> None:
+    # NaN passes a "< 0" test; the floor is written into the document, whose floats are all finite
+    if not (options.min_minutes >= 0 and math.isfinite(options.min_minutes)):
+        raise ValueError(f"min_minutes must be a finite number >= 0, not {options.min_minutes}")
 
 
 def _without_gc(fn: Callable[..., _T], *args: Any) -> _T:

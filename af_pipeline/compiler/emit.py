@@ -18,6 +18,8 @@ from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import Any
 
+import orjson
+
 from af_pipeline.compiler import tokens
 from af_pipeline.compiler.document import strip_typed_text
 from capture.files import canonical_json
@@ -44,8 +46,24 @@ def _measured(doc: dict[str, Any], include_typed_text: bool) -> dict[str, Any]:
     return doc if include_typed_text else strip_typed_text(doc)
 
 
+# orjson writes canonical_json's text (sorted keys, no spaces, UTF-8 kept, the same escapes)
+# ten times faster, for every value a document holds: str keys, 64-bit ints and floats rounded to
+# 2 decimals. What it refuses (a lone surrogate, a wider int, a non-str key) takes the standard
+# path, as does any text with a number under 1e-4 in magnitude, which the two write differently
+# (1e-05 against 0.00001: the scan may also hit such text inside a string, which only costs the
+# slow path). The one silent difference left, NaN and infinity written as null where
+# canonical_json refuses them, cannot arise: compile_day only makes finite floats.
+_TINY_NUMBER = re.compile(rb"[0-9]e-|0\.0000")
+
+
 def _json_text(doc: dict[str, Any]) -> str:
-    return canonical_json(doc) + "\n"
+    try:
+        raw = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return canonical_json(doc) + "\n"
+    if _TINY_NUMBER.search(raw):
+        return canonical_json(doc) + "\n"
+    return raw.decode()
 
 
 def canonical_bytes(doc: dict[str, Any]) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -76,8 +77,8 @@ def _build_options(p: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace) -> None:
-    if args.min_minutes < 0:
-        raise UserError(f"--min-minutes must be 0 or more, not {args.min_minutes}")
+    if not (args.min_minutes >= 0 and math.isfinite(args.min_minutes)):  # argparse's float() takes "nan"
+        raise UserError(f"--min-minutes must be a number of minutes, 0 or more, not {args.min_minutes}")
     if getattr(args, "budget", 1) < 1:
         raise UserError(f"--budget must be a positive number of tokens, not {args.budget}")
     layouts.table(args.layout)  # a bad name is a usage error before any work
