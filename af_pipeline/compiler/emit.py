@@ -49,11 +49,31 @@ def _measured(doc: dict[str, Any], include_typed_text: bool) -> dict[str, Any]:
 # orjson writes canonical_json's text (sorted keys, no spaces, UTF-8 kept, the same escapes)
 # ten times faster, for every value a document holds: str keys, 64-bit ints and floats rounded to
 # 2 decimals. What it refuses (a lone surrogate, a wider int, a non-str key) takes the standard
-# path, as does any text with a number under 1e-4 in magnitude, which the two write differently
-# (1e-05 against 0.00001: the scan may also hit such text inside a string, which only costs the
-# slow path). The one silent difference left, NaN and infinity written as null where
-# canonical_json refuses them, cannot arise: compile_day only makes finite floats.
-_TINY_NUMBER = re.compile(rb"[0-9]e-|0\.0000")
+# path, as does a text with a number under 1e-4 in magnitude, which the two write differently
+# (1e-05 against 0.00001). The one silent difference left, NaN and infinity written as null where
+# canonical_json refuses them, cannot arise: compile_day makes finite floats only.
+_DIGITS = frozenset(b"0123456789.")
+_BEFORE_NUMBER = frozenset(b":,[")
+
+
+def _tiny_number(raw: bytes) -> bool:
+    """Whether orjson's text holds a number it writes otherwise than json.dumps: 0.0000... (from
+    1e-5 to 1e-4) or an exponent below zero. Found by bytes.find and a look back, not a regex
+    scan of every byte; a string that only looks like one (``"x:1e-7"``) costs the slow path."""
+    for mark, back_over_digits in ((b"0.0000", False), (b"e-", True)):
+        i = raw.find(mark)
+        while i >= 0:
+            j = i
+            if back_over_digits:
+                while j > 0 and raw[j - 1] in _DIGITS:
+                    j -= 1
+            if j < i or not back_over_digits:
+                if j > 0 and raw[j - 1] == 45:  # a minus sign
+                    j -= 1
+                if j > 0 and raw[j - 1] in _BEFORE_NUMBER:
+                    return True
+            i = raw.find(mark, i + 1)
+    return False
 
 
 def _json_text(doc: dict[str, Any]) -> str:
@@ -61,7 +81,7 @@ def _json_text(doc: dict[str, Any]) -> str:
         raw = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError is one
         return canonical_json(doc) + "\n"
-    if _TINY_NUMBER.search(raw):
+    if _tiny_number(raw):
         return canonical_json(doc) + "\n"
     return raw.decode()
 
