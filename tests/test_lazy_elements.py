@@ -38,6 +38,17 @@ def _resolved_by_trees(events) -> int:
     return sum(1 for e in events if e.resolution in ("exact", "tolerance"))
 
 
+def _warehouse_days(log, days, folder):
+    """(connection, day) for each day, loaded into a fresh warehouse; closed at the end."""
+    con = duckdb.connect(str(folder / "w.duckdb"))
+    try:
+        for day in days:
+            store.load_raw_day(con, log, day)
+            yield con, day
+    finally:
+        con.close()
+
+
 def test_sealed_day_read_lazily_compiles_to_the_same_bytes(sealed_log):
     log, days = sealed_log
     for day in days:
@@ -114,45 +125,36 @@ def test_compile_makes_no_snapshot_or_event_object_from_a_sealed_or_warehouse_re
     # snapshots and input events stay the reader's columns through the whole compile (the
     # SnapIndex and DayCapture.values read them), and give the same document as their rows
     log, days = sealed_log
-    con = duckdb.connect(str(tmp_path / "w.duckdb"))
-    try:
-        for day in days:
-            store.load_raw_day(con, log, day)
-            rows = log.read_day(day)
-            want = canonical_bytes(compile_day(rows, CompileOptions(include_typed_text=True)))
-            from_rows = DayCapture(day=day, tz=rows.tz, snapshots=list(rows.snapshots), inputs=list(rows.inputs),
-                                   elements=list(rows.elements), presence=rows.presence, streams=rows.streams,
-                                   sealed=rows.sealed, recorders=rows.recorders, segment_hashes=rows.segment_hashes)
-            for cap in (log.read_day(day, lazy_elements=True), store.load_capture(con, day, lazy_elements=True)):
-                assert cap.row_columns("snapshots") is not None and cap.row_columns("inputs") is not None
-                assert canonical_bytes(compile_day(cap, CompileOptions(include_typed_text=True))) == want
-                assert cap.row_columns("snapshots") is not None and cap.row_columns("inputs") is not None
-                assert "snapshots" not in vars(cap) and "inputs" not in vars(cap)
-                assert cap.count("snapshots") == len(rows.snapshots) and cap.count("inputs") == len(rows.inputs)
-                assert cap.values("snapshots", ("ref", "end_us")) == [[s.ref for s in rows.snapshots],
-                                                                      [s.end_us for s in rows.snapshots]]
-                assert cap.snapshots == rows.snapshots and cap.inputs == rows.inputs  # asked for: the rows
-                assert cap.row_columns("snapshots") is None
-            assert canonical_bytes(compile_day(from_rows, CompileOptions(include_typed_text=True))) == want
-    finally:
-        con.close()
+    for con, day in _warehouse_days(log, days, tmp_path):
+        rows = log.read_day(day)
+        want = canonical_bytes(compile_day(rows, CompileOptions(include_typed_text=True)))
+        from_rows = DayCapture(day=day, tz=rows.tz, snapshots=list(rows.snapshots), inputs=list(rows.inputs),
+                               elements=list(rows.elements), presence=rows.presence, streams=rows.streams,
+                               sealed=rows.sealed, recorders=rows.recorders, segment_hashes=rows.segment_hashes)
+        for cap in (log.read_day(day, lazy_elements=True), store.load_capture(con, day, lazy_elements=True)):
+            assert cap.row_columns("snapshots") is not None and cap.row_columns("inputs") is not None
+            assert canonical_bytes(compile_day(cap, CompileOptions(include_typed_text=True))) == want
+            assert cap.row_columns("snapshots") is not None and cap.row_columns("inputs") is not None
+            assert "snapshots" not in vars(cap) and "inputs" not in vars(cap)
+            assert cap.count("snapshots") == len(rows.snapshots) and cap.count("inputs") == len(rows.inputs)
+            assert cap.values("snapshots", ("ref", "end_us")) == [[s.ref for s in rows.snapshots],
+                                                                  [s.end_us for s in rows.snapshots]]
+            assert cap.snapshots == rows.snapshots and cap.inputs == rows.inputs  # asked for: the rows
+            assert cap.row_columns("snapshots") is None
+        assert canonical_bytes(compile_day(from_rows, CompileOptions(include_typed_text=True))) == want
+
 
 def test_warehouse_capture_with_lazy_elements_compiles_to_the_same_bytes(sealed_log, tmp_path):
     log, days = sealed_log
-    con = duckdb.connect(str(tmp_path / "w.duckdb"))
-    try:
-        for day in days:
-            store.load_raw_day(con, log, day)
-            full = store.load_capture(con, day)
-            lazy = store.load_capture(con, day, lazy_elements=True)
-            assert full.elements == log.read_day(day).elements  # the warehouse keeps the log's rows
-            assert not lazy.elements and lazy.element_count() == len(full.elements)
-            assert canonical_bytes(compile_day(lazy, CompileOptions())) == canonical_bytes(
-                compile_day(full, CompileOptions())
-            )
-            assert enrich(lazy) == enrich(full)
-    finally:
-        con.close()
+    for con, day in _warehouse_days(log, days, tmp_path):
+        full = store.load_capture(con, day)
+        lazy = store.load_capture(con, day, lazy_elements=True)
+        assert full.elements == log.read_day(day).elements  # the warehouse keeps the log's rows
+        assert not lazy.elements and lazy.element_count() == len(full.elements)
+        assert canonical_bytes(compile_day(lazy, CompileOptions())) == canonical_bytes(
+            compile_day(full, CompileOptions())
+        )
+        assert enrich(lazy) == enrich(full)
 
 
 def test_column_views_of_every_reader_agree_with_the_rows(sealed_log, tmp_path):
@@ -161,24 +163,19 @@ def test_column_views_of_every_reader_agree_with_the_rows(sealed_log, tmp_path):
     import numpy as np
 
     log, days = sealed_log
-    con = duckdb.connect(str(tmp_path / "w.duckdb"))
-    try:
-        for day in days:
-            store.load_raw_day(con, log, day)
-            rows = log.read_day(day)
-            objects = DayCapture(day=day, tz=rows.tz, snapshots=list(rows.snapshots), inputs=list(rows.inputs))
-            for cap in (log.read_day(day, lazy_elements=True), store.load_capture(con, day, lazy_elements=True),
-                        objects):
-                for kind, names in (("inputs", ("kind", "stream", "clipboard_op", "element_name", "text", "x")),
-                                    ("snapshots", ("app", "url", "stream", "window"))):
-                    want = {n: [getattr(r, n) for r in getattr(rows, kind)] for n in names}
-                    picks = list(range(0, len(want[names[0]]), 7))[::-1]
-                    for n in names:
-                        codes, values = cap.codes(kind, n)
-                        assert [None if c < 0 else values[c] for c in codes.tolist()] == want[n]
-                        assert cap.values_at(kind, (n,), picks) == [[want[n][i] for i in picks]]
-                    assert np.array_equal(cap.array(kind, "ts_us"), [r.ts_us for r in getattr(rows, kind)])
-                if cap is not objects:
-                    assert cap.row_columns("inputs") is not None  # read as columns, no object made
-    finally:
-        con.close()
+    for con, day in _warehouse_days(log, days, tmp_path):
+        rows = log.read_day(day)
+        objects = DayCapture(day=day, tz=rows.tz, snapshots=list(rows.snapshots), inputs=list(rows.inputs))
+        for cap in (log.read_day(day, lazy_elements=True), store.load_capture(con, day, lazy_elements=True),
+                    objects):
+            for kind, names in (("inputs", ("kind", "stream", "clipboard_op", "element_name", "text", "x")),
+                                ("snapshots", ("app", "url", "stream", "window"))):
+                want = {n: [getattr(r, n) for r in getattr(rows, kind)] for n in names}
+                picks = list(range(0, len(want[names[0]]), 7))[::-1]
+                for n in names:
+                    codes, values = cap.codes(kind, n)
+                    assert [None if c < 0 else values[c] for c in codes.tolist()] == want[n]
+                    assert cap.values_at(kind, (n,), picks) == [[want[n][i] for i in picks]]
+                assert np.array_equal(cap.array(kind, "ts_us"), [r.ts_us for r in getattr(rows, kind)])
+            if cap is not objects:
+                assert cap.row_columns("inputs") is not None  # read as columns, no object made
