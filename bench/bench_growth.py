@@ -11,11 +11,12 @@ things, each in log order over the days that have capture:
 (b) compile: af_pipeline.compiler.compile.compile_day on that day's rows (best of 3), every day;
 (c) nightly: one run of the Dagster `build` job for the day alone (raw_day -> frames ->
              enriched_input -> page_refs -> day_document -> context_block -> published_day), on a
-             warehouse and Dagster instance that already hold every earlier day, i.e. what the
-             nightly schedule does. Building all days one run at a time would take hours, so the
-             first --sample days are built one run each (timed), the days between them and the
-             last --sample days in ONE range run (not timed), then the last --sample days one run
-             each (timed).
+             warehouse and Dagster instance that already hold every earlier day, in a process of
+             its own (Dagster imported before the timer starts), i.e. what the nightly schedule
+             does. Building all days one run at a time would take hours, so the first day is
+             built once (untimed, a warm-up), the next --sample days one run each (timed), the
+             days between them and the last --sample days in ONE range run (not timed), then
+             the last --sample days one run each (timed).
 
 (d) (--history-days N): each warehouse step of one nightly day (the day work of every asset
              and the checkpoint the run's connection makes when it closes), without Dagster, on a
@@ -53,6 +54,7 @@ import os
 import pstats
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 import warnings
@@ -185,8 +187,8 @@ def _step_ms(home: Any, run_id: str) -> dict[str, float]:
     return out
 
 
-def build_one(home: Any, day: str, prof: cProfile.Profile | None = None) -> dict[str, Any]:
-    """One nightly run for one day, timed as the user pays it (definitions + run)."""
+def _build_timed(home: Any, day: str, prof: cProfile.Profile | None = None) -> dict[str, Any]:
+    """One nightly run for one day in this process, timed as the user pays it (definitions + run)."""
     from assets import certify as harness
 
     t = time.perf_counter()
@@ -203,17 +205,51 @@ def build_one(home: Any, day: str, prof: cProfile.Profile | None = None) -> dict
     return {"day": day, "wall_s": wall, "run_s": outcome.seconds, "steps_ms": _step_ms(home, outcome.run_id)}
 
 
+def _one_build_child(home_dir: Path, day: str, profile_out: Path | None) -> int:
+    """--one-build: a fresh process's nightly run (Dagster imported first, untimed, as a run
+    process has it before its run starts); the timings as JSON on stdout."""
+    from assets import definitions  # noqa: F401
+    from assets.instance import use_home
+    from capture.home import Home
+
+    home = Home(home_dir)
+    use_home(home)
+    prof = cProfile.Profile() if profile_out is not None else None
+    result = _build_timed(home, day, prof)
+    if prof is not None and profile_out is not None:
+        prof.dump_stats(str(profile_out))
+    print(json.dumps(result))
+    return 0
+
+
+def build_one(home: Any, day: str, profile_out: Path | None = None) -> dict[str, Any]:
+    """One nightly run for one day, in a process of its own, as the schedule launches it. Run in
+    this process, after the others and the range run, the last sample measured 1.08-1.33x per
+    step where fresh processes measure 0.82-1.09x (docs/benchmarks.md, session 28)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--one-build", day, "--home", str(home.root)]
+    if profile_out is not None:
+        cmd += ["--profile-out", str(profile_out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(ROOT))
+    if proc.returncode != 0:
+        raise RuntimeError(f"the nightly run of {day} failed (exit {proc.returncode}): {proc.stderr[-600:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
 def build_sample(home: Any, days: list[str], label: str, profile_to: Path | None) -> list[dict[str, Any]]:
     runs = []
     for i, day in enumerate(days, 1):
         runs.append(build_one(home, day))
         say(f"  {label}: day {i}/{len(days)} {day}: {runs[-1]['wall_s']:.2f} s")
     if profile_to is not None:
-        prof = cProfile.Profile()
+        parts = []
         for i, day in enumerate(days, 1):
             say(f"  {label}: profiling day {i}/{len(days)} {day} (run again, untimed)")
-            build_one(home, day, prof)
-        prof.dump_stats(str(profile_to))
+            parts.append(profile_to.with_suffix(f".{i}.prof"))
+            build_one(home, day, parts[-1])
+        pstats.Stats(*map(str, parts)).dump_stats(str(profile_to))
+        for part in parts:
+            part.unlink()
     return runs
 
 
@@ -515,7 +551,13 @@ def main(argv: list[str] | None = None) -> int:
                     "history made by copying the first --sample days built (needs --sample + 1 days with capture)")
     ap.add_argument("--history-only", action="store_true", help="measure (d) alone, not (a)-(c)")
     ap.add_argument("--rounds", type=int, default=21, help="interleaved rounds of (d) (default 21)")
+    ap.add_argument("--one-build", metavar="DAY", help=argparse.SUPPRESS)  # (c)'s run process
+    ap.add_argument("--home", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--profile-out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.one_build:
+        warnings.filterwarnings("ignore")
+        return _one_build_child(args.home, args.one_build, args.profile_out)
     if args.history_only and not args.history_days:
         ap.error("--history-only needs --history-days")
     if args.days < 4 or args.sample < 1:
@@ -554,17 +596,18 @@ def main(argv: list[str] | None = None) -> int:
         print(render_history(h))
         print(json.dumps(res, indent=2))
         return 0
-    k = min(args.sample, len(days) // 2)
+    k = min(args.sample, (len(days) - 1) // 2)  # the first day is the warm-up's, in no sample
     say(f"(a)+(b): reading and compiling {len(days)} days with capture, in log order")
     ab = read_and_compile(home, days)
 
-    # The first run in a process pays Dagster's imports and the instance's creation; build the
-    # first day once untimed, so the first sample is not inflated by what no later run pays.
+    # Each timed run is a process of its own; the first day is built once untimed all the same, so
+    # the first sample does not pay for the files the system has not cached yet.
     say(f"(c): warm-up build of {days[0]} (untimed)")
     build_one(home, days[0])
     say(f"(c): the first {k} days, one Dagster run each")
-    first = build_sample(home, days[:k], "first", out / "first.prof" if args.profile else None)
-    middle = [d for d in harness.select_days(home, None, None) if days[k - 1] < d < days[len(days) - k]]
+    # (not the warm-up's day: built already, its run would only skip it as unchanged)
+    first = build_sample(home, days[1:k + 1], "first", out / "first.prof" if args.profile else None)
+    middle = [d for d in harness.select_days(home, None, None) if days[k] < d < days[len(days) - k]]
     if middle:
         say(f"(c): the {len(middle)} days between in one range run (untimed)")
         bulk = harness.run_build(home, middle, lambda m: say(f"  {m}"))
