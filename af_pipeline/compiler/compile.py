@@ -139,7 +139,8 @@ def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict
 
 
 def _check(options: CompileOptions) -> dict[int, str]:
-    """The options' keyboard map; ValueError for a negative floor, UserError for an unknown layout."""
+    """The options' keyboard map; ValueError for a floor that is not a finite number >= 0,
+    UserError for an unknown layout."""
     _check_floor(options)
     return layouts.table(options.layout)
 

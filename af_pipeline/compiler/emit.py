@@ -60,20 +60,27 @@ def _tiny_number(raw: bytes) -> bool:
     """Whether orjson's text holds a number it writes otherwise than json.dumps: 0.0000... (from
     1e-5 to 1e-4) or an exponent below zero. Found by bytes.find and a look back, not a regex
     scan of every byte; a string that only looks like one (``"x:1e-7"``) costs the slow path."""
-    for mark, back_over_digits in ((b"0.0000", False), (b"e-", True)):
-        i = raw.find(mark)
-        while i >= 0:
-            j = i
-            if back_over_digits:
-                while j > 0 and raw[j - 1] in _DIGITS:
-                    j -= 1
-            if j < i or not back_over_digits:
-                if j > 0 and raw[j - 1] == 45:  # a minus sign
-                    j -= 1
-                if j > 0 and raw[j - 1] in _BEFORE_NUMBER:
-                    return True
-            i = raw.find(mark, i + 1)
+    i = raw.find(b"0.0000")
+    while i >= 0:
+        if _number_starts(raw, i):
+            return True
+        i = raw.find(b"0.0000", i + 1)
+    i = raw.find(b"e-")
+    while i >= 0:
+        j = i  # back over the mantissa's digits to where the number starts
+        while j > 0 and raw[j - 1] in _DIGITS:
+            j -= 1
+        if j < i and _number_starts(raw, j):
+            return True
+        i = raw.find(b"e-", i + 1)
     return False
+
+
+def _number_starts(raw: bytes, j: int) -> bool:
+    """Whether a JSON number starts at byte j: after ':', ',' or '[', with or without a minus."""
+    if j > 0 and raw[j - 1] == 45:  # a minus sign
+        j -= 1
+    return j > 0 and raw[j - 1] in _BEFORE_NUMBER
 
 
 def _json_text(doc: dict[str, Any]) -> str:
