@@ -284,11 +284,9 @@ def again_interleaved(small: Any, first: list[dict[str, Any]], home: Any, last: 
     tries_l = [list(r["tries"]) for r in last]
     for r in range(rounds):
         say(f"(c): both samples again, by turns, round {r + 1}/{rounds}")
-        for i in range(max(len(first), len(last))):
-            if i < len(first):
-                tries_f[i].append(build_one(small, first[i]["day"], force=True))
-            if i < len(last):
-                tries_l[i].append(build_one(home, last[i]["day"], force=True))
+        for f, g, tf, tl in zip(first, last, tries_f, tries_l, strict=True):  # both samples are --sample days
+            tf.append(build_one(small, f["day"], force=True))
+            tl.append(build_one(home, g["day"], force=True))
     return [_best_run(t) for t in tries_f], [_best_run(t) for t in tries_l]
 
 
@@ -569,7 +567,7 @@ def summarize(days: list[str], ab: dict[str, list[float]], first: list[dict[str,
             "content_ratio": _r(ratio([by_day[r["day"]] for r in first], [by_day[r["day"]] for r in last])),
             "steps": steps, "outside_steps": overhead, "history_at_last": history,
             "per_day": [{"day": r["day"], "wall_ms": round(1000 * r["wall_s"], 1),
-                         "walls_ms": [round(1000 * t["wall_s"], 1) for t in r.get("tries", [r])]} for r in first + last],
+                         "walls_ms": [round(1000 * t["wall_s"], 1) for t in r["tries"]]} for r in first + last],
         },
     }
 
