@@ -11,13 +11,15 @@ from __future__ import annotations
 import duckdb
 import pytest
 from dagster_support import corpus, days_of, new_home
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from af_pipeline.compiler.compile import CompileOptions, compile_day
 from af_pipeline.compiler.emit import canonical_bytes
-from af_pipeline.compiler.enrich import enrich
+from af_pipeline.compiler.enrich import enrich, start_element_read
 from af_pipeline.warehouse import store
 from capture.log import EventLog
-from capture.model import DayCapture, ElementHit
+from capture.model import DayCapture, ElementHit, InputEvent
 
 
 @pytest.fixture(scope="module")
@@ -179,3 +181,74 @@ def test_column_views_of_every_reader_agree_with_the_rows(sealed_log, tmp_path):
                 assert np.array_equal(cap.array(kind, "ts_us"), [r.ts_us for r in getattr(rows, kind)])
             if cap is not objects:
                 assert cap.row_columns("inputs") is not None  # read as columns, no object made
+
+
+class _Recording:
+    """An element source that notes whether a compile asked it to start reading."""
+
+    count = 1
+
+    def __init__(self):
+        self.asked = 0
+
+    def of_snapshots(self, frame_ids):
+        return []
+
+    def prefetch(self):
+        self.asked += 1
+
+
+_NAMES = st.sampled_from([None, "", "  ", "Save", " Open "])
+
+
+@settings(max_examples=80, deadline=None)
+@given(events=st.lists(st.tuples(st.sampled_from(["click", "key", "scroll", "clipboard"]), _NAMES), max_size=12))
+def test_the_element_read_starts_early_exactly_when_a_click_has_no_element_name(events):
+    # the trees are needed for anonymous clicks only (attribute_input); a day without one must
+    # not pay for reading them in the background
+    cap = DayCapture(day="2026-06-01", tz="UTC", inputs=[
+        InputEvent(ref=f"i:{k}", ts_us=k, kind=kind, x=1, y=1, element_name=name)
+        for k, (kind, name) in enumerate(events)])
+    cap.element_source = source = _Recording()
+    start_element_read(cap)
+    anonymous = any(kind == "click" and not (name and name.strip()) for kind, name in events)
+    assert source.asked == (1 if anonymous else 0)
+
+
+def test_columns_read_in_the_background_are_the_columns_read_in_place(sealed_log):
+    log, days = sealed_log
+    early = log.read_day(days[0], lazy_elements=True)
+    start_element_read(early)  # this corpus has anonymous clicks: the read starts here
+    assert early.element_source.prefetching
+    late = log.read_day(days[0], lazy_elements=True)
+    assert not late.element_source.prefetching
+    a, b = early.element_source.columns(), late.element_source.columns()
+    assert a is not None and b is not None and not early.element_source.prefetching
+    for name in ("ts_us", "left", "top", "width", "height"):
+        assert getattr(a, name).tobytes() == getattr(b, name).tobytes()  # NaN for a NULL bound
+    picks = list(range(0, len(a.ts_us), 53))
+    assert a.hits(picks) == b.hits(picks)
+
+
+def _read_in_child(log, day, out):
+    out.put(log.read_day(day, lazy_elements=True).count("inputs"))
+
+
+def test_a_forked_process_reads_with_its_own_reader_threads(sealed_log):
+    # the parent's reader threads do not exist in a forked child: a child that used the
+    # parent's executor would wait for them forever
+    import multiprocessing
+
+    log, days = sealed_log
+    want = log.read_day(days[0], lazy_elements=True).count("inputs")  # the parent's threads now exist
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_read_in_child, args=(log, days[0], out))
+    child.start()
+    try:
+        assert out.get(timeout=60) == want
+    finally:
+        child.join(timeout=60)
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == 0

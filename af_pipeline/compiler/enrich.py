@@ -395,6 +395,20 @@ def input_count(capture: DayCapture) -> int:
 _NO_BOXES = ElementIndex(())
 
 
+def start_element_read(capture: DayCapture) -> None:
+    """Ask the day's element source to start reading its columns now (a sealed day's reader
+    decodes them in a background thread) when click resolution will want them: the day has a
+    click without an element name. The frames, built meanwhile, need no element."""
+    prefetch = getattr(capture.element_source, "prefetch", None)
+    if not callable(prefetch):
+        return
+    kind_codes, kinds = capture.codes("inputs", "kind")
+    clicks = np.flatnonzero(np.isin(kind_codes, [k for k, v in enumerate(kinds) if v == "click"])).tolist()
+    names = capture.values_at("inputs", ("element_name",), clicks)[0] if clicks else []
+    if not all(n and n.strip() for n in names):  # as attribute_input tells an anonymous click
+        prefetch()
+
+
 def _element_columns(capture: DayCapture) -> Any:
     """The day's element rows as columns (capture.log.rows.ElementColumns) when its element
     source can give them (a sealed day of one segment), else None."""

@@ -8,8 +8,12 @@ and fetched by snapshot when a compile asks (ElementsBySnapshot).
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
-from collections.abc import Callable, Iterable
+import os
+import threading
+from collections.abc import Callable, Collection, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +47,21 @@ class DayStatus:
     sealed: bool
     counts: dict[str, int]
     amendments: int = 0  # sealed segments added after the day's first
+
+
+_BACKGROUND: tuple[int, ThreadPoolExecutor] | None = None
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def background() -> ThreadPoolExecutor:
+    """The process's reader threads: a sealed read hands them a file to decode (pyarrow holds no
+    GIL meanwhile) and goes on with its own work. Made per process: a forked child would
+    inherit an executor whose threads it does not have."""
+    global _BACKGROUND
+    with _BACKGROUND_LOCK:
+        if _BACKGROUND is None or _BACKGROUND[0] != os.getpid():
+            _BACKGROUND = (os.getpid(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="af-read"))
+        return _BACKGROUND[1]
 
 
 class ElementsBySnapshot:
@@ -90,13 +109,29 @@ class SealedElements(ElementsBySnapshot):
         self._path = path
         self._columns: ElementColumns | None = None
         self._tried = path is None
+        self._pending: Future[ElementColumns | None] | None = None
+
+    def prefetch(self) -> None:
+        """Start reading the columns in a background thread (capture.model.ElementSource): a
+        compile that will ask for them does its first phases meanwhile."""
+        if not self._tried and self._pending is None and self._path is not None and self.count:
+            self._pending = background().submit(ElementColumns.read, self._path, False)
+
+    @property
+    def prefetching(self) -> bool:
+        """Whether a background read of the columns is under way (or done and not yet asked for)."""
+        return self._pending is not None
 
     def columns(self) -> ElementColumns | None:
         """The day's element columns (read once), None when the day has amendments, an older
         schema or a file out of time order (then of_snapshots is the way)."""
         if not self._tried:
             self._tried = True
-            self._columns = ElementColumns.read(self._path) if self._path is not None and self.count else None
+            if self._pending is not None:
+                self._columns = self._pending.result()
+            else:
+                self._columns = ElementColumns.read(self._path) if self._path is not None and self.count else None
+            self._pending = None
         return self._columns
 
 
@@ -165,22 +200,33 @@ class Reading(ManifestChain):
     def verified_segments(self, day: str) -> dict[str, str]:
         """``sealed/<segment>/<file>`` -> sha256 of every file of a sealed day's segments, each
         re-hashed now and checked against its manifest entry (CheckFailed on any difference)."""
+        return self._verified(day)[0]
+
+    def _verified(self, day: str, keep: Collection[str] = ()) -> tuple[dict[str, str], dict[str, bytes]]:
+        """verified_segments, and the bytes of the files named in ``keep`` (``<kind>.parquet`` of
+        the day's first segment) as hashed: what is parsed is what was checked, with no second
+        open of the file in between."""
         hashes: dict[str, str] = {}
-        for name, entry in self._segments(day):
+        kept: dict[str, bytes] = {}
+        for i, (name, entry) in enumerate(self._segments(day)):
             folder = self.sealed_dir / name
             files: dict[str, Any] = entry["files"] if isinstance(entry.get("files"), dict) else {}
             for fname, meta in sorted(files.items()):
                 path = folder / fname
                 if not path.is_file():
                     raise CheckFailed(f"sealed segment {path} is missing; run `af log verify`")
-                actual = sha256_file(path)
+                if i == 0 and fname in keep:
+                    data = kept[fname] = path.read_bytes()
+                    actual = hashlib.sha256(data).hexdigest()
+                else:
+                    actual = sha256_file(path)
                 if not isinstance(meta, dict) or actual != meta.get("sha256"):
                     raise CheckFailed(
                         f"sealed segment {path} no longer matches the sha256 in its manifest entry; "
                         "run `af log verify`"
                     )
                 hashes[f"sealed/{name}/{fname}"] = actual
-        return hashes
+        return hashes, kept
 
     def sealed_relation(self, day: str, kind: str) -> str:
         """SQL for the rows of one kind of a sealed day, every segment, with the current columns
@@ -214,27 +260,36 @@ class Reading(ManifestChain):
 
     def _read_sealed(self, day: str, lazy_elements: bool = False) -> DayCapture:
         segments = self._segments(day)
-        hashes = self.verified_segments(day)
-        cap = DayCapture(day=day, tz=self.tz, sealed=True, segment_hashes=hashes)
-        kinds = ROW_KINDS
+        kinds = ROW_KINDS if not lazy_elements else tuple(k for k in ROW_KINDS if k != "elements")
         # A day of one segment (most days) is read straight from its files by pyarrow, without
-        # DuckDB: a third of the cost of a DuckDB scan into numpy for files this small.
-        single = [self.sealed_dir / segments[0][0] / f"{k}.parquet" for k in ROW_KINDS] if len(segments) == 1 else []
+        # DuckDB (a third of the cost of a DuckDB scan into numpy for files this small), from the
+        # bytes that were hashed. The element trees, the largest file, are not kept in memory.
+        single = {k: self.sealed_dir / segments[0][0] / f"{k}.parquet" for k in ROW_KINDS} if len(segments) == 1 else {}
+        hashes, kept = self._verified(day, [f"{k}.parquet" for k in kinds if k != "elements"] if single else [])
+        cap = DayCapture(day=day, tz=self.tz, sealed=True, segment_hashes=hashes)
         if lazy_elements:
-            kinds = tuple(k for k in ROW_KINDS if k != "elements")
             rows = sum(int(e["files"].get("elements.parquet", {}).get("rows", 0)) for _, e in segments)
             cap.element_source = SealedElements(rows, functools.partial(self._sealed_element_columns, day),
-                                                single[ROW_KINDS.index("elements")] if single else None)
+                                                single.get("elements"))
+        tables: dict[str, Future[Any]] = {}
+        if single:
+            # The input events' file is decoded in a background thread while this one decodes
+            # the others: pyarrow decodes without the GIL, so the two reads share the wall time.
+            tables["inputs"] = background().submit(
+                arrow_table, single["inputs"], "inputs", REPEATED["inputs"], FIRST_COLUMNS["inputs"],
+                kept.get("inputs.parquet"), False)
         for kind in kinds:
             if single and kind in DEFERRED:
-                path = single[ROW_KINDS.index(kind)]
-                table = arrow_table(path, kind, REPEATED.get(kind, ()), columns=FIRST_COLUMNS.get(kind))
-                deferred = ArrowRows(kind, table, path) if table is not None else None
+                path = single[kind]
+                table = (tables[kind].result() if kind in tables else
+                         arrow_table(path, kind, REPEATED.get(kind, ()), FIRST_COLUMNS.get(kind), kept.get(f"{kind}.parquet"), False))
+                deferred = ArrowRows(kind, table, path, kept.get(f"{kind}.parquet")) if table is not None else None
                 if deferred is not None and in_order(kind, order_keys_of(kind, deferred.values)):
                     cap.defer_rows(kind, deferred)
                     continue
             # (a deferred kind's file was just read: missing a column or out of order, SQL reads it)
-            cols = arrow_columns(single[ROW_KINDS.index(kind)], kind) if single and kind not in DEFERRED else None
+            cols = (arrow_columns(single[kind], kind, kept.get(f"{kind}.parquet"), use_threads=kind == "elements")
+                    if single and kind not in DEFERRED else None)
             if cols is not None and in_order(kind, order_keys(kind, cols)):
                 setattr(cap, kind, build_instances(CLASS_OF[kind], cols))
                 continue

@@ -226,19 +226,25 @@ def in_order(kind: str, data: Mapping[str, Any]) -> bool:
     return all(key(i) <= key(i + 1) for i in ties)
 
 
-def arrow_table(path: Path, kind: str, dictionary: Sequence[str] = (), columns: Sequence[str] | None = None) -> Any:
+def arrow_table(path: Path, kind: str, dictionary: Sequence[str] = (), columns: Sequence[str] | None = None,
+                data: bytes | None = None, use_threads: bool = True) -> Any:
     """A sealed file's columns of this version (NAMES order, file order; or just ``columns``) as
     a pyarrow Table, the ``dictionary`` columns dictionary-encoded; None when the file lacks one
     of the kind's columns (a file sealed before the column existed: the SQL read fills it with
-    NULL). Columns are decoded in pyarrow's threads: a second core cuts the wall time of a read
-    by a third to a half and costs no more CPU."""
+    NULL). ``data``: the file's bytes, already read (and hashed), parsed instead of the file.
+
+    ``use_threads``: columns decoded in pyarrow's threads, which cuts the wall time of a read
+    alone by a third to a half for no more CPU; a read that overlaps other work (a background
+    read, or the reads beside one) decodes in its own thread only."""
+    import pyarrow as pa
     import pyarrow.parquet as pq  # imported lazily: only sealed reads need it
 
-    pf = pq.ParquetFile(path, read_dictionary=[n for n in dictionary if columns is None or n in columns] or None)
+    pf = pq.ParquetFile(path if data is None else pa.BufferReader(data),
+                        read_dictionary=[n for n in dictionary if columns is None or n in columns] or None)
     names = NAMES[kind]
     if not set(names) <= set(pf.schema_arrow.names):
         return None
-    return pf.read(columns=list(names if columns is None else columns), use_threads=True)
+    return pf.read(columns=list(names if columns is None else columns), use_threads=use_threads)
 
 
 # String columns of few distinct values a day (apps, windows, URLs, streams, kinds): read as
@@ -250,9 +256,9 @@ REPEATED: dict[str, tuple[str, ...]] = {
 }
 
 
-def arrow_columns(path: Path, kind: str) -> list[list[Any]] | None:
+def arrow_columns(path: Path, kind: str, data: bytes | None = None, use_threads: bool = True) -> list[list[Any]] | None:
     """A sealed file's rows as Python values per column (see arrow_table)."""
-    table = arrow_table(path, kind, REPEATED.get(kind, ()))
+    table = arrow_table(path, kind, REPEATED.get(kind, ()), data=data, use_threads=use_threads)
     return None if table is None else [pylist(table.column(n)) for n in NAMES[kind]]
 
 
@@ -280,13 +286,14 @@ class ArrowRows:
     ``table`` may hold only some of the kind's columns (those a compile reads): the others are
     read from ``path`` in one read when one of them or the rows are first asked for."""
 
-    __slots__ = ("kind", "count", "_table", "_path", "_values")
+    __slots__ = ("kind", "count", "_table", "_path", "_data", "_values")
 
-    def __init__(self, kind: str, table: Any, path: Path | None = None):
+    def __init__(self, kind: str, table: Any, path: Path | None = None, data: bytes | None = None):
         self.kind = kind
         self.count: int = table.num_rows
         self._table = table
         self._path = path
+        self._data = data  # the file's verified bytes, when the read had them: the rest comes from those
         self._values: dict[str, list[Any]] = {}
 
     def values(self, name: str) -> list[Any]:
@@ -341,7 +348,7 @@ class ArrowRows:
         rest = [n for n in NAMES[self.kind] if n not in have]
         if self._path is None:
             raise KeyError(f"{self.kind} columns {rest} were not read")
-        more = arrow_table(self._path, self.kind, REPEATED.get(self.kind, ()), columns=rest)
+        more = arrow_table(self._path, self.kind, REPEATED.get(self.kind, ()), columns=rest, data=self._data)
         if more is None:  # the file was checked when its first columns were read
             raise CheckFailed(f"sealed segment {self._path} lost its {self.kind} columns since it was read")
         for n in rest:
@@ -441,7 +448,7 @@ class ElementColumns:
             for n in ("left", "top", "width", "height"))
 
     @classmethod
-    def read(cls, path: Path) -> ElementColumns | None:
+    def read(cls, path: Path, use_threads: bool = True) -> ElementColumns | None:
         """The geometry of one sealed elements file; None when it lacks a current column or its
         rows are not in time order (then the rows are fetched by snapshot with SQL)."""
         import numpy as np
@@ -451,7 +458,7 @@ class ElementColumns:
         names = [*cls.GEOMETRY, *(n for n in HIT_FIELDS if n not in cls.GEOMETRY)]
         # strings as dictionaries: their values are decoded once per distinct value
         strings = [n for n in names if COLUMNS["elements"][n] == "VARCHAR"]
-        table = arrow_table(path, "elements", strings, columns=names)
+        table = arrow_table(path, "elements", strings, columns=names, use_threads=use_threads)
         if table is None:
             return None
         out = cls({n: _one_array(table.column(n)) for n in names}, path)
