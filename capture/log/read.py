@@ -135,6 +135,23 @@ class SealedElements(ElementsBySnapshot):
         return self._columns
 
 
+def _first_columns(kind: str, path: Path, data: bytes | None) -> ArrowRows | None:
+    """A deferred kind's first columns from one sealed file (its bytes when given), decoded in
+    the calling thread alone; None when the file lacks a column of this version or its rows are
+    not in the log's order (then SQL reads it)."""
+    table = arrow_table(path, kind, REPEATED.get(kind, ()), FIRST_COLUMNS.get(kind), data, use_threads=False)
+    if table is None:
+        return None
+    rows = ArrowRows(kind, table, path, data)
+
+    def key(name: str) -> Any:
+        # the times as numpy straight from the file's column: no list of ints made for the check
+        got = rows.array(name) if name == "ts_us" else None
+        return got if got is not None else rows.values(name)
+
+    return rows if in_order(kind, order_keys_of(kind, key)) else None
+
+
 class Reading(ManifestChain):
     """Days, their rows and the SQL relations of sealed days."""
 
@@ -271,20 +288,16 @@ class Reading(ManifestChain):
             rows = sum(int(e["files"].get("elements.parquet", {}).get("rows", 0)) for _, e in segments)
             cap.element_source = SealedElements(rows, functools.partial(self._sealed_element_columns, day),
                                                 single.get("elements"))
-        tables: dict[str, Future[Any]] = {}
+        early: Future[ArrowRows | None] | None = None
         if single:
             # The input events' file is decoded in a background thread while this one decodes
             # the others: pyarrow decodes without the GIL, so the two reads share the wall time.
-            tables["inputs"] = background().submit(
-                arrow_table, single["inputs"], "inputs", REPEATED["inputs"], FIRST_COLUMNS["inputs"],
-                kept.get("inputs.parquet"), False)
+            early = background().submit(_first_columns, "inputs", single["inputs"], kept.get("inputs.parquet"))
         for kind in kinds:
             if single and kind in DEFERRED:
-                path = single[kind]
-                table = (tables[kind].result() if kind in tables else
-                         arrow_table(path, kind, REPEATED.get(kind, ()), FIRST_COLUMNS.get(kind), kept.get(f"{kind}.parquet"), False))
-                deferred = ArrowRows(kind, table, path, kept.get(f"{kind}.parquet")) if table is not None else None
-                if deferred is not None and in_order(kind, order_keys_of(kind, deferred.values)):
+                deferred = (early.result() if kind == "inputs" and early is not None else
+                            _first_columns(kind, single[kind], kept.get(f"{kind}.parquet")))
+                if deferred is not None:
                     cap.defer_rows(kind, deferred)
                     continue
             # (a deferred kind's file was just read: missing a column or out of order, SQL reads it)
