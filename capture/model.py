@@ -88,6 +88,12 @@ class Element:
     height: float | None = None
 
 
+def names_no_element(element_name: str | None) -> bool:
+    """Whether a click's recorder named no element (none, or only blanks): click resolution
+    then looks for it in the element tree of the click's snapshot."""
+    return not (element_name and element_name.strip())
+
+
 # What a click's resolution reads of an element (af_pipeline.compiler.enrich.resolve_click),
 # apart from its ref: every Element field but the tree's parent link and the snapshot time.
 HIT_FIELDS = ("snapshot_frame_id", "source", "role", "text", "depth", "left", "top", "width", "height")

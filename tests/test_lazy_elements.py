@@ -11,15 +11,24 @@ from __future__ import annotations
 import duckdb
 import pytest
 from dagster_support import corpus, days_of, new_home
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from af_pipeline.compiler.compile import CompileOptions, compile_day
 from af_pipeline.compiler.emit import canonical_bytes
-from af_pipeline.compiler.enrich import enrich, start_element_read
+from af_pipeline.compiler.enrich import enrich
 from af_pipeline.warehouse import store
 from capture.log import EventLog
-from capture.model import DayCapture, ElementHit, InputEvent
+from capture.log.rows import ElementColumns
+from capture.model import (
+    CaptureBatch,
+    DayCapture,
+    Element,
+    ElementHit,
+    InputEvent,
+    Snapshot,
+    names_no_element,
+)
 
 
 @pytest.fixture(scope="module")
@@ -183,46 +192,57 @@ def test_column_views_of_every_reader_agree_with_the_rows(sealed_log, tmp_path):
                 assert cap.row_columns("inputs") is not None  # read as columns, no object made
 
 
-class _Recording:
-    """An element source that notes whether a compile asked it to start reading."""
-
-    count = 1
-
-    def __init__(self):
-        self.asked = 0
-
-    def of_snapshots(self, frame_ids):
-        return []
-
-    def prefetch(self):
-        self.asked += 1
+_NAMES = st.sampled_from([None, "", "  ", "\t", "Save", " Open "])
 
 
-_NAMES = st.sampled_from([None, "", "  ", "Save", " Open "])
+@given(name=_NAMES)
+def test_a_click_names_no_element_as_click_resolution_tells_it(name):
+    # the reader's early start and attribute_input share this rule: a blank name is none
+    assert names_no_element(name) == (resolve_click_label(name) is None)
 
 
-@settings(max_examples=80, deadline=None)
-@given(events=st.lists(st.tuples(st.sampled_from(["click", "key", "scroll", "clipboard"]), _NAMES), max_size=12))
-def test_the_element_read_starts_early_exactly_when_a_click_has_no_element_name(events):
-    # the trees are needed for anonymous clicks only (attribute_input); a day without one must
-    # not pay for reading them in the background
-    cap = DayCapture(day="2026-06-01", tz="UTC", inputs=[
-        InputEvent(ref=f"i:{k}", ts_us=k, kind=kind, x=1, y=1, element_name=name)
-        for k, (kind, name) in enumerate(events)])
-    cap.element_source = source = _Recording()
-    start_element_read(cap)
-    anonymous = any(kind == "click" and not (name and name.strip()) for kind, name in events)
-    assert source.asked == (1 if anonymous else 0)
+def resolve_click_label(name):
+    from af_pipeline.compiler.enrich import _click_target
+
+    resolution, label, _ = _click_target("click", name, None, None, None, None, None, None, {}, None)
+    return label if resolution == "recorded" else None
+
+
+@pytest.mark.parametrize(("clicks", "trees", "early"), [
+    ([None], True, True),
+    (["Save", "  "], True, True),
+    (["Save", " Open "], True, False),  # every click named: the trees are never looked at
+    ([], True, False),
+    ([None], False, False),  # a day without element rows has nothing to read
+])
+def test_a_lazy_read_starts_reading_the_trees_when_a_click_names_no_element(clicks, trees, early, tmp_path):
+    home = new_home(tmp_path)
+    day, t0 = "2026-06-01", 1_780_300_800_000_000  # 2026-06-01 08:00 UTC
+    batch = CaptureBatch(source_id="test:early", recorder="synth",
+                         snapshots=[Snapshot(ref=f"s:{k}", ts_us=t0 + k * 1_000_000, stream="m0", app="Editor",
+                                             source_frame_id=str(k)) for k in range(4)],
+                         inputs=[InputEvent(ref=f"i:{k}", ts_us=t0 + k * 1_000_000 + 10, kind="click", x=5, y=5,
+                                            stream="m0", element_name=name) for k, name in enumerate(clicks)]
+                         + [InputEvent(ref="i:key", ts_us=t0 + 5, kind="key", stream="m0", key_code=30)],
+                         elements=[Element(ref=f"e:{k}", ts_us=t0 + k * 1_000_000, snapshot_frame_id=str(k),
+                                           source="accessibility", role="AXButton", text="OK", left=0.0, top=0.0,
+                                           width=0.5, height=0.5) for k in range(4)] if trees else [])
+    log = EventLog(home)
+    log.append(batch)
+    if day not in {d.day for d in log.days() if d.sealed}:
+        log.seal(day)
+    cap = log.read_day(day, lazy_elements=True)
+    assert cap.element_source.prefetching == early
+    full = log.read_day(day)
+    assert canonical_bytes(compile_day(cap)) == canonical_bytes(compile_day(full))
 
 
 def test_columns_read_in_the_background_are_the_columns_read_in_place(sealed_log):
     log, days = sealed_log
     early = log.read_day(days[0], lazy_elements=True)
-    start_element_read(early)  # this corpus has anonymous clicks: the read starts here
-    assert early.element_source.prefetching
-    late = log.read_day(days[0], lazy_elements=True)
-    assert not late.element_source.prefetching
-    a, b = early.element_source.columns(), late.element_source.columns()
+    assert early.element_source.prefetching  # this corpus's days have anonymous clicks
+    a = early.element_source.columns()
+    b = ElementColumns.read(log.segment_paths(days[0])["elements"])
     assert a is not None and b is not None and not early.element_source.prefetching
     for name in ("ts_us", "left", "top", "width", "height"):
         assert getattr(a, name).tobytes() == getattr(b, name).tobytes()  # NaN for a NULL bound

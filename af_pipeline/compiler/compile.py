@@ -29,7 +29,6 @@ from af_pipeline.compiler.enrich import (
     input_count,
     input_values,
     screen_sizes,
-    start_element_read,
 )
 from af_pipeline.compiler.sessionize import (
     NO_END,
@@ -135,7 +134,6 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
 
 
 def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict[str, Any]:
-    start_element_read(capture)
     framing = _frame_day(capture, rules)
     return _assemble(capture, framing, attribute_input(capture, framing.rows.index), options, rules, None)
 

@@ -30,7 +30,16 @@ from typing import Any
 import numpy as np
 
 from af_pipeline.compiler import layouts
-from capture.model import DayCapture, Element, ElementHit, InputEvent, Snapshot, StreamInfo, factorize
+from capture.model import (
+    DayCapture,
+    Element,
+    ElementHit,
+    InputEvent,
+    Snapshot,
+    StreamInfo,
+    factorize,
+    names_no_element,
+)
 
 RING_PX = 40
 RESOLUTIONS: tuple[str, ...] = ("recorded", "exact", "tolerance", "zone", "unresolved", "none")
@@ -356,7 +365,7 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
         pos = pos_a[clicks].tolist()
         s_stream, s_frame, s_ts = index.col("stream"), index.col("source_frame_id"), index.all_ts
         # element trees are fetched once, for the snapshots under anonymous clicks only
-        anon = [k for k, p in enumerate(pos) if p >= 0 and not (names[k] and names[k].strip())]
+        anon = [k for k, p in enumerate(pos) if p >= 0 and names_no_element(names[k])]
         sizes = screen_sizes(capture.streams)
         columns = _element_columns(capture) if anon else None
         near_of: dict[int, list[ElementHit]] = {}
@@ -393,20 +402,6 @@ def input_count(capture: DayCapture) -> int:
 
 
 _NO_BOXES = ElementIndex(())
-
-
-def start_element_read(capture: DayCapture) -> None:
-    """Ask the day's element source to start reading its columns now (a sealed day's reader
-    decodes them in a background thread) when click resolution will want them: the day has a
-    click without an element name. The frames, built meanwhile, need no element."""
-    prefetch = getattr(capture.element_source, "prefetch", None)
-    if not callable(prefetch):
-        return
-    kind_codes, kinds = capture.codes("inputs", "kind")
-    clicks = np.flatnonzero(np.isin(kind_codes, [k for k, v in enumerate(kinds) if v == "click"])).tolist()
-    names = capture.values_at("inputs", ("element_name",), clicks)[0] if clicks else []
-    if not all(n and n.strip() for n in names):  # as attribute_input tells an anonymous click
-        prefetch()
 
 
 def _element_columns(capture: DayCapture) -> Any:
@@ -539,7 +534,7 @@ def _click_target(kind: str, name: str | None, role: str | None, x: int | None, 
     None when the day has no snapshot)."""
     if kind != "click":
         return "none", None, None
-    if name and name.strip():
+    if name is not None and not names_no_element(name):
         return "recorded", " ".join(name.split()), role
     if stream is None or snap_ts is None:
         return "unresolved", None, None

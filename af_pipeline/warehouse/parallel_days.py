@@ -100,11 +100,10 @@ def compute_day(log: Any, day: str, include_typed_text: bool, categories: Any) -
 
     from af_pipeline.compiler.compile import frame_day
     from af_pipeline.compiler.emit import raw_rows_tokens
-    from af_pipeline.compiler.enrich import attribute_input, start_element_read
+    from af_pipeline.compiler.enrich import attribute_input
     from af_pipeline.warehouse import day_work as dw
 
     cap = log.read_day(day, lazy_elements=True)
-    start_element_read(cap)
     framing = frame_day(cap)
     attribution = attribute_input(cap, framing.rows.index)
     out: dict[str, Any] = {"provenance": (str(cap.tz), bool(cap.sealed), list(cap.recorders), dict(cap.segment_hashes))}

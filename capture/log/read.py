@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import threading
+import weakref
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from capture.log.rows import (
     order_keys_of,
 )
 from capture.log.schema import COLUMNS, NAMES, SELECT_SQL, SORT_SQL, sort_key
-from capture.model import CLASS_OF, ROW_KINDS, DayCapture
+from capture.model import CLASS_OF, ROW_KINDS, DayCapture, names_no_element
 from capture.timeutil import local_day, next_day, parse_day
 
 
@@ -49,19 +50,22 @@ class DayStatus:
     amendments: int = 0  # sealed segments added after the day's first
 
 
-_BACKGROUND: tuple[int, ThreadPoolExecutor] | None = None
+# Reader threads per process, by task: a day's first columns never wait behind element trees.
+_WORKERS = {"rows": 2, "trees": 1}
+_BACKGROUND: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _BACKGROUND_LOCK = threading.Lock()
 
 
-def background() -> ThreadPoolExecutor:
-    """The process's reader threads: a sealed read hands them a file to decode (pyarrow holds no
-    GIL meanwhile) and goes on with its own work. Made per process: a forked child would
-    inherit an executor whose threads it does not have."""
-    global _BACKGROUND
+def background(task: str = "rows") -> ThreadPoolExecutor:
+    """The process's reader threads for a task ("rows": a day's first columns, "trees": its
+    element columns): a sealed read hands them a file to decode (pyarrow holds no GIL
+    meanwhile) and goes on with its own work. Made per process: a forked child would inherit
+    an executor whose threads it does not have."""
     with _BACKGROUND_LOCK:
-        if _BACKGROUND is None or _BACKGROUND[0] != os.getpid():
-            _BACKGROUND = (os.getpid(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="af-read"))
-        return _BACKGROUND[1]
+        got = _BACKGROUND.get(task)
+        if got is None or got[0] != os.getpid():
+            got = _BACKGROUND[task] = (os.getpid(), ThreadPoolExecutor(_WORKERS[task], thread_name_prefix=f"af-{task}"))
+        return got[1]
 
 
 class ElementsBySnapshot:
@@ -98,6 +102,11 @@ FIRST_COLUMNS = {"inputs": ("ref", "ts_us", "kind", "stream", "x", "y", "text", 
                             "element_role", "element_name")}
 
 
+# How long prefetch waits for the element read to start, s (longer only when the reader thread
+# is still busy with an earlier day's trees: then the read starts when it can).
+STARTING_S = 0.002
+
+
 class SealedElements(ElementsBySnapshot):
     """ElementsBySnapshot of a sealed day, which can also give the day's element rows as columns
     (``columns()``, ElementColumns) when the day is one verified file in log order: click
@@ -112,10 +121,17 @@ class SealedElements(ElementsBySnapshot):
         self._pending: Future[ElementColumns | None] | None = None
 
     def prefetch(self) -> None:
-        """Start reading the columns in a background thread (capture.model.ElementSource): a
-        compile that will ask for them does its first phases meanwhile."""
+        """Start reading the columns in a background thread: a compile that will ask for them
+        does its first phases meanwhile. Returns once the file is open and its decoding (which
+        holds no GIL) has begun, or after STARTING_S: opening it needs the GIL, and a caller that
+        went straight on with Python would keep it waiting for the interpreter's switch interval
+        (5 ms)."""
         if not self._tried and self._pending is None and self._path is not None and self.count:
-            self._pending = background().submit(ElementColumns.read, self._path, False)
+            started = threading.Event()
+            self._pending = background("trees").submit(ElementColumns.read, self._path, False, started.set)
+            # a capture dropped unasked (a read that never compiled) takes its read off the queue
+            weakref.finalize(self, self._pending.cancel)
+            started.wait(STARTING_S)
 
     @property
     def prefetching(self) -> bool:
@@ -150,6 +166,28 @@ def _first_columns(kind: str, path: Path, data: bytes | None) -> ArrowRows | Non
         return got if got is not None else rows.values(name)
 
     return rows if in_order(kind, order_keys_of(kind, key)) else None
+
+
+def _input_columns(path: Path, data: bytes | None, trees: SealedElements | None) -> ArrowRows | None:
+    """The input events' first columns (_first_columns); then, when a click among them names no
+    element, the element columns' read is started too: compiling the day will resolve that
+    click in the trees, and the read overlaps the rest of the day's read and its first phases."""
+    rows = _first_columns("inputs", path, data)
+    if rows is not None and trees is not None and _has_anonymous_click(rows):
+        trees.prefetch()
+    return rows
+
+
+def _has_anonymous_click(rows: ArrowRows) -> bool:
+    import numpy as np
+
+    got = rows.codes("kind")  # the kinds as the file's dictionary: no string per row
+    if got is not None:
+        codes, kinds = got
+        clicks = np.flatnonzero(np.isin(codes, [k for k, v in enumerate(kinds) if v == "click"])).tolist()
+    else:
+        clicks = [i for i, v in enumerate(rows.values("kind")) if v == "click"]
+    return any(map(names_no_element, rows.values_at("element_name", clicks)))
 
 
 class Reading(ManifestChain):
@@ -292,8 +330,14 @@ class Reading(ManifestChain):
         if single:
             # The input events' file is decoded in a background thread while this one decodes
             # the others: pyarrow decodes without the GIL, so the two reads share the wall time.
-            early = background().submit(_first_columns, "inputs", single["inputs"], kept.get("inputs.parquet"))
+            trees = cap.element_source if isinstance(cap.element_source, SealedElements) else None
+            early = background().submit(_input_columns, single["inputs"], kept.get("inputs.parquet"), trees)
+        # a kind the segment's manifest entry counts no row of is not read (the file was hashed)
+        counted = segments[0][1]["files"] if single else {}
         for kind in kinds:
+            if single and kind not in DEFERRED and counted.get(f"{kind}.parquet", {}).get("rows") == 0:
+                setattr(cap, kind, [])
+                continue
             if single and kind in DEFERRED:
                 deferred = (early.result() if kind == "inputs" and early is not None else
                             _first_columns(kind, single[kind], kept.get(f"{kind}.parquet")))

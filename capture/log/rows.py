@@ -227,7 +227,7 @@ def in_order(kind: str, data: Mapping[str, Any]) -> bool:
 
 
 def arrow_table(path: Path, kind: str, dictionary: Sequence[str] = (), columns: Sequence[str] | None = None,
-                data: bytes | None = None, use_threads: bool = True) -> Any:
+                data: bytes | None = None, use_threads: bool = True, opened: Callable[[], Any] | None = None) -> Any:
     """A sealed file's columns of this version (NAMES order, file order; or just ``columns``) as
     a pyarrow Table, the ``dictionary`` columns dictionary-encoded; None when the file lacks one
     of the kind's columns (a file sealed before the column existed: the SQL read fills it with
@@ -235,7 +235,8 @@ def arrow_table(path: Path, kind: str, dictionary: Sequence[str] = (), columns: 
 
     ``use_threads``: columns decoded in pyarrow's threads, which cuts the wall time of a read
     alone by a third to a half for no more CPU; a read that overlaps other work (a background
-    read, or the reads beside one) decodes in its own thread only."""
+    read, or the reads beside one) decodes in its own thread only. ``opened``: called once the
+    file is open and checked, as the decoding (which holds no GIL) starts."""
     import pyarrow as pa
     import pyarrow.parquet as pq  # imported lazily: only sealed reads need it
 
@@ -244,6 +245,8 @@ def arrow_table(path: Path, kind: str, dictionary: Sequence[str] = (), columns: 
     names = NAMES[kind]
     if not set(names) <= set(pf.schema_arrow.names):
         return None
+    if opened is not None:
+        opened()
     return pf.read(columns=list(names if columns is None else columns), use_threads=use_threads)
 
 
@@ -448,9 +451,10 @@ class ElementColumns:
             for n in ("left", "top", "width", "height"))
 
     @classmethod
-    def read(cls, path: Path, use_threads: bool = True) -> ElementColumns | None:
+    def read(cls, path: Path, use_threads: bool = True, opened: Callable[[], Any] | None = None) -> ElementColumns | None:
         """The geometry of one sealed elements file; None when it lacks a current column or its
-        rows are not in time order (then the rows are fetched by snapshot with SQL)."""
+        rows are not in time order (then the rows are fetched by snapshot with SQL). ``opened``:
+        see arrow_table (called in any case)."""
         import numpy as np
 
         from capture.model import HIT_FIELDS
@@ -458,8 +462,10 @@ class ElementColumns:
         names = [*cls.GEOMETRY, *(n for n in HIT_FIELDS if n not in cls.GEOMETRY)]
         # strings as dictionaries: their values are decoded once per distinct value
         strings = [n for n in names if COLUMNS["elements"][n] == "VARCHAR"]
-        table = arrow_table(path, "elements", strings, columns=names, use_threads=use_threads)
+        table = arrow_table(path, "elements", strings, columns=names, use_threads=use_threads, opened=opened)
         if table is None:
+            if opened is not None:
+                opened()  # a file without the columns is not decoded: nobody should wait for that
             return None
         out = cls({n: _one_array(table.column(n)) for n in names}, path)
         ts = out.ts_us
