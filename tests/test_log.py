@@ -187,15 +187,22 @@ def test_sorted_with_total_keys(home):
     assert [s.ref for s in cap.snapshots] == expect and [i.ref for i in cap.inputs] == ["i" + r for r in expect]
 
 
-def test_reading_a_tampered_sealed_day_fails_loudly(home):
+@pytest.mark.parametrize("kind", ["snapshots", "inputs", "elements", "presence", "streams"])
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("how", ["changed", "missing"])
+def test_reading_a_tampered_sealed_day_fails_loudly(home, kind, lazy, how):
+    # every file is checked before the read returns, whichever thread checks it
     from capture.errors import CheckFailed
 
     log = EventLog(home)
     log.append(batch(), now_us=after("2026-03-15"))
-    path = log.segment_paths("2026-03-15")["snapshots"]
-    path.write_bytes(path.read_bytes() + b"\0")
-    with pytest.raises(CheckFailed, match="snapshots.parquet"):
-        log.read_day("2026-03-15")
+    path = log.segment_paths("2026-03-15")[kind]
+    if how == "changed":
+        path.write_bytes(path.read_bytes() + b"\0")
+    else:
+        path.unlink()
+    with pytest.raises(CheckFailed, match=f"{kind}.parquet (no longer matches|is missing)"):
+        log.read_day("2026-03-15", lazy_elements=lazy)
 
 
 # ---------------------------------------------------------------------- crash leftovers and locking

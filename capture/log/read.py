@@ -151,6 +151,21 @@ class SealedElements(ElementsBySnapshot):
         return self._columns
 
 
+_CHANGED = "sealed segment {path} no longer matches the sha256 in its manifest entry; run `af log verify`"
+
+
+def checked_bytes(path: Path, meta: Any) -> bytes:
+    """A sealed file's bytes, hashed now and checked against its manifest entry ``meta``
+    (CheckFailed when the file is missing or differs)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CheckFailed(f"sealed segment {path} is missing; run `af log verify`") from None
+    if not isinstance(meta, dict) or hashlib.sha256(data).hexdigest() != meta.get("sha256"):
+        raise CheckFailed(_CHANGED.format(path=path))
+    return data
+
+
 def _first_columns(kind: str, path: Path, data: bytes | None) -> ArrowRows | None:
     """A deferred kind's first columns from one sealed file (its bytes when given), decoded in
     the calling thread alone; None when the file lacks a column of this version or its rows are
@@ -168,11 +183,12 @@ def _first_columns(kind: str, path: Path, data: bytes | None) -> ArrowRows | Non
     return rows if in_order(kind, order_keys_of(kind, key)) else None
 
 
-def _input_columns(path: Path, data: bytes | None, trees: SealedElements | None) -> ArrowRows | None:
-    """The input events' first columns (_first_columns); then, when a click among them names no
+def _input_columns(path: Path, meta: Any, trees: SealedElements | None) -> ArrowRows | None:
+    """The input events' first columns (_first_columns) from the file's bytes, checked against
+    its manifest entry ``meta`` here (checked_bytes); then, when a click among them names no
     element, the element columns' read is started too: compiling the day will resolve that
     click in the trees, and the read overlaps the rest of the day's read and its first phases."""
-    rows = _first_columns("inputs", path, data)
+    rows = _first_columns("inputs", path, checked_bytes(path, meta))
     if rows is not None and trees is not None and _has_anonymous_click(rows):
         trees.prefetch()
     return rows
@@ -257,30 +273,30 @@ class Reading(ManifestChain):
         re-hashed now and checked against its manifest entry (CheckFailed on any difference)."""
         return self._verified(day)[0]
 
-    def _verified(self, day: str, keep: Collection[str] = ()) -> tuple[dict[str, str], dict[str, bytes]]:
+    def _verified(self, day: str, keep: Collection[str] = (), skip: Collection[str] = ()
+                  ) -> tuple[dict[str, str], dict[str, bytes]]:
         """verified_segments, and the bytes of the files named in ``keep`` (``<kind>.parquet`` of
         the day's first segment) as hashed: what is parsed is what was checked, with no second
-        open of the file in between."""
+        open of the file in between. The first segment's files in ``skip`` are checked by the
+        caller (checked_bytes) and left out."""
         hashes: dict[str, str] = {}
         kept: dict[str, bytes] = {}
         for i, (name, entry) in enumerate(self._segments(day)):
             folder = self.sealed_dir / name
             files: dict[str, Any] = entry["files"] if isinstance(entry.get("files"), dict) else {}
             for fname, meta in sorted(files.items()):
+                if i == 0 and fname in skip:
+                    continue
                 path = folder / fname
+                if i == 0 and fname in keep:
+                    kept[fname] = checked_bytes(path, meta)
+                    hashes[f"sealed/{name}/{fname}"] = meta["sha256"]
+                    continue
                 if not path.is_file():
                     raise CheckFailed(f"sealed segment {path} is missing; run `af log verify`")
-                if i == 0 and fname in keep:
-                    data = kept[fname] = path.read_bytes()
-                    actual = hashlib.sha256(data).hexdigest()
-                else:
-                    actual = sha256_file(path)
-                if not isinstance(meta, dict) or actual != meta.get("sha256"):
-                    raise CheckFailed(
-                        f"sealed segment {path} no longer matches the sha256 in its manifest entry; "
-                        "run `af log verify`"
-                    )
-                hashes[f"sealed/{name}/{fname}"] = actual
+                if not isinstance(meta, dict) or sha256_file(path) != meta.get("sha256"):
+                    raise CheckFailed(_CHANGED.format(path=path))
+                hashes[f"sealed/{name}/{fname}"] = meta["sha256"]
         return hashes, kept
 
     def sealed_relation(self, day: str, kind: str) -> str:
@@ -320,18 +336,22 @@ class Reading(ManifestChain):
         # DuckDB (a third of the cost of a DuckDB scan into numpy for files this small), from the
         # bytes that were hashed. The element trees, the largest file, are not kept in memory.
         single = {k: self.sealed_dir / segments[0][0] / f"{k}.parquet" for k in ROW_KINDS} if len(segments) == 1 else {}
-        hashes, kept = self._verified(day, [f"{k}.parquet" for k in kinds if k != "elements"] if single else [])
-        cap = DayCapture(day=day, tz=self.tz, sealed=True, segment_hashes=hashes)
+        cap = DayCapture(day=day, tz=self.tz, sealed=True)
         if lazy_elements:
             rows = sum(int(e["files"].get("elements.parquet", {}).get("rows", 0)) for _, e in segments)
             cap.element_source = SealedElements(rows, functools.partial(self._sealed_element_columns, day),
                                                 single.get("elements"))
         early: Future[ArrowRows | None] | None = None
-        if single:
-            # The input events' file is decoded in a background thread while this one decodes
-            # the others: pyarrow decodes without the GIL, so the two reads share the wall time.
+        inputs_meta: Any = segments[0][1]["files"].get("inputs.parquet") if single else None
+        if inputs_meta is not None:
+            # The input events' file is checked and decoded in a background thread while this one
+            # checks and decodes the others: hashlib and pyarrow work without the GIL, so the two
+            # share the wall time. Its answer (or its CheckFailed) is taken before the read returns.
             trees = cap.element_source if isinstance(cap.element_source, SealedElements) else None
-            early = background().submit(_input_columns, single["inputs"], kept.get("inputs.parquet"), trees)
+            early = background().submit(_input_columns, single["inputs"], inputs_meta, trees)
+        hashes, kept = self._verified(day, [f"{k}.parquet" for k in kinds if k not in ("elements", "inputs")] if single else [],
+                                      ["inputs.parquet"] if early is not None else [])
+        cap.segment_hashes = hashes
         # a kind the segment's manifest entry counts no row of is not read (the file was hashed)
         counted = segments[0][1]["files"] if single else {}
         for kind in kinds:
@@ -339,8 +359,11 @@ class Reading(ManifestChain):
                 setattr(cap, kind, [])
                 continue
             if single and kind in DEFERRED:
-                deferred = (early.result() if kind == "inputs" and early is not None else
-                            _first_columns(kind, single[kind], kept.get(f"{kind}.parquet")))
+                if kind == "inputs" and early is not None:
+                    deferred = early.result()
+                    hashes[f"sealed/{segments[0][0]}/inputs.parquet"] = inputs_meta["sha256"]
+                else:
+                    deferred = _first_columns(kind, single[kind], kept.get(f"{kind}.parquet"))
                 if deferred is not None:
                     cap.defer_rows(kind, deferred)
                     continue
@@ -361,6 +384,8 @@ class Reading(ManifestChain):
                     data = con.execute(f"{query} ORDER BY {SORT_SQL[kind]}").fetchnumpy()
             # Column-wise conversion is several times faster than fetchall() on wide days.
             setattr(cap, kind, build_instances(CLASS_OF[kind], [column_values(data[n]) for n in NAMES[kind]]))
+        if early is not None:  # the input file's hash in its place, as verified_segments orders them
+            cap.segment_hashes = dict(sorted(hashes.items()))
         recorders: set[str] = set()
         for name, _ in segments:
             doc = json.loads((self.sealed_dir / name / SOURCES_SEALED).read_bytes())
