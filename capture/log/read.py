@@ -151,6 +151,8 @@ class SealedElements(ElementsBySnapshot):
         return self._columns
 
 
+# what a read says of a sealed file that is not as its manifest entry recorded it
+_MISSING = "sealed segment {path} is missing; run `af log verify`"
 _CHANGED = "sealed segment {path} no longer matches the sha256 in its manifest entry; run `af log verify`"
 
 
@@ -160,7 +162,7 @@ def checked_bytes(path: Path, meta: Any) -> bytes:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise CheckFailed(f"sealed segment {path} is missing; run `af log verify`") from None
+        raise CheckFailed(_MISSING.format(path=path)) from None
     if not isinstance(meta, dict) or hashlib.sha256(data).hexdigest() != meta.get("sha256"):
         raise CheckFailed(_CHANGED.format(path=path))
     return data
@@ -293,7 +295,7 @@ class Reading(ManifestChain):
                     hashes[f"sealed/{name}/{fname}"] = meta["sha256"]
                     continue
                 if not path.is_file():
-                    raise CheckFailed(f"sealed segment {path} is missing; run `af log verify`")
+                    raise CheckFailed(_MISSING.format(path=path))
                 if not isinstance(meta, dict) or sha256_file(path) != meta.get("sha256"):
                     raise CheckFailed(_CHANGED.format(path=path))
                 hashes[f"sealed/{name}/{fname}"] = meta["sha256"]
