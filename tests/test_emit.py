@@ -149,6 +149,16 @@ def test_block_keeps_ledger_domains_and_start_within_budget():
     assert "frames" in small.splitlines()[-1] and "not shown" in small.splitlines()[-1]
 
 
+def test_block_counted_by_its_lines_is_the_block_counted_whole(doc, monkeypatch):
+    """The block sums its lines' counts (tokens.lines_add_up) instead of tokenizing the joined
+    text: at every budget, tight ones that trim frames included, it is the same block."""
+    d = compile_day(busy_day())
+    budgets = (60, 300, 420, 700, 1000, 1500, 2500, 4000)
+    by_lines = [emit.context_block(x, b) for x in (doc, d) for b in budgets]
+    monkeypatch.setattr(tokens, "lines_add_up", lambda lines: False)
+    assert by_lines == [emit.context_block(x, b) for x in (doc, d) for b in budgets]
+
+
 def test_block_is_a_hundred_times_smaller_than_raw_rows():
     cap = busy_day()
     raw = json.dumps({"snapshots": [vars_of(s) for s in cap.snapshots],

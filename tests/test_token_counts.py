@@ -40,6 +40,18 @@ def test_count_repetitive_is_the_count_of_json_lists_of_repeated_rows(rows, repe
     assert tokens.count_repetitive(text) == tokens.count(text)
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(texts, st.sampled_from(["", " ", "\t", "\u2028", "\x85", "a ", " a", "x\u3000", ")", "'s"])),
+                max_size=8))
+def test_lines_that_add_up_count_as_the_sum_of_their_own_counts(lines):
+    """The context block's shortcut: when lines_add_up, the joined lines' count is the sum of each
+    line's with its newline (and whitespace-only or multi-line lines are refused)."""
+    if tokens.lines_add_up(lines):
+        assert tokens.count("\n".join(lines) + "\n") == sum(tokens.count(line + "\n") for line in lines)
+    else:
+        assert not lines or any(not line.strip() or "\n" in line or "\r" in line for line in lines)
+
+
 _DT_MIN_US = int((datetime(1, 1, 1, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds()) * 10**6
 _DT_MAX_US = int((datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC))
                  .total_seconds()) * 10**6 + 999_999

@@ -460,6 +460,7 @@ def context_block(doc: dict[str, Any], budget_tokens: int = DEFAULT_BUDGET,
                   "detail (main window title first)")
     room -= count(frame_head + "\n")
     chosen: dict[int, str] = {}
+    counted: dict[int, int] = {}  # each chosen line's tokens
     for i in order:
         line = _frame_line(frames[i], True, typed, no_input or frames[i].get("input_recorded") is False)
         t = count(line + "\n")
@@ -469,25 +470,36 @@ def context_block(doc: dict[str, Any], budget_tokens: int = DEFAULT_BUDGET,
             if t > room:
                 break
         chosen[i] = line
+        counted[i] = t
         room -= t
 
-    def assemble() -> str:
+    def assemble() -> list[str]:
         shown = sorted(chosen)
         hidden = [f for i, f in enumerate(frames) if i not in chosen]
         om = doc["omitted"]
         closing = (f"omitted: {len(hidden)} frames, {sum(f['active_min'] for f in hidden):.1f} min not shown "
                    f"(block budget); {om['frames']} frames, {om['minutes']:.1f} min below the "
                    f"{om['min_minutes']:.2f} min floor")
-        lines = head + extra + ([frame_head] + [chosen[i] for i in shown] if shown else []) + [closing]
-        return "\n".join(lines) + "\n"
+        return head + extra + ([frame_head] + [chosen[i] for i in shown] if shown else []) + [closing]
 
-    text = assemble()
-    # per-line counts can differ slightly from the joined text's: trim until the truth fits
+    lines = assemble()
+    # Each line above was counted with its newline. When lines_add_up, the block's count is their
+    # sum and the joined text need not be tokenized again; otherwise it is counted whole.
+    if tokens.lines_add_up(lines):
+        def total() -> int:
+            # what the lines took of the budget, the closing line's reserve given back for its count
+            return budget_tokens - room - reserve + count(lines[-1] + "\n")
+    else:
+        def total() -> int:
+            return count("\n".join(lines) + "\n")
+    # trim until the truth fits (the closing line was only reserved for)
     rank = {i: r for r, i in enumerate(order)}
-    while chosen and count(text) > budget_tokens:
-        del chosen[max(chosen, key=rank.__getitem__)]
-        text = assemble()
-    return text
+    while chosen and total() > budget_tokens:
+        i = max(chosen, key=rank.__getitem__)
+        room += counted[i]
+        del chosen[i]
+        lines = assemble()
+    return "\n".join(lines) + "\n"
 
 
 def render(doc: dict[str, Any], fmt: str, **kw: Any) -> str:

@@ -112,6 +112,20 @@ def count_parts(parts: Counter[str]) -> int:
     return total
 
 
+def lines_add_up(lines: list[str]) -> bool:
+    r"""Whether count("\n".join(lines) + "\n") is the sum of count(line + "\n") over the lines:
+    true when there are lines and each holds a character other than whitespace and no CR or LF.
+
+    Why: a line's newline is a piece of its own, or ends a whitespace run (``\s*[\r\n]``, whose
+    ``\s*`` backtracks to the one newline in reach, as ``\s++$`` takes the run when the line
+    stands alone) or a punctuation run (``[\r\n]*+`` stops at the next line's first character,
+    not a newline). The whitespace after a newline cannot run on to the next line's newline,
+    since that line holds a non-space before it. No alternative looks behind, so each line's
+    pieces start and end as they do alone. (Python's isspace holds every character the
+    pattern's ``\s`` does, so ``line.strip()`` finds a non-whitespace one.)"""
+    return bool(lines) and all(line.strip() and "\n" not in line and "\r" not in line for line in lines)
+
+
 # A digit next to a character that is neither a number nor whitespace is a piece boundary too:
 # no alternative of _PAT matches a number (\p{N}) together with anything else, and where the
 # character left of the cut is not whitespace, no piece before it looks past it (only the
