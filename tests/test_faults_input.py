@@ -132,6 +132,15 @@ def test_printable_leaves_no_control_character(text):
     assert not any(ord(c) < 32 or 0x7f <= ord(c) <= 0x9f for c in out)
 
 
+def test_printable_replaces_every_control_and_bidi_override_character():
+    """printable skips its regex for texts str.isprintable accepts: none of those holds a
+    character it replaces (every code point checked), and what it replaces becomes a space."""
+    for cp in range(0x110000):
+        c = chr(cp)
+        if emit._CONTROL.match(c):
+            assert not c.isprintable() and emit.printable(f"a{c}b") == "a b", hex(cp)
+
+
 def test_the_block_says_captured_text_is_data():
     block = emit.render(json.loads((GOLDEN / "golden-day.json").read_text(encoding="utf-8")), "context")
     assert block.splitlines()[2] == emit.CAPTURED_NOTE

@@ -213,7 +213,9 @@ def _min1(v: float | None) -> str:
 
 def printable(text: object) -> str:
     """``text`` with control characters and bidi overrides replaced by spaces (human outputs)."""
-    return _CONTROL.sub(" ", str(text))
+    s = str(text)
+    # every character _CONTROL matches is one isprintable refuses (Cc, Cf): most texts skip the regex
+    return s if s.isprintable() else _CONTROL.sub(" ", s)
 
 
 def _md(text: object) -> str:
