@@ -244,3 +244,50 @@ def test_enrich_columns_from_the_sealed_logs_columns(tmp_path):
         cols = enrich_columns(cap)
         assert len(cols["ref"]) > 100 and {"exact", "none"} <= set(cols["resolution"])
         assert cols == _enrich_as_columns(enrich(EventLog(home).read_day(d)))
+
+
+class _SnapshotColumns:
+    """Snapshots held as columns, as a sealed read defers them: the times as an array and the
+    streams as codes of a dictionary that names one stream twice (as a reader's may)."""
+
+    kind = "snapshots"
+
+    def __init__(self, rows):
+        self._rows = rows
+        self.count = len(rows)
+
+    def values(self, name):
+        return [getattr(r, name) for r in self._rows]
+
+    def array(self, name):
+        import numpy as np
+
+        return np.asarray(self.values(name), dtype=np.int64)
+
+    def codes(self, name):
+        import numpy as np
+
+        dictionary = ["m1", "m2", "m3", "m2"]
+        codes = [dictionary.index(v) for v in self.values(name)]
+        return np.asarray([3 if c == 1 and i % 2 else c for i, c in enumerate(codes)], dtype=np.int64), dictionary
+
+    def rows(self):
+        return list(self._rows)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from(["m1", "m2", "m3"]), st.integers(0, 30)), max_size=25),
+       st.booleans())
+def test_snapshot_index_of_a_capture_is_the_index_of_its_rows(snaps, in_order):
+    """SnapIndex.of reads a day's columns (times as an array, streams as codes) and must order
+    and group them exactly as the index of the Snapshot rows, sorted or not, ties included."""
+    from af_pipeline.compiler.enrich import SnapIndex
+
+    rows = [Snapshot(ref=f"s{r:02d}", ts_us=T0 + t * US, stream=s, app="A") for t, s, r in snaps]
+    if in_order:
+        rows.sort(key=lambda x: (x.ts_us, x.stream, x.ref))
+    cap = DayCapture(day="2026-03-16", tz="UTC")
+    cap.defer_rows("snapshots", _SnapshotColumns(rows))
+    got, want = SnapIndex.of(cap), SnapIndex(rows)
+    assert got.all_ts == want.all_ts and got.by_stream == want.by_stream
+    assert got.col("ref") == want.col("ref") and got.col("stream") == want.col("stream")

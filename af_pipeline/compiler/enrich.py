@@ -23,8 +23,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress, islice
-from operator import attrgetter, eq
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -85,23 +85,29 @@ class SnapIndex:
     def of(cls, capture: DayCapture) -> SnapIndex:
         """The index of a day's snapshots, read as columns."""
         self = cls.__new__(cls)
-        self._index(capture.count("snapshots"), lambda name: capture.values("snapshots", (name,))[0])
+        self._index(capture.count("snapshots"), lambda name: capture.values("snapshots", (name,))[0],
+                    capture.array("snapshots", "ts_us"), lambda: capture.codes("snapshots", "stream"))
         return self
 
-    def _index(self, n: int, values: Callable[[str], list[Any]]) -> None:
+    def _index(self, n: int, values: Callable[[str], list[Any]], ts_a: Any = None,
+               stream_codes: Callable[[], tuple[np.ndarray, list[Any]]] | None = None) -> None:
+        """``ts_a``: the times as an array, when the caller has one; ``stream_codes``: the streams
+        as DayCapture.codes gives them (used when the rows are in order already)."""
         self.n = n
         self._values = values
         self._cols: dict[str, list[Any]] = {}
         # sort by time (cheap integer keys), then order rows sharing a timestamp by (stream, ref);
-        # rows from the log arrive in time order already, which one comparison pass confirms
+        # rows from the log arrive in time order already, which one vectorised pass confirms
         all_ts: list[int] = values("ts_us")
+        ts = np.asarray(all_ts if ts_a is None else ts_a, dtype=np.int64)
         order: list[int] | None = None  # None: the rows' own order
-        if all_ts != sorted(all_ts):
+        if n > 1 and bool((ts[1:] < ts[:-1]).any()):
             order = sorted(range(n), key=all_ts.__getitem__)  # stable, like the check's order
             all_ts = [all_ts[i] for i in order]
-        # rows sharing a timestamp (several monitors captured at once): found in one C-speed
-        # pass, then each run of them ordered by (stream, ref)
-        same = list(compress(range(1, n), map(eq, islice(all_ts, 1, None), all_ts)))
+            ts = ts[order]
+        # rows sharing a timestamp (several monitors captured at once), each run of them then
+        # ordered by (stream, ref)
+        same = (np.flatnonzero(ts[1:] == ts[:-1]) + 1).tolist() if n > 1 else []
         if same:
             stream, ref = values("stream"), values("ref")
             order = order if order is not None else list(range(n))
@@ -121,6 +127,11 @@ class SnapIndex:
         names = set(streams)
         if len(names) == 1:
             groups[streams[0]] = (list(all_ts), list(range(n)))
+        elif order is None and stream_codes is not None:
+            codes, dictionary = stream_codes()  # rows in their own order: the reader's codes are theirs
+            for name in sorted(names):
+                positions_a = np.flatnonzero(np.isin(codes, [k for k, v in enumerate(dictionary) if v == name]))
+                groups[name] = (ts[positions_a].tolist(), positions_a.tolist())
         else:
             for name in sorted(names):  # a few monitors: one C-speed pass each
                 positions = list(compress(range(n), map(name.__eq__, streams)))
