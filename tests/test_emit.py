@@ -225,3 +225,50 @@ def test_a_block_of_part_of_a_day_names_its_window():
     assert context_block(doc).splitlines()[1].startswith("day 2026-03-16 | window 08:00-10:00 | tz ")
     doc["window"] = {"start": "2026-03-10T00:00:00+01:00", "end": "2026-03-17T00:00:00+01:00"}
     assert "| window 2026-03-10 00:00 - 2026-03-17 00:00 |" in context_block(doc).splitlines()[1]
+
+
+# -- the YAML text in C (af_pipeline/compiler/_yaml.c) against emit.yaml_text -------------------
+
+_yaml_keys = st.one_of(st.text(max_size=12), st.sampled_from(["a", "b", "yes", "No", "null", "x y", "x ", "A1", "id"]))
+_yaml_strings = st.one_of(
+    st.text(alphabet=st.characters(exclude_categories=()), max_size=16),  # surrogates and controls too
+    st.sampled_from(["", " ", "on", "OFF", "True", "Google Chrome", "a-b_c.d/e(f)@g+h", "09:12:57", "-x", "x:y",
+                     "\u2028", "\x7f", "\x85", "\ufeff", "tab\there", 'q"uote', "back\\slash", "é", "😀"]))
+_yaml_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=-(10**30), max_value=10**30),
+                          st.floats(), st.sampled_from([0.0, -0.0, 1e16, 1e-7, 0.5, 3.59, 2.0**60]), _yaml_strings)
+_yaml_docs = st.dictionaries(_yaml_keys, st.recursive(
+    _yaml_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_yaml_keys, inner, max_size=4)),
+    max_leaves=25), max_size=6)
+
+
+@pytest.mark.skipif(emit._c_yaml is None, reason="the C module was not built (no C compiler)")
+@settings(max_examples=500, deadline=None)
+@given(_yaml_docs)
+def test_the_c_yaml_text_is_emits_text(doc):
+    assert emit._c_yaml.dump(doc) == emit.yaml_text(doc)
+
+
+def test_the_c_yaml_module_is_built_where_a_compiler_is():
+    import shutil
+
+    if shutil.which("cc") or shutil.which("gcc"):
+        assert emit._c_yaml is not None, "pip install -e . did not build af_pipeline/compiler/_yaml.c"
+
+
+def test_yaml_of_what_the_c_module_does_not_take_is_emits():
+    class Text(str):
+        pass
+
+    doc = {"a": Text("yes"), "b": [{"c": 1}, ("t",)], "d": {}}
+    with pytest.raises(TypeError, match="cannot write tuple"):
+        emit.to_yaml(doc)
+    doc["b"] = [{"c": 1}, Text("x")]
+    assert emit.to_yaml(doc) == emit.yaml_text(doc) == 'a: "yes"\nb:\n- c: 1\n- x\nd: {}\n'
+    with pytest.raises(TypeError):  # keys other than strs: emit.py refuses them, as before
+        emit.to_yaml({1: "x", 2: "y"})
+
+
+def test_the_golden_day_yaml_is_the_same_from_both(doc):
+    assert emit.to_yaml(doc) == emit.yaml_text(doc)
+    assert yaml.safe_load(emit.to_yaml(doc)) == doc
