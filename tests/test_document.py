@@ -241,6 +241,34 @@ def test_shared_prefix_fast_path_matches_encode_refs(tails, prefix):
         assert [{"prefix": shared[0], "ids": id_runs(shared[1])}] == encode_refs(refs)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=40),
+       st.lists(st.lists(st.integers(0, 39), min_size=1, max_size=12), max_size=8))
+def test_id_runs_of_many_groups_at_once_are_each_groups_id_runs(ids, groups):
+    """The day's frames and interruptions get their evidence in one vectorised pass: the same
+    text as id_runs of each group alone (repeated ids, gaps, single ids, one run)."""
+    import numpy as np
+
+    from af_pipeline.compiler.document import id_runs, id_runs_by_group
+
+    groups = [[p % len(ids) for p in g] for g in groups]
+    assert id_runs_by_group(np.asarray(ids, dtype=np.int64), groups) == [id_runs([ids[p] for p in g]) for g in groups]
+
+
+@pytest.mark.parametrize("base", [0, 2**70])  # ids past int64 take the per-frame path
+def test_frame_evidence_names_its_rows(base):
+    from af_pipeline.compiler.document import decode_refs
+
+    t0 = parse_ts("2026-03-16T08:00:00Z")
+    apps = ["Code", "Code", "Mail", "Code", "Code", "Mail", "Mail", "Code"]
+    rows = [Snapshot(ref=f"r:frames:{base + 3 * i}", ts_us=t0 + i * 20 * US, stream=f"m{i % 2}", app=a)
+            for i, a in enumerate(apps * 3)]
+    d = compile_day(DayCapture(day="2026-03-16", tz="UTC", snapshots=rows), CompileOptions(min_minutes=0))
+    named = [r for f in d["frames"] for r in decode_refs(f["evidence"]["snapshots"])]
+    named += [r for f in d["frames"] for it in f.get("interruptions", []) for r in decode_refs(it["evidence"]["snapshots"])]
+    assert sorted(named) == sorted(r.ref for r in rows)
+
+
 def test_dst_day_uses_local_wall_clock():
     # 2026-03-29 in Paris: 02:00 CET jumps to 03:00 CEST (00:59:50Z -> 01:00:10Z straddles it)
     rows = [Snapshot(ref=f"d:frames:{i}", ts_us=parse_ts("2026-03-29T00:59:50Z") + i * 10 * US, stream="m",

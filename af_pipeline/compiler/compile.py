@@ -20,7 +20,13 @@ import numpy as np
 from af_pipeline.about import GENERATOR
 from af_pipeline.compiler import layouts
 from af_pipeline.compiler.categories import CategoryRules, categorize, default_rules
-from af_pipeline.compiler.document import SCHEMA_VERSION, common_ref_ids, encode_refs, id_runs
+from af_pipeline.compiler.document import (
+    SCHEMA_VERSION,
+    common_ref_ids,
+    encode_refs,
+    id_runs,
+    id_runs_by_group,
+)
 from af_pipeline.compiler.enrich import (
     RING_PX,
     Attribution,
@@ -180,6 +186,16 @@ class DayRows:
             return {"snapshots": [{"prefix": self.shared[0], "ids": id_runs(list(map(self.shared[1].__getitem__, rows)))}]}
         refs = self.index.col("ref")
         return {"snapshots": encode_refs([refs[p] for p in rows])}
+
+    def evidences(self, groups: list[list[int]]) -> list[dict[str, Any]]:
+        """[evidence(rows) for rows in groups] (no group empty): when every ref is one prefix and
+        an id, the ids' runs of all groups in one vectorised pass."""
+        if self.shared is not None and groups:
+            prefix, ids = self.shared
+            if max(ids) < 2**62 and min(ids) >= 0:  # int64 arithmetic holds (int() of digits is >= 0)
+                return [{"snapshots": [{"prefix": prefix, "ids": runs}]}
+                        for runs in id_runs_by_group(np.asarray(ids, dtype=np.int64), groups)]
+        return [self.evidence(rows) for rows in groups]
 
 
 def _day_rows(capture: DayCapture) -> DayRows:
@@ -550,6 +566,7 @@ def _frame_list(capture: DayCapture, framing: Framing, tally: InputTally, tenure
     # measured-span rows (ActivityWatch) on a day whose other sources did record input
     mixed_input = tl.ends is not None and input_count(capture) > 0
     ends_list = tl.ends.tolist() if tl.ends is not None else []
+    evidence = rows.evidences(slots.rows)  # per slot, every frame's and interruption's at once
     for fi, seg in enumerate(tl.segments):
         app, site = cast(tuple[str, str | None], seg.key)
         if not seg.active_us and slot_away[fi] and not any(it.active_us for it in seg.interruptions):
@@ -571,7 +588,7 @@ def _frame_list(capture: DayCapture, framing: Framing, tally: InputTally, tenure
             continue
         frame = _frame(fi, seg, rows.urls, tenure.frame_windows.get(fi, {}), tl.srank, tally.vol, tally.clicked,
                        tally.unresolved, tenure.presence_us, slots.inter[fi], tally.typed, clock,
-                       page_key if site is not None else None, page_cache, rows.evidence)
+                       page_key if site is not None else None, page_cache, evidence)
         if slot_away[fi]:
             frame["away_min"] = _minutes(slot_away[fi])
         if mixed_input and all(ends_list[p] != NO_END for p in seg.rows):
@@ -739,7 +756,7 @@ def _frame(fi: int, seg: Segment, urls: list[str | None], windows: dict[str, int
            presence_us: list[int], islots: list[int], typed: list[list[str]] | None,
            clock: _Clock, page_key: Callable[[str], tuple[str, str | None]] | None,
            page_cache: dict[str, tuple[str, str | None]],
-           evidence: Callable[[list[int]], dict[str, Any]]) -> dict[str, Any]:
+           evidence: list[dict[str, Any]]) -> dict[str, Any]:
     app, site = cast(tuple[str, str | None], seg.key)
     rows = seg.rows
     pages: dict[tuple[str, str | None], int] = {}
@@ -771,7 +788,7 @@ def _frame(fi: int, seg: Segment, urls: list[str | None], windows: dict[str, int
         "rows": len(rows),
         "input": dict(zip(VOLUME, v, strict=True)),
         "presence_only_s": _seconds(presence_us[fi]),
-        "evidence": evidence(rows),
+        "evidence": evidence[fi],
     }
     if site is not None:
         frame["site"] = site
@@ -803,7 +820,7 @@ def _frame(fi: int, seg: Segment, urls: list[str | None], windows: dict[str, int
                 "at": clock.hms(it.start_us),
                 "seconds": _seconds(it.active_us),
                 "input": dict(zip(VOLUME, vol[slot], strict=True)),
-                "evidence": evidence(it.rows),
+                "evidence": evidence[slot],
             }
             if isite is not None:
                 entry["site"] = isite

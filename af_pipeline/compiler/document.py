@@ -14,6 +14,7 @@ import json
 import os
 from functools import lru_cache
 from importlib import resources
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -147,6 +148,32 @@ def id_runs(values: list[int]) -> str:
         start = prev = v
     parts.append(f"{start}-{prev}" if prev > start else str(start))
     return ",".join(parts)
+
+
+def id_runs_by_group(ids: Any, groups: list[list[int]]) -> list[str]:
+    """id_runs of each group's ids (``ids[p]`` for each position p of the group, ``ids`` an
+    int64 numpy array of values below 2**62; no group empty), in one vectorised pass: a day's
+    frames and interruptions at once."""
+    import numpy as np  # here: the renderers import this module, and need no numpy
+
+    if not groups:
+        return []
+    lens = np.fromiter(map(len, groups), dtype=np.int64, count=len(groups))
+    total = int(lens.sum())
+    grp = np.repeat(np.arange(len(groups)), lens)
+    v = ids[np.fromiter(chain.from_iterable(groups), dtype=np.int64, count=total)]
+    order = np.lexsort((v, grp))  # by group, then id
+    g, v = grp[order], v[order]
+    if total > 1:  # each id once per group
+        distinct = np.concatenate(([True], (g[1:] != g[:-1]) | (v[1:] != v[:-1])))
+        g, v = g[distinct], v[distinct]
+    # a run starts at a group's first id and wherever an id is not the one before plus one
+    starts = np.flatnonzero(np.concatenate(([True], (g[1:] != g[:-1]) | (v[1:] != v[:-1] + 1))))
+    ends = np.append(starts[1:], v.size) - 1
+    parts: list[list[str]] = [[] for _ in groups]
+    for a, b, o in zip(v[starts].tolist(), v[ends].tolist(), g[starts].tolist(), strict=True):
+        parts[o].append(f"{a}-{b}" if b > a else str(a))
+    return [",".join(p) for p in parts]
 
 
 def common_ref_ids(refs: list[str]) -> tuple[str, list[int]] | None:
