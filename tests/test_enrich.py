@@ -267,9 +267,12 @@ class _SnapshotColumns:
     def codes(self, name):
         import numpy as np
 
-        dictionary = ["m1", "m2", "m3", "m2"]
-        codes = [dictionary.index(v) for v in self.values(name)]
-        return np.asarray([3 if c == 1 and i % 2 else c for i, c in enumerate(codes)], dtype=np.int64), dictionary
+        # every value twice in the dictionary, rows alternating between its two codes
+        distinct = list(dict.fromkeys(v for v in self.values(name) if v is not None))
+        dictionary = distinct + distinct
+        codes = [-1 if v is None else distinct.index(v) + (i % 2) * len(distinct)
+                 for i, v in enumerate(self.values(name))]
+        return np.asarray(codes, dtype=np.int64), dictionary
 
     def rows(self):
         return list(self._rows)
@@ -291,3 +294,20 @@ def test_snapshot_index_of_a_capture_is_the_index_of_its_rows(snaps, in_order):
     got, want = SnapIndex.of(cap), SnapIndex(rows)
     assert got.all_ts == want.all_ts and got.by_stream == want.by_stream
     assert got.col("ref") == want.col("ref") and got.col("stream") == want.col("stream")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["m1", "m2"]), st.sampled_from(["Code", "Mail"]),
+                          st.sampled_from([None, "", "a", "a", "b"]),
+                          st.sampled_from([None, "https://x.com/a", "https://y.org/", "https://x.com/b"])),
+                min_size=2, max_size=40))
+def test_a_day_compiled_from_reader_columns_is_the_day_compiled_from_rows(rows):
+    """What the compile reads through the reader's columns (times as an array, codes of a
+    dictionary that holds each value twice) gives the document the Snapshot rows give."""
+    snaps = sorted((Snapshot(ref=f"s:frames:{i}", ts_us=T0 + t * 7 * US, stream=s, app=a, window=w, url=u,
+                             heartbeat=i % 3 == 0) for i, (t, s, a, w, u) in enumerate(rows)),
+                   key=lambda x: (x.ts_us, x.stream, x.ref))
+    deferred = DayCapture(day="2026-03-16", tz="UTC")
+    deferred.defer_rows("snapshots", _SnapshotColumns(snaps))
+    options = CompileOptions(min_minutes=0)
+    assert compile_day(deferred, options) == compile_day(DayCapture(day="2026-03-16", tz="UTC", snapshots=snaps), options)

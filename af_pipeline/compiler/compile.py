@@ -432,7 +432,7 @@ class Tenure:
 def _tenure(rows: DayRows, tl: Timeline, slots: Slots, has_np: np.ndarray) -> Tenure:
     index = rows.index
     n = index.n
-    credit, credit_a, owner_a = tl.credit, tl.credit_a, slots.owner_a
+    credit_a, owner_a = tl.credit_a, slots.owner_a
     # presence-only: heartbeat rows that received no input (integer sums, numpy)
     pmask = np.fromiter(index.col("heartbeat"), dtype=bool, count=n) & ~has_np
     presence_a = np.zeros(slots.count, dtype=np.int64)
@@ -447,22 +447,23 @@ def _tenure(rows: DayRows, tl: Timeline, slots: Slots, has_np: np.ndarray) -> Te
         run_id = np.cumsum(m & ~carried) - 1
         presence_runs.extend(np.bincount(run_id[m], weights=cr[m]).astype(np.int64).tolist())
 
-    # window time per owner slot, then per frame and per app
-    windows = index.col("window")
+    # window time per owner slot (one bincount over the (slot, window) pairs), then per app
+    codes, titles = index.codes("window")
+    named = np.flatnonzero(np.fromiter(map(bool, titles), dtype=bool, count=len(titles)))  # no "" title
+    rows_w = np.flatnonzero(np.isin(codes, named))
+    pairs, at = np.unique(owner_a[rows_w] * len(titles) + codes[rows_w], return_inverse=True)
+    # credits are whole us far below 2**53: float sums of them are exact
+    sums = np.bincount(at.ravel(), weights=credit_a[rows_w], minlength=pairs.size).astype(np.int64).tolist()
     frame_windows: dict[int, dict[str, int]] = {}
     app_windows: dict[str, dict[str, int]] = {}
     slot_keys = slots.keys
-    for o, slot_rows in enumerate(slots.rows):
-        fw: dict[str, int] = {}
-        for p in slot_rows:
-            w = windows[p]
-            if w:
-                fw[w] = fw.get(w, 0) + credit[p]
-        if fw:
-            frame_windows[o] = fw
-            aw = app_windows.setdefault(slot_keys[o][0], {})
-            for w, cp in fw.items():
-                aw[w] = aw.get(w, 0) + cp
+    for pair, us in zip(pairs.tolist(), sums, strict=True):
+        o, w = divmod(pair, len(titles))
+        title = titles[w]
+        fw = frame_windows.setdefault(o, {})
+        fw[title] = fw.get(title, 0) + us  # a title the reader's dictionary holds twice adds up
+        aw = app_windows.setdefault(slot_keys[o][0], {})
+        aw[title] = aw.get(title, 0) + us
     return Tenure(presence_a.tolist(), presence_runs, frame_windows, app_windows)
 
 

@@ -75,7 +75,7 @@ class SnapIndex:
     so no Snapshot object is made) or from Snapshot rows. A "position" is a place in that order;
     ``col(name)`` gives one field of every snapshot by position."""
 
-    __slots__ = ("n", "all_ts", "by_stream", "order", "_values", "_cols", "_np")
+    __slots__ = ("n", "all_ts", "by_stream", "order", "_values", "_codes", "_cols", "_np")
 
     def __init__(self, snapshots: Iterable[Snapshot]):
         rows = list(snapshots)
@@ -87,6 +87,7 @@ class SnapIndex:
         self = cls.__new__(cls)
         self._index(capture.count("snapshots"), lambda name: capture.values("snapshots", (name,))[0],
                     capture.array("snapshots", "ts_us"), lambda: capture.codes("snapshots", "stream"))
+        self._codes = lambda name: capture.codes("snapshots", name)
         return self
 
     def _index(self, n: int, values: Callable[[str], list[Any]], ts_a: Any = None,
@@ -95,6 +96,7 @@ class SnapIndex:
         as DayCapture.codes gives them (used when the rows are in order already)."""
         self.n = n
         self._values = values
+        self._codes: Callable[[str], tuple[np.ndarray, list[Any]]] | None = None
         self._cols: dict[str, list[Any]] = {}
         # sort by time (cheap integer keys), then order rows sharing a timestamp by (stream, ref);
         # rows from the log arrive in time order already, which one vectorised pass confirms
@@ -148,6 +150,14 @@ class SnapIndex:
                 got = list(map(got.__getitem__, self.order))
             self._cols[name] = got
         return got
+
+    def codes(self, name: str) -> tuple[np.ndarray, list[Any]]:
+        """One field of every position as DayCapture.codes gives it (codes, values; -1: NULL;
+        a value may have two codes): the reader's dictionary when the rows are in their own
+        order, else made from col(name)."""
+        if self._codes is not None and self.order is None:
+            return self._codes(name)
+        return factorize(self.col(name))
 
     def nearest(self, stream: str | None, ts: int) -> tuple[int, int]:
         """(position, |distance| us) of the nearest snapshot, -1 when there is none.
