@@ -311,3 +311,34 @@ def test_compile_restores_the_garbage_collector_as_it_found_it():
         assert not gc.isenabled()  # a caller that turned it off keeps it off
     finally:
         gc.enable()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.sampled_from(["m1", "m2"]),
+                          st.sampled_from([None, "", "https://x.com/a", "https://y.org/", "https://x.com/b"])),
+                min_size=1, max_size=40))
+def test_domain_minutes_and_visits_are_the_row_by_row_ledger(rows):
+    """The ledger's domains (bincounts over site codes) against its definition row by row: a
+    visit is a run of adjacent rows of one stream on the domain, ended by a session break."""
+    from af_pipeline.compiler import compile as C
+
+    t0 = parse_ts("2026-03-16T08:00:00Z")
+    snaps = [Snapshot(ref=f"r:frames:{i}", ts_us=t0 + (t * 7 if t <= 40 else t * 400) * US, stream=s, app="Web", url=u)
+             for i, (t, s, u) in enumerate(rows)]
+    cap = DayCapture(day="2026-03-16", tz="UTC", snapshots=snaps)
+    framing = C.frame_day(cap)
+    day_rows, tl = framing.rows, framing.timeline
+    ledger = C._ledger(day_rows, tl, framing.slots, C.PAPER_RULES)
+    us: dict[str, int] = {}
+    tl_us: dict[str, int] = {}
+    visits: dict[str, int] = {}
+    sites, prev_row, brk = day_rows.sites, tl.prev_a.tolist(), tl.brk
+    for p, site in enumerate(sites):
+        if site is None:
+            continue
+        us[site] = us.get(site, 0) + tl.credit[p]
+        tl_us[site] = tl_us.get(site, 0) + ledger.tl_credit[p]
+        prev = prev_row[p]
+        if prev < 0 or sites[prev] != site or brk[prev]:
+            visits[site] = visits.get(site, 0) + 1
+    assert (ledger.domain_us, ledger.domain_tl, ledger.domain_visits) == (us, tl_us, visits)

@@ -297,14 +297,16 @@ def test_snapshot_index_of_a_capture_is_the_index_of_its_rows(snaps, in_order):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["m1", "m2"]), st.sampled_from(["Code", "Mail"]),
+@given(st.lists(st.tuples(st.integers(0, 60), st.sampled_from(["m1", "m2"]), st.sampled_from(["Code", "Mail"]),
                           st.sampled_from([None, "", "a", "a", "b"]),
                           st.sampled_from([None, "https://x.com/a", "https://y.org/", "https://x.com/b"])),
                 min_size=2, max_size=40))
 def test_a_day_compiled_from_reader_columns_is_the_day_compiled_from_rows(rows):
     """What the compile reads through the reader's columns (times as an array, codes of a
     dictionary that holds each value twice) gives the document the Snapshot rows give."""
-    snaps = sorted((Snapshot(ref=f"s:frames:{i}", ts_us=T0 + t * 7 * US, stream=s, app=a, window=w, url=u,
+    # seconds apart at first, then minutes apart (sessions break)
+    snaps = sorted((Snapshot(ref=f"s:frames:{i}", ts_us=T0 + (t * 7 if t <= 40 else t * 400) * US, stream=s, app=a,
+                             window=w, url=u,
                              heartbeat=i % 3 == 0) for i, (t, s, a, w, u) in enumerate(rows)),
                    key=lambda x: (x.ts_us, x.stream, x.ref))
     deferred = DayCapture(day="2026-03-16", tz="UTC")

@@ -180,6 +180,8 @@ class DayRows:
     sites: list[str | None]  # the site part of each row's key (entities.surface_of of the URL)
     type_url: Callable[[str], Any] | None  # page typing, None when the day has no URL at all
     shared: tuple[str, list[int]] | None  # every ref one prefix plus an integer: (prefix, ids)
+    site_codes: np.ndarray  # per row: its site's place in site_names, -1 for none
+    site_names: list[str]  # the day's distinct sites
 
     def evidence(self, rows: list[int]) -> dict[str, Any]:
         if self.shared is not None:
@@ -205,12 +207,23 @@ def _day_rows(capture: DayCapture) -> DayRows:
     sites: list[str | None] = [None] * index.n
     urls = index.col("url")
     type_url = None
+    site_codes = np.full(index.n, -1, dtype=np.int64)
+    site_names: list[str] = []
     if any(urls):
         site_of, type_url = _entities()
         # once per distinct URL (a pure function, so the set's order cannot matter)
         site_map = {url: site_of(url) for url in set(urls) if url}
         sites = [site_map[u] if u else None for u in urls]
-    return DayRows(index, apps, urls, sites, type_url, shared)
+        # the sites as codes, through the URLs' codes: each distinct URL looked up once
+        url_codes, url_values = index.codes("url")
+        place: dict[str, int] = {}
+        lut: list[int] = []
+        for u in url_values:
+            site = site_map[u] if u else None
+            lut.append(-1 if site is None else place.setdefault(site, len(place)))
+        site_codes = np.asarray([*lut, -1], dtype=np.int64)[url_codes]  # code -1 (no URL) picks the -1 last
+        site_names = list(place)
+    return DayRows(index, apps, urls, sites, type_url, shared, site_codes, site_names)
 
 
 # -- phase 2: credit per row (dwell, gap, measured spans, afk) and the frames ---------------
@@ -228,7 +241,7 @@ class Timeline:
     brk: list[bool]  # per row: a session break follows it
     brk_a: np.ndarray
     srank: list[int]  # per row: its rank within its stream (adjacency = "next row of stream")
-    prev_row: list[int]  # per row: the previous row of the same stream, -1 for none
+    prev_a: np.ndarray  # per row: the previous row of the same stream, -1 for none
     segments: list[Segment]  # the frames, ordered by (start, stream, first ref)
 
 
@@ -256,7 +269,7 @@ def _timeline(capture: DayCapture, rows: DayRows, rules: Rules) -> Timeline:
             credit_a = credit_a - away_a
             credit = credit_a.tolist()
         srank = list(range(n))
-        prev_row = list(range(-1, n - 1))
+        prev_a = np.arange(-1, n - 1, dtype=np.int64)
         segments = flicker_merge(build_segments(streams[0], pos_list, ts, list(zip(apps, sites, strict=True)),
                                                 credit, brk), rules)
         brk_a = np.asarray(brk, dtype=bool)
@@ -280,11 +293,11 @@ def _timeline(capture: DayCapture, rows: DayRows, rules: Rules) -> Timeline:
             prev_a[pa[1:]] = pa[:-1]
             keys = list(zip(map(apps.__getitem__, pos_list), map(sites.__getitem__, pos_list), strict=True))
             segments.extend(flicker_merge(build_segments(stream, pos_list, ts, keys, c, b), rules))
-        credit, brk, srank, prev_row = credit_a.tolist(), brk_a.tolist(), srank_a.tolist(), prev_a.tolist()
+        credit, brk, srank = credit_a.tolist(), brk_a.tolist(), srank_a.tolist()
     refs = index.col("ref")
     segments.sort(key=lambda f: (f.start_us, f.stream, refs[f.rows[0]]))
     return Timeline(streams, arrays, ends_np, presence_src, not_afk, away_a, credit, credit_a, brk, brk_a,
-                    srank, prev_row, segments)
+                    srank, prev_a, segments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,19 +514,28 @@ def _ledger(rows: DayRows, tl: Timeline, slots: Slots, rules: Rules) -> Ledger:
     for (a, _site), slot_rows in zip(slots.keys, slots.rows, strict=True):  # every row is in one slot
         app_tl[a] = app_tl.get(a, 0) + sum(map(tl_credit.__getitem__, slot_rows))
 
-    # domains: minutes, and visits = runs of adjacent rows of a stream on that domain
+    # domains: minutes, and visits = runs of adjacent rows of a stream on that domain (a row
+    # whose previous row on its stream shows another site, or ends a session, starts one);
+    # credits are whole us far below 2**53, so the float sums of bincount are exact
     domain_us: dict[str, int] = {}
     domain_tl: dict[str, int] = {}
     domain_visits: dict[str, int] = {}
-    sites, prev_row, brk = rows.sites, tl.prev_row, tl.brk
-    for p, site in enumerate(sites):
-        if site is None:
-            continue
-        domain_us[site] = domain_us.get(site, 0) + credit[p]
-        domain_tl[site] = domain_tl.get(site, 0) + tl_credit[p]
-        prev = prev_row[p]
-        if prev < 0 or sites[prev] != site or brk[prev]:
-            domain_visits[site] = domain_visits.get(site, 0) + 1
+    sc, names = rows.site_codes, rows.site_names
+    if names:
+        on = np.flatnonzero(sc >= 0)
+        code = sc[on]
+        prev = tl.prev_a[on]
+        before = np.maximum(prev, 0)
+        starts = code[(prev < 0) | (sc[before] != code) | tl.brk_a[before]]
+        k = len(names)
+        rows_of = np.bincount(code, minlength=k).tolist()
+        us = np.bincount(code, weights=tl.credit_a[on], minlength=k).astype(np.int64).tolist()
+        tl_us = (np.bincount(code, weights=np.asarray(tl_credit, dtype=np.int64)[on], minlength=k)
+                 .astype(np.int64).tolist()) if tl_credit is not credit else us
+        visits = np.bincount(starts, minlength=k).tolist()
+        for i, site in enumerate(names):
+            if rows_of[i]:
+                domain_us[site], domain_tl[site], domain_visits[site] = us[i], tl_us[i], visits[i]
     return Ledger(tl_credit, app_tl, domain_us, domain_tl, domain_visits)
 
 
