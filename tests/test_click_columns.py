@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from af_pipeline.compiler.enrich import RING_PX, ElementIndex, resolve_click, ring_candidates
+from af_pipeline.compiler.enrich import RING_PX, ElementIndex, resolve_click, resolve_in_columns, ring_candidates
 from capture.log.rows import ElementColumns
 from capture.log.schema import COLUMNS, NAMES, sort_key
 from capture.model import Element, ElementHit
@@ -157,3 +157,61 @@ def test_a_tie_is_broken_by_the_ref_read_from_the_columns(tmp_path):
     assert [h.row for h in near] == [0, 1]
     assert resolve_click(512, 256, (1024, 512), near, "1", columns.ref) == ("exact", "First", "AXButton")
     assert resolve_click(512, 256, (1024, 512), near[::-1], "1", columns.ref) == ("exact", "First", "AXButton")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=trees())
+def test_clicks_ranked_over_all_pairs_at_once_answer_as_the_rule(case, tmp_path):
+    """resolve_in_columns ranks every click's ring pairs with numpy (ties left to resolve_click):
+    each answer is resolve_click's over the whole tree of the click's snapshot."""
+    elements, clicks = case
+    columns = ElementColumns.read(_write(elements, tmp_path / "elements.parquet"))
+    assert columns is not None
+    boxes = ElementIndex(elements)
+    requests = [(x, y, size, fid, SNAPS.get(fid or "", 0)) for x, y, size, fid in clicks]
+    assert resolve_in_columns(columns, requests) == [resolve_click(x, y, size, list(boxes.of(fid, ts)), fid)
+                                                     for x, y, size, fid, ts in requests]
+
+
+def test_a_tie_in_the_columns_goes_to_the_smallest_ref(tmp_path):
+    same = {"ts_us": 1_000, "snapshot_frame_id": "1", "source": "accessibility", "role": "AXButton",
+            "parent_ref": None, "depth": 2, "left": 0.25, "top": 0.25, "width": 0.5, "height": 0.5}
+    elements = [Element(ref="e:1", text="First", **same), Element(ref="e:2", text="Second", **same)]
+    columns = ElementColumns.read(_write(elements, tmp_path / "elements.parquet"))
+    assert resolve_in_columns(columns, [(512, 256, (1024, 512), "1", 1_000), (1000, 500, (1024, 512), "1", 1_000),
+                                        (512, 256, None, "1", 1_000)]) == [
+        ("exact", "First", "AXButton"), ("zone", "bottom-right", None), ("unresolved", None, None)]
+
+
+@st.composite
+def crowded(draw):
+    """Many elements around one point of one snapshot (boxes nested, overlapping, next to each
+    other), and clicks at and near that point: the rule's rankings decide between many pairs."""
+    w, h = draw(st.sampled_from(SIZES))
+    cx, cy = draw(st.integers(100, w - 100)), draw(st.integers(100, h - 100))
+    out = []
+    for i in range(draw(st.integers(1, 12))):
+        x0, y0 = cx + draw(st.integers(-90, 10)), cy + draw(st.integers(-90, 10))
+        bw, bh = draw(st.sampled_from([0, 5, 20, 40, 80, 100])), draw(st.sampled_from([0, 5, 20, 40, 80, 100]))
+        out.append(Element(
+            ref=f"e:{i:03d}", ts_us=SNAPS["1"], snapshot_frame_id=draw(st.sampled_from(["1", "1", "1", "9"])),
+            source=draw(st.sampled_from(["accessibility", "ocr"])), role=draw(st.sampled_from([None, "AXButton"])),
+            text=draw(st.sampled_from(["Save", "Open", " ", None, "Save as"])), parent_ref=None,
+            depth=draw(st.one_of(st.none(), st.integers(0, 3))),
+            left=x0 / w, top=y0 / h, width=bw / w, height=bh / h))
+    out.sort(key=sort_key("elements"))
+    clicks = [(cx + draw(st.integers(-60, 60)), cy + draw(st.integers(-60, 60)), (w, h), "1")
+              for _ in range(draw(st.integers(1, 6)))]
+    return out, clicks
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=crowded())
+def test_crowded_clicks_ranked_at_once_answer_as_the_rule(case, tmp_path):
+    elements, clicks = case
+    columns = ElementColumns.read(_write(elements, tmp_path / "elements.parquet"))
+    assert columns is not None
+    tree = [e for e in elements if e.snapshot_frame_id == "1"]
+    requests = [(x, y, size, fid, SNAPS["1"]) for x, y, size, fid in clicks]
+    assert resolve_in_columns(columns, requests) == [resolve_click(x, y, size, tree, fid)
+                                                     for x, y, size, fid, _ts in requests]

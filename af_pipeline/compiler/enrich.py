@@ -390,20 +390,19 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
         anon = [k for k, p in enumerate(pos) if p >= 0 and names_no_element(names[k])]
         sizes = screen_sizes(capture.streams)
         columns = _element_columns(capture) if anon else None
-        near_of: dict[int, list[ElementHit]] = {}
-        ref_of = _REF
+        done: dict[int, tuple[str, str | None, str | None]] = {}
         if columns is not None:
             # the day's trees as columns: numpy keeps the elements in reach of each click, and
             # the click rule runs on those alone (the same answer: it rejects all the others)
-            near = ring_candidates(columns, [(xs[k], ys[k], sizes.get(s_stream[pos[k]]), s_frame[pos[k]], s_ts[pos[k]])
-                                             for k in anon])
-            near_of = dict(zip(anon, near, strict=True))
-            boxes, ref_of = _NO_BOXES, columns.ref
+            resolved = resolve_in_columns(columns, [(xs[k], ys[k], sizes.get(s_stream[pos[k]]), s_frame[pos[k]],
+                                                     s_ts[pos[k]]) for k in anon])
+            done = dict(zip(anon, resolved, strict=True))
+            boxes = _NO_BOXES
         else:
             boxes = ElementIndex.for_snapshots(capture, (s_frame[pos[k]] for k in anon))
         for k, (i, p) in enumerate(zip(clicks, pos, strict=True)):
-            if k in near_of:
-                targets[i] = resolve_click(xs[k], ys[k], sizes.get(s_stream[p]), near_of[k], s_frame[p], ref_of)
+            if k in done:
+                targets[i] = done[k]
             elif p >= 0:
                 targets[i] = _click_target("click", names[k], roles[k], xs[k], ys[k], s_stream[p], s_frame[p],
                                            s_ts[p], sizes, boxes)
@@ -433,15 +432,30 @@ def _element_columns(capture: DayCapture) -> Any:
     return get() if callable(get) else None
 
 
-def ring_candidates(columns: Any, clicks: Sequence[tuple[int | None, int | None, tuple[int, int] | None,
-                                                          str | None, int]]) -> list[list[ElementHit]]:
-    """Per click (x, y, screen size, snapshot frame id, snapshot time): the elements of that
-    snapshot's time whose bounds, widened by the ring, contain the click, in log order: every
-    element resolve_click could answer with. ``columns``: the day's ElementColumns (time-sorted).
+_Click = tuple[int | None, int | None, tuple[int, int] | None, str | None, int]
 
-    The same tests as resolve_click's first rejections, on numpy arrays of every (click, element)
-    pair at once; a click resolve_click answers without looking at elements gets none."""
-    out: list[list[ElementHit]] = [[] for _ in clicks]
+
+@dataclass(frozen=True, slots=True)
+class _RingPairs:
+    """The (click, element) pairs of ring_candidates: ``live`` the clicks with any (their places
+    in the request), per pair its click (a place in live) and element row, in click then log
+    order, with the click's position and the element's bounds (screen fractions)."""
+
+    live: list[int]
+    owner: np.ndarray
+    elem: np.ndarray
+    px: np.ndarray
+    py: np.ndarray
+    left: np.ndarray
+    top: np.ndarray
+    width: np.ndarray
+    height: np.ndarray
+
+
+def _ring_pairs(columns: Any, clicks: Sequence[_Click]) -> _RingPairs | None:
+    """Every (click, element of its snapshot's time) pair whose ring-widened bounds contain the
+    click: the same tests as resolve_click's first rejections, on numpy arrays of all pairs at
+    once; None when there is none."""
     live: list[int] = []
     nxs: list[float] = []
     nys: list[float] = []
@@ -462,13 +476,13 @@ def ring_candidates(columns: Any, clicks: Sequence[tuple[int | None, int | None,
         rys.append(RING_PX / h)
         times.append(ts_us)
     if not live:
-        return out
+        return None
     t = np.asarray(times, dtype=np.int64)
     lo = np.searchsorted(columns.ts_us, t, side="left")
     lens = np.searchsorted(columns.ts_us, t, side="right") - lo
     total = int(lens.sum())
     if total == 0:
-        return out
+        return None
     # every (click, element of its snapshot's time) pair, clicks in order, elements in log order
     owner = np.repeat(np.arange(len(live)), lens)
     elem = np.arange(total) - np.repeat(np.cumsum(lens) - lens - lo, lens)
@@ -481,11 +495,82 @@ def ring_candidates(columns: Any, clicks: Sequence[tuple[int | None, int | None,
                 & ~(width < 0) & ~(height < 0))
     sel = np.flatnonzero(keep)
     if sel.size == 0:
+        return None
+    return _RingPairs(live, owner[sel], elem[sel], px[sel], py[sel], left[sel], top[sel], width[sel], height[sel])
+
+
+def ring_candidates(columns: Any, clicks: Sequence[_Click]) -> list[list[ElementHit]]:
+    """Per click (x, y, screen size, snapshot frame id, snapshot time): the elements of that
+    snapshot's time whose bounds, widened by the ring, contain the click, in log order: every
+    element resolve_click could answer with. ``columns``: the day's ElementColumns (time-sorted).
+    A click resolve_click answers without looking at elements gets none."""
+    out: list[list[ElementHit]] = [[] for _ in clicks]
+    pairs = _ring_pairs(columns, clicks)
+    if pairs is None:
         return out
-    wanted = np.unique(elem[sel])
+    wanted = np.unique(pairs.elem)
     rows = dict(zip(wanted.tolist(), columns.hits(wanted.tolist()), strict=True))
-    for k, r in zip(owner[sel].tolist(), elem[sel].tolist(), strict=True):
-        out[live[k]].append(rows[r])
+    for k, r in zip(pairs.owner.tolist(), pairs.elem.tolist(), strict=True):
+        out[pairs.live[k]].append(rows[r])
+    return out
+
+
+def resolve_in_columns(columns: Any, clicks: Sequence[_Click]) -> list[tuple[str, str | None, str | None]]:
+    """resolve_click of each click (as ring_candidates takes them) against its snapshot's
+    elements in the day's ElementColumns, with the rule's orderings done by numpy over all
+    ring pairs at once: inside a box, the smallest (ocr, area, -depth); else the nearest by
+    (ocr, squared pixel distance, area). A click whose best two pairs are equal on those keys
+    (the refs decide) and a click with no pair are answered by resolve_click itself."""
+    out = [resolve_click(x, y, size, (), frame_id) for x, y, size, frame_id, _ts in clicks]
+    pairs = _ring_pairs(columns, clicks)
+    if pairs is None:
+        return out
+    wanted = np.unique(pairs.elem)
+    fields = columns.at(wanted.tolist())  # the rows' HIT_FIELDS, in the order of wanted
+    w = np.searchsorted(wanted, pairs.elem)
+    named = np.fromiter((bool(t) and not t.isspace() for t in fields["text"]), dtype=bool, count=wanted.size)
+    ocr = np.fromiter((s == "ocr" for s in fields["source"]), dtype=bool, count=wanted.size)[w]
+    neg_depth = -np.fromiter((d or 0 for d in fields["depth"]), dtype=np.int64, count=wanted.size)[w]
+    fids, live = fields["snapshot_frame_id"], pairs.live
+    same = np.fromiter((fids[i] == clicks[live[k]][3] for i, k in zip(w.tolist(), pairs.owner.tolist(), strict=True)),
+                       dtype=bool, count=w.size)
+    owner, left, top, width, height, px, py = (pairs.owner, pairs.left, pairs.top, pairs.width, pairs.height,
+                                               pairs.px, pairs.py)
+    cand = same & named[w]
+    right, bottom = left + width, top + height
+    inside = cand & (left <= px) & (px <= right) & (top <= py) & (py <= bottom)
+    area = width * height
+    has_inside = np.zeros(len(live), dtype=bool)
+    has_inside[owner[inside]] = True
+    near = np.flatnonzero(cand & ~has_inside[owner])
+    size = np.asarray([clicks[k][2] for k in live], dtype=np.float64)[owner[near]]  # (w, h) in pixels
+    dx = np.where(px[near] < left[near], left[near] - px[near],
+                  np.where(px[near] > right[near], px[near] - right[near], 0.0)) * size[:, 0]
+    dy = np.where(py[near] < top[near], top[near] - py[near],
+                  np.where(py[near] > bottom[near], py[near] - bottom[near], 0.0)) * size[:, 1]
+    exact = np.flatnonzero(inside)
+    # the keys of each ranking, least significant first (np.lexsort sorts by the last one first)
+    for resolution, at, keys in (("exact", exact, (neg_depth[exact], area[exact], ocr[exact])),
+                                 ("tolerance", near, (area[near], dx * dx + dy * dy, ocr[near]))):
+        if at.size == 0:
+            continue
+        order = np.lexsort((*keys, owner[at]))  # by click, then (ocr, area, -depth) or (ocr, d2, area)
+        o, ranked = owner[at][order], [k[order] for k in keys]
+        first = np.flatnonzero(np.concatenate(([True], o[1:] != o[:-1])))
+        # a tie: the next pair of the same click equal on every key
+        nxt = np.minimum(first + 1, o.size - 1)
+        tied = (nxt != first) & (o[nxt] == o[first])
+        for key in ranked:
+            tied &= key[nxt] == key[first]
+        rows = w[at][order][first].tolist()
+        for click, row, tie in zip(o[first].tolist(), rows, tied.tolist(), strict=True):
+            k = live[click]
+            x, y, sz, frame_id, _ts = clicks[k]
+            if tie:
+                hits = columns.hits(pairs.elem[owner == click].tolist())
+                out[k] = resolve_click(x, y, sz, hits, frame_id, columns.ref)
+            else:
+                out[k] = (resolution, _label(fields["text"][row]), fields["role"][row])
     return out
 
 

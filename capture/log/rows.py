@@ -473,21 +473,28 @@ class ElementColumns:
             return None
         return out
 
-    def hits(self, indices: list[int]) -> list[Any]:
-        """The ElementHit rows at these positions, in the order given."""
+    def at(self, indices: list[int]) -> dict[str, list[Any]]:
+        """The HIT_FIELDS columns at these positions, in the order given (NULL as None)."""
         import pyarrow as pa
 
-        from capture.model import HIT_FIELDS, ElementHit
+        from capture.model import HIT_FIELDS
 
         take = pa.array(indices, type=pa.int64())
-        cols: list[list[Any]] = [indices]
+        out: dict[str, list[Any]] = {}
         for n in HIT_FIELDS:
             arr = self._arrays[n]
             if pa.types.is_dictionary(arr.type):
-                cols.append(arr.dictionary.take(arr.indices.take(take)).to_pylist())
+                out[n] = arr.dictionary.take(arr.indices.take(take)).to_pylist()
             else:
-                cols.append(arr.take(take).to_pylist())
-        return build_instances(ElementHit, cols)
+                out[n] = arr.take(take).to_pylist()
+        return out
+
+    def hits(self, indices: list[int]) -> list[Any]:
+        """The ElementHit rows at these positions, in the order given."""
+        from capture.model import HIT_FIELDS, ElementHit
+
+        got = self.at(indices)
+        return build_instances(ElementHit, [indices, *(got[n] for n in HIT_FIELDS)])
 
     def ref(self, hit: Any) -> str:
         """The ref of an ElementHit of these columns (the ref column is read at the first call)."""
