@@ -69,8 +69,7 @@ def installed(tmp_path_factory):
                 if p.is_file() and "__pycache__" not in p.parts}
 
     installed_files = files(Path(purelib))
-    # C sources are built into the wheel, not shipped in it
-    missing = {f for f in files(src) if not f.endswith(".c")} - installed_files
+    missing = files(src) - installed_files
     assert not missing, f"in the checkout but not in the wheel: {sorted(missing)}"
     if Path(sysconfig.get_paths()["include"], "Python.h").is_file() and (shutil.which("cc") or shutil.which("gcc")):
         assert any(f.startswith("af_pipeline/compiler/_yaml.") and f.endswith(".so") for f in installed_files)

@@ -33,7 +33,8 @@ def code_version() -> str:
     for source in SOURCES:
         top = _ROOT / source
         for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
-            if path.is_file() and path.suffix in (".py", ".json", ".yaml", ".txt") and "__pycache__" not in path.parts:
+            # .c: the compiler's C module writes the YAML (its source ships in the wheel)
+            if path.is_file() and path.suffix in (".py", ".c", ".json", ".yaml", ".txt") and "__pycache__" not in path.parts:
                 h.update(path.relative_to(_ROOT).as_posix().encode("utf-8") + b"\0")
                 h.update(hashlib.sha256(path.read_bytes()).digest())
     return f"{__version__}+{h.hexdigest()[:16]}"
