@@ -153,3 +153,32 @@ def test_frames_differing_only_in_titles_are_told_apart_when_a_rule_reads_titles
     for field in ("title", "any"):
         rules = C.parse_rules({"rules": [{"category": "Build", field: r"compile\.py"}]}, "t.json")
         assert set(C.frame_categories(doc, rules)) == {"f-1"}
+
+
+_words = ["code", "mail", "x.com", "docs", "Slack", "news"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(_words), min_size=1, max_size=3),
+                          st.lists(st.sampled_from(["app", "title", "site", "any"]), min_size=1, max_size=2),
+                          st.lists(st.sampled_from(_words), min_size=1, max_size=2)), min_size=1, max_size=8),
+       st.dictionaries(st.sampled_from(["app", "title", "site"]), st.lists(st.sampled_from(_words + ["other"]), max_size=3)))
+def test_the_pick_is_the_deepest_rule_whose_every_pattern_matches_then_the_first(specs, given_values):
+    """The matcher's pick against its definition: among the rules every pattern of which finds a
+    match in its field's values (any: all fields), the deepest, and of those the first."""
+    rules = C.parse_rules([{"name": f"r{i}", "category": path, "rule": {"type": "regex", "regex": "|".join(words)}}
+                           for i, (path, _fields, words) in enumerate(specs)], "test")
+    rules = C.CategoryRules(tuple(C.Rule(r.name, r.category, tuple((f, rx) for f in fields for _, rx in r.patterns[:1]),
+                                         r.ignore_case) for r, (_p, fields, _w) in zip(rules.rules, specs, strict=True)),
+                            rules.source, rules.sha256)
+    values = {k: given_values.get(k, []) for k in ("app", "title", "site")}
+    every = values["app"] + values["title"] + values["site"]
+    import re
+
+    def matches(rule):
+        return all(any(re.search(rx, v, re.IGNORECASE if rule.ignore_case else 0)
+                       for v in (every if field == "any" else values[field])) for field, rx in rule.patterns)
+
+    fitting = [r for r in rules.rules if matches(r)]
+    want = min(fitting, key=lambda r: (-len(r.category), rules.rules.index(r))) if fitting else None
+    assert C._Matcher(rules).pick_values(values) == want

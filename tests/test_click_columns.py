@@ -16,7 +16,13 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from af_pipeline.compiler.enrich import RING_PX, ElementIndex, resolve_click, resolve_in_columns, ring_candidates
+from af_pipeline.compiler.enrich import (
+    RING_PX,
+    ElementIndex,
+    resolve_click,
+    resolve_in_columns,
+    ring_candidates,
+)
 from capture.log.rows import ElementColumns
 from capture.log.schema import COLUMNS, NAMES, sort_key
 from capture.model import Element, ElementHit

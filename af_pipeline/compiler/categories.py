@@ -246,11 +246,19 @@ class _Matcher:
     def pick_values(self, values: dict[str, list[str]]) -> Rule | None:
         every = values["app"] + values["title"] + values["site"]
         best: Rule | None = None
+        depth = -1  # the depth of best
+        # loops, not nested generators: this runs for every distinct frame of a day
         for rule, pats in zip(self.rules, self.compiled, strict=True):
-            if not pats or (best is not None and len(rule.category) <= len(best.category)):
+            if not pats or len(rule.category) <= depth:
                 continue  # an equally deep earlier rule already won
-            if all(any(p.search(v) for v in (every if field == "any" else values[field])) for field, p in pats):
-                best = rule
+            for field, p in pats:  # every pattern must match one of its field's values
+                for v in every if field == "any" else values[field]:
+                    if p.search(v):
+                        break
+                else:
+                    break
+            else:
+                best, depth = rule, len(rule.category)
         return best
 
 
