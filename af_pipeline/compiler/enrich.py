@@ -526,7 +526,8 @@ def resolve_in_columns(columns: Any, clicks: Sequence[_Click]) -> list[tuple[str
     if pairs is None:
         return out
     wanted = np.unique(pairs.elem)
-    fields = columns.at(wanted.tolist())  # the rows' HIT_FIELDS, in the order of wanted
+    # what the rule reads of the rows besides their bounds (those are in pairs already)
+    fields = columns.at(wanted.tolist(), ("snapshot_frame_id", "source", "role", "text", "depth"))
     w = np.searchsorted(wanted, pairs.elem)
     named = np.fromiter((bool(t) and not t.isspace() for t in fields["text"]), dtype=bool, count=wanted.size)
     ocr = np.fromiter((s == "ocr" for s in fields["source"]), dtype=bool, count=wanted.size)[w]

@@ -473,15 +473,16 @@ class ElementColumns:
             return None
         return out
 
-    def at(self, indices: list[int]) -> dict[str, list[Any]]:
-        """The HIT_FIELDS columns at these positions, in the order given (NULL as None)."""
+    def at(self, indices: list[int], names: Sequence[str] | None = None) -> dict[str, list[Any]]:
+        """The HIT_FIELDS columns (or those of them named) at these positions, in the order
+        given (NULL as None)."""
         import pyarrow as pa
 
         from capture.model import HIT_FIELDS
 
         take = pa.array(indices, type=pa.int64())
         out: dict[str, list[Any]] = {}
-        for n in HIT_FIELDS:
+        for n in HIT_FIELDS if names is None else names:
             arr = self._arrays[n]
             if pa.types.is_dictionary(arr.type):
                 out[n] = arr.dictionary.take(arr.indices.take(take)).to_pylist()
