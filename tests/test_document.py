@@ -332,7 +332,7 @@ def test_domain_minutes_and_visits_are_the_row_by_row_ledger(rows):
     us: dict[str, int] = {}
     tl_us: dict[str, int] = {}
     visits: dict[str, int] = {}
-    sites, prev_row, brk = day_rows.sites, tl.prev_a.tolist(), tl.brk
+    sites, prev_row, brk = day_rows.sites, tl.prev_a.tolist(), tl.brk_a.tolist()
     for p, site in enumerate(sites):
         if site is None:
             continue

@@ -194,7 +194,7 @@ class DayRows:
         an id, the ids' runs of all groups in one vectorised pass."""
         if self.shared is not None and groups:
             prefix, ids = self.shared
-            if max(ids) < 2**62 and min(ids) >= 0:  # int64 arithmetic holds (int() of digits is >= 0)
+            if max(ids) < 2**62:  # int64 arithmetic holds (the ids are int() of digits: none below 0)
                 return [{"snapshots": [{"prefix": prefix, "ids": runs}]}
                         for runs in id_runs_by_group(np.asarray(ids, dtype=np.int64), groups)]
         return [self.evidence(rows) for rows in groups]
@@ -212,10 +212,10 @@ def _day_rows(capture: DayCapture) -> DayRows:
     if any(urls):
         site_of, type_url = _entities()
         # once per distinct URL (a pure function, so the set's order cannot matter)
-        site_map = {url: site_of(url) for url in set(urls) if url}
+        url_codes, url_values = index.codes("url")  # the distinct URLs (a value may come twice)
+        site_map = {url: site_of(url) for url in url_values if url}
         sites = [site_map[u] if u else None for u in urls]
-        # the sites as codes, through the URLs' codes: each distinct URL looked up once
-        url_codes, url_values = index.codes("url")
+        # the sites as codes, through the URLs' codes
         place: dict[str, int] = {}
         lut: list[int] = []
         for u in url_values:
@@ -238,8 +238,7 @@ class Timeline:
     away: np.ndarray  # per row: credited time outside not-afk (taken out of its credit)
     credit: list[int]  # per row: the time it earns on its own stream, us
     credit_a: np.ndarray
-    brk: list[bool]  # per row: a session break follows it
-    brk_a: np.ndarray
+    brk_a: np.ndarray  # per row: a session break follows it
     srank: list[int]  # per row: its rank within its stream (adjacency = "next row of stream")
     prev_a: np.ndarray  # per row: the previous row of the same stream, -1 for none
     segments: list[Segment]  # the frames, ordered by (start, stream, first ref)
@@ -293,10 +292,10 @@ def _timeline(capture: DayCapture, rows: DayRows, rules: Rules) -> Timeline:
             prev_a[pa[1:]] = pa[:-1]
             keys = list(zip(map(apps.__getitem__, pos_list), map(sites.__getitem__, pos_list), strict=True))
             segments.extend(flicker_merge(build_segments(stream, pos_list, ts, keys, c, b), rules))
-        credit, brk, srank = credit_a.tolist(), brk_a.tolist(), srank_a.tolist()
+        credit, srank = credit_a.tolist(), srank_a.tolist()
     refs = index.col("ref")
     segments.sort(key=lambda f: (f.start_us, f.stream, refs[f.rows[0]]))
-    return Timeline(streams, arrays, ends_np, presence_src, not_afk, away_a, credit, credit_a, brk, brk_a,
+    return Timeline(streams, arrays, ends_np, presence_src, not_afk, away_a, credit, credit_a, brk_a,
                     srank, prev_a, segments)
 
 

@@ -79,24 +79,22 @@ class SnapIndex:
 
     def __init__(self, snapshots: Iterable[Snapshot]):
         rows = list(snapshots)
+        self._codes: Callable[[str], tuple[np.ndarray, list[Any]]] | None = None
         self._index(len(rows), lambda name: list(map(attrgetter(name), rows)))
 
     @classmethod
     def of(cls, capture: DayCapture) -> SnapIndex:
         """The index of a day's snapshots, read as columns."""
         self = cls.__new__(cls)
-        self._index(capture.count("snapshots"), lambda name: capture.values("snapshots", (name,))[0],
-                    capture.array("snapshots", "ts_us"), lambda: capture.codes("snapshots", "stream"))
         self._codes = lambda name: capture.codes("snapshots", name)
+        self._index(capture.count("snapshots"), lambda name: capture.values("snapshots", (name,))[0],
+                    capture.array("snapshots", "ts_us"))
         return self
 
-    def _index(self, n: int, values: Callable[[str], list[Any]], ts_a: Any = None,
-               stream_codes: Callable[[], tuple[np.ndarray, list[Any]]] | None = None) -> None:
-        """``ts_a``: the times as an array, when the caller has one; ``stream_codes``: the streams
-        as DayCapture.codes gives them (used when the rows are in order already)."""
+    def _index(self, n: int, values: Callable[[str], list[Any]], ts_a: Any = None) -> None:
+        """``ts_a``: the times as an array, when the caller has one."""
         self.n = n
         self._values = values
-        self._codes: Callable[[str], tuple[np.ndarray, list[Any]]] | None = None
         self._cols: dict[str, list[Any]] = {}
         # sort by time (cheap integer keys), then order rows sharing a timestamp by (stream, ref);
         # rows from the log arrive in time order already, which one vectorised pass confirms
@@ -129,8 +127,8 @@ class SnapIndex:
         names = set(streams)
         if len(names) == 1:
             groups[streams[0]] = (list(all_ts), list(range(n)))
-        elif order is None and stream_codes is not None:
-            codes, dictionary = stream_codes()  # rows in their own order: the reader's codes are theirs
+        elif order is None and self._codes is not None:
+            codes, dictionary = self.codes("stream")  # rows in their own order: the reader's codes
             for name in sorted(names):
                 positions_a = np.flatnonzero(np.isin(codes, [k for k, v in enumerate(dictionary) if v == name]))
                 groups[name] = (ts[positions_a].tolist(), positions_a.tolist())
