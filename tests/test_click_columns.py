@@ -170,7 +170,10 @@ def test_a_tie_is_broken_by_the_ref_read_from_the_columns(tmp_path):
 def test_clicks_ranked_over_all_pairs_at_once_answer_as_the_rule(case, tmp_path):
     """resolve_in_columns ranks every click's ring pairs with numpy (ties left to resolve_click):
     each answer is resolve_click's over the whole tree of the click's snapshot."""
-    elements, clicks = case
+    _assert_ranked_as_the_rule(*case, tmp_path)
+
+
+def _assert_ranked_as_the_rule(elements, clicks, tmp_path):
     columns = ElementColumns.read(_write(elements, tmp_path / "elements.parquet"))
     assert columns is not None
     boxes = ElementIndex(elements)
@@ -214,10 +217,4 @@ def crowded(draw):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=crowded())
 def test_crowded_clicks_ranked_at_once_answer_as_the_rule(case, tmp_path):
-    elements, clicks = case
-    columns = ElementColumns.read(_write(elements, tmp_path / "elements.parquet"))
-    assert columns is not None
-    tree = [e for e in elements if e.snapshot_frame_id == "1"]
-    requests = [(x, y, size, fid, SNAPS["1"]) for x, y, size, fid in clicks]
-    assert resolve_in_columns(columns, requests) == [resolve_click(x, y, size, tree, fid)
-                                                     for x, y, size, fid, _ts in requests]
+    _assert_ranked_as_the_rule(*case, tmp_path)
