@@ -27,7 +27,7 @@ $(STAMP_AW):
 	$(AW_VENV)/bin/python -m pip install -q 'aw-server==0.12.0' 'aw-client==0.5.15'
 	touch $@
 
-$(STAMP_PY): pyproject.toml af_pipeline/compiler/_yaml.c
+$(STAMP_PY): pyproject.toml af_pipeline/compiler/_speedups.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	@# the distribution was called activity-frames before (another project's name on PyPI)

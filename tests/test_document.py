@@ -241,6 +241,35 @@ def test_shared_prefix_fast_path_matches_encode_refs(tails, prefix):
         assert [{"prefix": shared[0], "ids": id_runs(shared[1])}] == encode_refs(refs)
 
 
+_ref_tails = st.one_of(st.integers(0, 10**6).map(str), st.integers(0, 10**40).map(str),
+                       st.sampled_from(["", "0", "00", "007", "999999999999999999", "1000000000000000000", "12a",
+                                        "\u0663", "1\u0663", " 1", "+1", "-1", "\uff11", "1.5"]))
+_ref_heads = st.one_of(st.sampled_from(["", "src:frames:", "x1:", "a-", "\u00e9:", "\U0001f600:", "9", "p:1"]),
+                       st.text(max_size=6))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(_ref_heads, _ref_tails).map("".join), max_size=25))
+def test_the_c_ref_ids_are_the_python_definitions(refs):
+    """common_ref_ids in C (_speedups.c) gives what common_ref_ids_py does: prefixes of any
+    width of unicode, ids past int64, leading zeros, empty tails and non-ASCII digits."""
+    from af_pipeline.compiler import document
+
+    if document._c is None:
+        pytest.skip("the C module was not built (no C compiler)")
+    assert document._c.ref_ids(refs) == document.common_ref_ids_py(refs)
+
+
+def test_ref_ids_of_refs_the_c_module_does_not_take_are_pythons():
+    from af_pipeline.compiler.document import common_ref_ids
+
+    class Ref(str):
+        pass
+
+    assert common_ref_ids([Ref("a:1"), "a:2"]) == ("a:", [1, 2])
+    assert common_ref_ids(("a:1", "a:3")) == ("a:", [1, 3])  # a tuple, not a list
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 40), min_size=1, max_size=40),
        st.lists(st.lists(st.integers(0, 39), min_size=1, max_size=12), max_size=8))

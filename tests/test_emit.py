@@ -227,7 +227,7 @@ def test_a_block_of_part_of_a_day_names_its_window():
     assert "| window 2026-03-10 00:00 - 2026-03-17 00:00 |" in context_block(doc).splitlines()[1]
 
 
-# -- the YAML text in C (af_pipeline/compiler/_yaml.c) against emit.yaml_text -------------------
+# -- the YAML text in C (af_pipeline/compiler/_speedups.c) against emit.yaml_text ---------------
 
 _yaml_keys = st.one_of(st.text(max_size=12), st.sampled_from(["a", "b", "yes", "No", "null", "x y", "x ", "A1", "id"]))
 _yaml_strings = st.one_of(
@@ -258,9 +258,9 @@ def c_extensions_can_be_built() -> bool:
     return bool(shutil.which("cc") or shutil.which("gcc")) and Path(sysconfig.get_paths()["include"], "Python.h").is_file()
 
 
-def test_the_c_yaml_module_is_built_where_it_can_be():
+def test_the_c_module_is_built_where_it_can_be():
     if c_extensions_can_be_built():
-        assert emit._c_yaml is not None, "pip install -e . did not build af_pipeline/compiler/_yaml.c"
+        assert emit._c_yaml is not None, "pip install -e . did not build af_pipeline/compiler/_speedups.c"
 
 
 def test_yaml_of_what_the_c_module_does_not_take_is_emits():

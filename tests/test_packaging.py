@@ -72,7 +72,7 @@ def installed(tmp_path_factory):
     missing = files(src) - installed_files
     assert not missing, f"in the checkout but not in the wheel: {sorted(missing)}"
     if Path(sysconfig.get_paths()["include"], "Python.h").is_file() and (shutil.which("cc") or shutil.which("gcc")):
-        assert any(f.startswith("af_pipeline/compiler/_yaml.") and f.endswith(".so") for f in installed_files)
+        assert any(f.startswith("af_pipeline/compiler/_speedups.") and f.endswith(".so") for f in installed_files)
     yield python, venv / "bin" / "af", run, env
     shutil.rmtree(work, ignore_errors=True)
 

@@ -16,12 +16,19 @@ from functools import lru_cache
 from importlib import resources
 from itertools import chain
 from operator import itemgetter
+from types import ModuleType
 from typing import Any
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "document-v1.schema.json"
 CONFIDENCE = ("high", "medium", "speculative")
 _DIGITS = "0123456789"
+
+_c: ModuleType | None
+try:  # common_ref_ids in C (_speedups.c), when the package was built with a C compiler
+    from af_pipeline.compiler import _speedups as _c
+except ImportError:  # pragma: no cover - exercised where no compiler built it
+    _c = None
 
 
 class InvalidDocument(ValueError):
@@ -179,7 +186,18 @@ def id_runs_by_group(ids: Any, groups: list[list[int]]) -> list[str]:
 def common_ref_ids(refs: list[str]) -> tuple[str, list[int]] | None:
     """(prefix, integer ids) when every ref is one shared prefix plus a plain integer, which is
     how importers name rows; None otherwise (use encode_refs). encode_refs gives the same
-    result for such refs: this only avoids parsing each ref once per frame."""
+    result for such refs: this only avoids parsing each ref once per frame. Done in C
+    (_speedups.c) where the package was built with a compiler; common_ref_ids_py defines it."""
+    if _c is not None:
+        try:
+            return _c.ref_ids(refs)
+        except _c.Unsupported:  # not a list of exact strs
+            pass
+    return common_ref_ids_py(refs)
+
+
+def common_ref_ids_py(refs: list[str]) -> tuple[str, list[int]] | None:
+    """common_ref_ids in Python: the definition the C module follows."""
     if not refs:
         return None
     head = os.path.commonprefix([min(refs), max(refs)]).rstrip(_DIGITS)

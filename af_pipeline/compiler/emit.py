@@ -28,8 +28,8 @@ from capture.model import DayCapture
 from capture.timeutil import iso_utc, next_day
 
 _c_yaml: ModuleType | None
-try:  # the YAML text in C (_yaml.c), when the package was built with a C compiler
-    from af_pipeline.compiler import _yaml as _c_yaml
+try:  # the YAML text in C (_speedups.c), when the package was built with a C compiler
+    from af_pipeline.compiler import _speedups as _c_yaml
 except ImportError:  # pragma: no cover - exercised where no compiler built it
     _c_yaml = None
 
@@ -119,7 +119,7 @@ def to_yaml(doc: dict[str, Any], include_typed_text: bool = False) -> str:
 
     Written here rather than through pyyaml's dumper: even its C dumper spends most of a day
     compile's time building representer nodes in Python. Strings that could be read back as
-    anything else are double-quoted with explicit escapes. The C module _yaml writes the same
+    anything else are double-quoted with explicit escapes. The C module _speedups writes the same
     text ten times faster where it was built; what it does not take (a type other than exact
     dicts, lists, strs, ints, floats, bools and None) is written by yaml_text here."""
     measured = _measured(doc, include_typed_text)

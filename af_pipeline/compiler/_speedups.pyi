@@ -1,0 +1,9 @@
+# The C module built from _speedups.c: emit.to_yaml's text (see emit.yaml_text for the definition)
+# and document.common_ref_ids (the definition is there).
+from typing import Any
+
+class Unsupported(TypeError): ...
+
+def dump(doc: dict[str, Any]) -> str: ...
+
+def ref_ids(refs: list[str]) -> tuple[str, list[int]] | None: ...

@@ -1,6 +1,0 @@
-# The C module built from _yaml.c (emit.to_yaml's text); see emit.yaml_text for the definition.
-from typing import Any
-
-class Unsupported(TypeError): ...
-
-def dump(doc: dict[str, Any]) -> str: ...
