@@ -15,6 +15,7 @@ import json
 import re
 from collections import Counter
 from functools import lru_cache
+from itertools import islice
 from json.encoder import encode_basestring
 from types import ModuleType
 from typing import Any
@@ -337,7 +338,7 @@ def _detail(f: dict[str, Any], max_pages: int) -> str:
         ent = f" {_q(pg['entity'])}" if "entity" in pg else ""
         times = f" x{pg['count']}" if pg["count"] > 1 else ""
         parts.append(f"{pg['kind']}{ent}{times}")
-    for c in [c for c in f.get("clicked", []) if _telling(c)][:3]:
+    for c in islice(filter(_telling, f.get("clicked", [])), 3):  # the first three: the rest go unread
         parts.append(f"click {_q(c['target'])} {c['resolution']} x{c['count']}")
     for it in f.get("interruptions", [])[:3]:
         where = f" ({it['site']})" if "site" in it else ""
