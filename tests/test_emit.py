@@ -61,6 +61,16 @@ def test_document_json_is_canonical_json_for_any_value(doc, odd):
                                            allow_nan=False) + "\n"
 
 
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from([b"0", b"1", b"9", b".", b"e", b"-", b":", b",", b"[", b'"', b"0.0000", b"e-", b"x", b"\xc3\xa9"]),
+                max_size=30).map(b"".join))
+def test_the_c_tiny_number_check_is_emits(raw):
+    """The C check of orjson's text (_speedups.c) answers as emit._tiny_number does."""
+    if emit._c is None:
+        pytest.skip("the C module was not built (no C compiler)")
+    assert emit._c.tiny_number(raw) is emit._tiny_number(raw)
+
+
 def test_a_floor_that_is_not_a_finite_number_is_refused():
     # a NaN floor would reach the document's options, and a document's floats are all finite
     for bad in (float("nan"), float("inf"), -1.0):
@@ -242,11 +252,11 @@ _yaml_docs = st.dictionaries(_yaml_keys, st.recursive(
     max_leaves=25), max_size=6)
 
 
-@pytest.mark.skipif(emit._c_yaml is None, reason="the C module was not built (no C compiler)")
+@pytest.mark.skipif(emit._c is None, reason="the C module was not built (no C compiler)")
 @settings(max_examples=500, deadline=None)
 @given(_yaml_docs)
 def test_the_c_yaml_text_is_emits_text(doc):
-    assert emit._c_yaml.dump(doc) == emit.yaml_text(doc)
+    assert emit._c.dump(doc) == emit.yaml_text(doc)
 
 
 def c_extensions_can_be_built() -> bool:
@@ -260,7 +270,7 @@ def c_extensions_can_be_built() -> bool:
 
 def test_the_c_module_is_built_where_it_can_be():
     if c_extensions_can_be_built():
-        assert emit._c_yaml is not None, "pip install -e . did not build af_pipeline/compiler/_speedups.c"
+        assert emit._c is not None, "pip install -e . did not build af_pipeline/compiler/_speedups.c"
 
 
 def test_yaml_of_what_the_c_module_does_not_take_is_emits():

@@ -9,6 +9,8 @@
  *
  * ref_ids: document.common_ref_ids (a day's snapshot refs as one prefix and integer ids): 0.54
  * against 0.08 ms on that day.
+ *
+ * tiny_number: emit._tiny_number (does orjson's text need json.dumps's): 0.16 against 0.02 ms.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -479,13 +481,57 @@ static PyObject *ref_ids(PyObject *self, PyObject *refs)
     return out;
 }
 
+/* emit._number_starts: whether a JSON number starts at byte j (after ':', ',' or '[', with or
+ * without a minus sign). */
+static int number_starts(const char *raw, Py_ssize_t j)
+{
+    if (j > 0 && raw[j - 1] == '-')
+        j--;
+    return j > 0 && (raw[j - 1] == ':' || raw[j - 1] == ',' || raw[j - 1] == '[');
+}
+
+/* emit._tiny_number: whether orjson's text holds a number it writes otherwise than json.dumps
+ * (0.0000... or an exponent below zero), found the same way: each "0.0000" and each "e-" (back
+ * over the mantissa's digits and dots), then a look at what comes before the number. */
+static PyObject *tiny_number(PyObject *self, PyObject *arg)
+{
+    if (!PyBytes_CheckExact(arg)) {
+        PyErr_SetString(Unsupported, "text that is not bytes");
+        return NULL;
+    }
+    const char *raw = PyBytes_AS_STRING(arg);
+    Py_ssize_t n = PyBytes_GET_SIZE(arg);
+    const char *at = raw, *end = raw + n;
+    /* by their rarer byte, '.' and '-', which memchr finds many times faster than memmem does
+     * the whole patterns */
+    while ((at = memchr(at, '.', (size_t)(end - at))) != NULL) {
+        Py_ssize_t i = at - raw - 1; /* where "0.0000" would start */
+        if (i >= 0 && n - i >= 6 && memcmp(raw + i, "0.0000", 6) == 0 && number_starts(raw, i))
+            Py_RETURN_TRUE;
+        at++;
+    }
+    at = raw;
+    while ((at = memchr(at, '-', (size_t)(end - at))) != NULL) {
+        Py_ssize_t i = at - raw - 1, j = i; /* where "e-" would start */
+        if (i >= 0 && raw[i] == 'e') {
+            while (j > 0 && ((raw[j - 1] >= '0' && raw[j - 1] <= '9') || raw[j - 1] == '.'))
+                j--;
+            if (j < i && number_starts(raw, j))
+                Py_RETURN_TRUE;
+        }
+        at++;
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"dump", dump, METH_O, "The YAML text of a document (emit.to_yaml's), or Unsupported."},
     {"ref_ids", ref_ids, METH_O, "document.common_ref_ids of a list of str, or Unsupported."},
+    {"tiny_number", tiny_number, METH_O, "emit._tiny_number of bytes, or Unsupported."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "hot compiler steps in C (emit.to_yaml, document.common_ref_ids)", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "hot compiler steps in C (emit.to_yaml, document.common_ref_ids, emit._tiny_number)", -1, methods};
 
 PyMODINIT_FUNC PyInit__speedups(void)
 {

@@ -28,11 +28,11 @@ from capture.files import canonical_json
 from capture.model import DayCapture
 from capture.timeutil import iso_utc, next_day
 
-_c_yaml: ModuleType | None
-try:  # the YAML text in C (_speedups.c), when the package was built with a C compiler
-    from af_pipeline.compiler import _speedups as _c_yaml
+_c: ModuleType | None
+try:  # the YAML text and _tiny_number in C (_speedups.c), when the package was built with a C compiler
+    from af_pipeline.compiler import _speedups as _c
 except ImportError:  # pragma: no cover - exercised where no compiler built it
-    _c_yaml = None
+    _c = None
 
 FORMATS = ("json", "yaml", "md", "context")
 CONTEXT_MAGIC = "AF-CONTEXT v1"
@@ -67,7 +67,8 @@ _BEFORE_NUMBER = frozenset(b":,[")
 def _tiny_number(raw: bytes) -> bool:
     """Whether orjson's text holds a number it writes otherwise than json.dumps: 0.0000... (from
     1e-5 to 1e-4) or an exponent below zero. Found by bytes.find and a look back, not a regex
-    scan of every byte; a string that only looks like one (``"x:1e-7"``) costs the slow path."""
+    scan of every byte; a string that only looks like one (``"x:1e-7"``) costs the slow path.
+    The definition of _speedups.tiny_number, which _json_text calls where it was built."""
     i = raw.find(b"0.0000")
     while i >= 0:
         if _number_starts(raw, i):
@@ -96,7 +97,7 @@ def _json_text(doc: dict[str, Any]) -> str:
         raw = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError is one
         return canonical_json(doc) + "\n"
-    if _tiny_number(raw):
+    if (_c.tiny_number(raw) if _c is not None else _tiny_number(raw)):
         return canonical_json(doc) + "\n"
     return raw.decode()
 
@@ -124,10 +125,10 @@ def to_yaml(doc: dict[str, Any], include_typed_text: bool = False) -> str:
     text ten times faster where it was built; what it does not take (a type other than exact
     dicts, lists, strs, ints, floats, bools and None) is written by yaml_text here."""
     measured = _measured(doc, include_typed_text)
-    if _c_yaml is not None:
+    if _c is not None:
         try:
-            return _c_yaml.dump(measured)
-        except (_c_yaml.Unsupported, RecursionError):
+            return _c.dump(measured)
+        except (_c.Unsupported, RecursionError):
             pass
     return yaml_text(measured)
 
