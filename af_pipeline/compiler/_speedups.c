@@ -10,10 +10,15 @@
  * ref_ids: document.common_ref_ids (a day's snapshot refs as one prefix and integer ids): 0.54
  * against 0.08 ms on that day.
  *
- * tiny_number: emit._tiny_number (does orjson's text need json.dumps's): 0.16 against 0.02 ms.
+ * tiny_number: emit._tiny_number (does orjson's text need json.dumps's): 0.16 against 0.01 ms.
+ *
+ * attribute: the search of enrich.SnapIndex.attribute_codes (each input event's nearest snapshot
+ * of its stream), galloping from the last answer as events come in time order: 0.18 ms in numpy
+ * against 0.04 ms.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 static PyObject *Unsupported; /* the document holds something only emit.py writes */
@@ -524,14 +529,163 @@ static PyObject *tiny_number(PyObject *self, PyObject *arg)
     Py_RETURN_FALSE;
 }
 
+/* An int64 array (numpy's, by the buffer protocol) of n items, or -1 with an error set. */
+static int int64s(PyObject *obj, Py_buffer *view, Py_ssize_t n, int writable, const char *what)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) {
+        PyErr_Clear();
+        PyErr_Format(Unsupported, "%s is not a contiguous array", what);
+        return -1;
+    }
+    const char *f = view->format ? view->format : "B";
+    if (f[0] == '=' || f[0] == '<' || f[0] == '@')
+        f++;
+    if (view->itemsize != 8 || (strcmp(f, "l") != 0 && strcmp(f, "q") != 0) || (n >= 0 && view->len / 8 != n)) {
+        PyBuffer_Release(view);
+        PyErr_Format(Unsupported, "%s is not an int64 array of the events' length", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* enrich.SnapIndex.attribute_codes after its grouping: for each event (time ets[i], group
+ * codes[i], -1 for the last group; every event in the last group when codes is None) the
+ * nearest time of its group's sorted times, the earlier one on a tie (SnapIndex.nearest);
+ * pos[i] its position (the group's positions[j], or j when a group has none) and dist[i] the
+ * distance. groups: a list of (times, positions or None), int64 arrays, none empty. */
+static PyObject *attribute(PyObject *self, PyObject *args)
+{
+    PyObject *ets_o, *codes_o, *groups, *pos_o, *dist_o;
+    if (!PyArg_ParseTuple(args, "OOO!OO", &ets_o, &codes_o, &PyList_Type, &groups, &pos_o, &dist_o))
+        return NULL;
+    Py_ssize_t k = PyList_GET_SIZE(groups);
+    if (k == 0) {
+        PyErr_SetString(Unsupported, "no group");
+        return NULL;
+    }
+    Py_buffer ets, codes, pos, dist;
+    Py_buffer *tv = PyMem_Calloc((size_t)k, sizeof(Py_buffer)), *pv = PyMem_Calloc((size_t)k, sizeof(Py_buffer));
+    int *has_p = PyMem_Calloc((size_t)k, sizeof(int));
+    Py_ssize_t *hint = PyMem_Malloc((size_t)k * sizeof(Py_ssize_t)); /* per group: its last answer */
+    int64_t *last = PyMem_Malloc((size_t)k * sizeof(int64_t)); /* and the time it answered */
+    Py_ssize_t got = 0, n = -1;
+    int ok = 0, have_codes = codes_o != Py_None;
+    if (tv == NULL || pv == NULL || has_p == NULL || hint == NULL || last == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t g = 0; g < k; g++)
+        hint[g] = -1;
+    if (int64s(ets_o, &ets, -1, 0, "the event times") < 0)
+        goto done;
+    n = ets.len / 8;
+    if (have_codes && int64s(codes_o, &codes, n, 0, "the event groups") < 0)
+        goto free_ets;
+    if (int64s(pos_o, &pos, n, 1, "the positions") < 0)
+        goto free_codes;
+    if (int64s(dist_o, &dist, n, 1, "the distances") < 0)
+        goto free_pos;
+    for (; got < k; got++) {
+        PyObject *g = PyList_GET_ITEM(groups, got);
+        if (!PyTuple_CheckExact(g) || PyTuple_GET_SIZE(g) != 2) {
+            PyErr_SetString(Unsupported, "a group that is not (times, positions)");
+            goto free_groups;
+        }
+        if (int64s(PyTuple_GET_ITEM(g, 0), &tv[got], -1, 0, "a group's times") < 0)
+            goto free_groups;
+        if (tv[got].len == 0) {
+            PyBuffer_Release(&tv[got]);
+            PyErr_SetString(Unsupported, "an empty group");
+            goto free_groups;
+        }
+        has_p[got] = PyTuple_GET_ITEM(g, 1) != Py_None;
+        if (has_p[got] && int64s(PyTuple_GET_ITEM(g, 1), &pv[got], tv[got].len / 8, 0, "a group's positions") < 0) {
+            PyBuffer_Release(&tv[got]);
+            goto free_groups;
+        }
+    }
+    {
+        const int64_t *t = ets.buf, *c = have_codes ? codes.buf : NULL;
+        int64_t *po = pos.buf, *di = dist.buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t g = c ? c[i] : -1;
+            if (g < -1 || g >= k - 1) {
+                PyErr_SetString(Unsupported, "an event group out of range");
+                goto free_groups;
+            }
+            if (g < 0)
+                g = k - 1;
+            const int64_t *times = tv[g].buf;
+            Py_ssize_t m = tv[g].len / 8, lo = 0, hi = m;
+            int64_t x = t[i];
+            if (hint[g] >= 0 && x >= last[g]) {
+                /* events come in time order: the answer is at or after the group's last one,
+                 * and near it; gallop there, then bisect (every time before lo is < x) */
+                lo = hint[g];
+                hi = lo;
+                if (lo < m && times[lo] < x) {
+                    Py_ssize_t step = 1;
+                    lo = hi = lo + 1;
+                    while (hi < m && times[hi] < x) {
+                        lo = hi + 1;
+                        step <<= 1;
+                        hi = lo + step;
+                    }
+                    if (hi > m)
+                        hi = m;
+                }
+            }
+            while (lo < hi) { /* the first time >= x (numpy's searchsorted, side left) */
+                Py_ssize_t mid = lo + (hi - lo) / 2;
+                if (times[mid] < x)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            hint[g] = lo;
+            last[g] = x;
+            Py_ssize_t left = lo > 0 ? lo - 1 : 0, right = lo < m - 1 ? lo : m - 1;
+            Py_ssize_t j = (lo == m || (lo > 0 && x - times[left] <= times[right] - x)) ? left : right;
+            po[i] = has_p[g] ? ((const int64_t *)pv[g].buf)[j] : (int64_t)j;
+            di[i] = x >= times[j] ? x - times[j] : times[j] - x;
+        }
+        ok = 1;
+    }
+free_groups:
+    for (Py_ssize_t g = 0; g < got; g++) {
+        PyBuffer_Release(&tv[g]);
+        if (has_p[g])
+            PyBuffer_Release(&pv[g]);
+    }
+    PyBuffer_Release(&dist);
+free_pos:
+    PyBuffer_Release(&pos);
+free_codes:
+    if (have_codes)
+        PyBuffer_Release(&codes);
+free_ets:
+    PyBuffer_Release(&ets);
+done:
+    PyMem_Free(tv);
+    PyMem_Free(pv);
+    PyMem_Free(has_p);
+    PyMem_Free(hint);
+    PyMem_Free(last);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"dump", dump, METH_O, "The YAML text of a document (emit.to_yaml's), or Unsupported."},
     {"ref_ids", ref_ids, METH_O, "document.common_ref_ids of a list of str, or Unsupported."},
     {"tiny_number", tiny_number, METH_O, "emit._tiny_number of bytes, or Unsupported."},
+    {"attribute", attribute, METH_VARARGS, "SnapIndex.attribute_codes's search, into pos and dist, or Unsupported."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "hot compiler steps in C (emit.to_yaml, document.common_ref_ids, emit._tiny_number)", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "hot compiler steps in C (emit.to_yaml, document.common_ref_ids, emit._tiny_number, SnapIndex.attribute_codes)", -1, methods};
 
 PyMODINIT_FUNC PyInit__speedups(void)
 {

@@ -1,6 +1,9 @@
 # The C module built from _speedups.c: emit.to_yaml's text (see emit.yaml_text for the definition)
-# document.common_ref_ids and emit._tiny_number (their definitions are there).
+# document.common_ref_ids, emit._tiny_number and the search of enrich.SnapIndex.attribute_codes
+# (their definitions are there).
 from typing import Any
+
+import numpy as np
 
 class Unsupported(TypeError): ...
 
@@ -8,3 +11,5 @@ def dump(doc: dict[str, Any]) -> str: ...
 
 def ref_ids(refs: list[str]) -> tuple[str, list[int]] | None: ...
 def tiny_number(raw: bytes) -> bool: ...
+def attribute(ets: np.ndarray, codes: np.ndarray | None, groups: list[tuple[np.ndarray, np.ndarray | None]],
+              pos: np.ndarray, dist: np.ndarray) -> None: ...

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,12 @@ from capture.model import (
     factorize,
     names_no_element,
 )
+
+_c: ModuleType | None
+try:  # the attribution's search in C (_speedups.c), when the package was built with a C compiler
+    from af_pipeline.compiler import _speedups as _c
+except ImportError:  # pragma: no cover - exercised where no compiler built it
+    _c = None
 
 RING_PX = 40
 RESOLUTIONS: tuple[str, ...] = ("recorded", "exact", "tolerance", "zone", "unresolved", "none")
@@ -206,16 +213,23 @@ class SnapIndex:
         if not self.n or n == 0:
             return pos, dist
         arrays = self.arrays()
-        if len(self.by_stream) == 1 or streams is None:
-            # one stream: "its stream" and "all streams" are the same array
-            groups: list[tuple[str | None, np.ndarray]] = [(None, np.arange(n))]
-        else:
+        names: list[str] = []
+        codes: np.ndarray | None = None  # per event: its stream's place in names, -1 for all streams
+        if len(self.by_stream) > 1 and streams is not None:
             names = sorted(self.by_stream)
             code = _Codes({name: i for i, name in enumerate(names)})
             # each distinct stream looked up once; code -1 (NULL) picks the -1 appended last
             lut = np.fromiter([*map(code.__getitem__, streams[1]), -1], dtype=np.int64)
             codes = lut[streams[0]]
-            groups = [(None, np.flatnonzero(codes == -1))]
+        if _c is not None:  # the same search in C (_speedups.c): one pass over the events
+            try:
+                _c.attribute(ets, codes, [*map(arrays.__getitem__, names), arrays[None]], pos, dist)
+                return pos, dist
+            except _c.Unsupported:  # e.g. times that are not one contiguous int64 array
+                pass
+        # one stream: "its stream" and "all streams" are the same array
+        groups: list[tuple[str | None, np.ndarray]] = [(None, np.arange(n) if codes is None else np.flatnonzero(codes == -1))]
+        if codes is not None:
             groups += [(name, np.flatnonzero(codes == i)) for i, name in enumerate(names)]
         for group, members in groups:
             if members.size == 0:
