@@ -10,12 +10,15 @@ boxes' edges (test_lazy_elements holds whole sealed days read this way to the fu
 from __future__ import annotations
 
 from pathlib import Path
+from unittest.mock import patch
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from af_pipeline.compiler import enrich
 from af_pipeline.compiler.enrich import (
     RING_PX,
     ElementIndex,
@@ -43,7 +46,7 @@ def _write(elements: list[Element], path: Path) -> Path:
 
 # bounds on a grid of screen pixels, so ring and box edges fall exactly on click coordinates
 _px = st.integers(min_value=-60, max_value=1100)
-_maybe = st.one_of(st.none(), st.integers(min_value=-5, max_value=400))
+_maybe = st.one_of(st.none(), st.integers(min_value=-5, max_value=400), st.integers(min_value=-5, max_value=-1))
 
 
 @st.composite
@@ -165,31 +168,80 @@ def test_a_tie_is_broken_by_the_ref_read_from_the_columns(tmp_path):
     assert resolve_click(512, 256, (1024, 512), near[::-1], "1", columns.ref) == ("exact", "First", "AXButton")
 
 
+# resolve_in_columns's search and ranking run in C where the package was built with a compiler
+# (_speedups.c), else in numpy: the properties below hold each way
+IN_C = pytest.mark.parametrize("in_c", [True, False], ids=["C", "numpy"])
+
+
+@IN_C
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=trees())
-def test_clicks_ranked_over_all_pairs_at_once_answer_as_the_rule(case, tmp_path):
-    """resolve_in_columns ranks every click's ring pairs with numpy (ties left to resolve_click):
+def test_clicks_ranked_over_all_pairs_at_once_answer_as_the_rule(in_c, case, tmp_path):
+    """resolve_in_columns ranks every click's ring pairs at once (ties left to resolve_click):
     each answer is resolve_click's over the whole tree of the click's snapshot."""
-    _assert_ranked_as_the_rule(*case, tmp_path)
+    _assert_ranked_as_the_rule(in_c, *case, tmp_path)
 
 
-def _assert_ranked_as_the_rule(elements, clicks, tmp_path):
+def _assert_ranked_as_the_rule(in_c, elements, clicks, tmp_path):
+    if in_c and enrich._c is None:
+        pytest.skip("the C module was not built (no C compiler)")
     columns = ElementColumns.read(_write(elements, tmp_path / "elements.parquet"))
     assert columns is not None
     boxes = ElementIndex(elements)
     requests = [(x, y, size, fid, SNAPS.get(fid or "", 0)) for x, y, size, fid in clicks]
-    assert resolve_in_columns(columns, requests) == [resolve_click(x, y, size, list(boxes.of(fid, ts)), fid)
-                                                     for x, y, size, fid, ts in requests]
+    with patch.object(enrich, "_c", enrich._c if in_c else None):
+        got = resolve_in_columns(columns, requests)
+    assert got == [resolve_click(x, y, size, list(boxes.of(fid, ts)), fid) for x, y, size, fid, ts in requests]
 
 
-def test_a_tie_in_the_columns_goes_to_the_smallest_ref(tmp_path):
+@IN_C
+@pytest.mark.parametrize("file_order", ["log", "refs reversed"])
+def test_a_tie_in_the_columns_goes_to_the_smallest_ref(in_c, file_order, tmp_path):
+    # a file of one time out of ref order (sealed under another order) still answers by the ref
+    if in_c and enrich._c is None:
+        pytest.skip("the C module was not built (no C compiler)")
     same = {"ts_us": 1_000, "snapshot_frame_id": "1", "source": "accessibility", "role": "AXButton",
             "parent_ref": None, "depth": 2, "left": 0.25, "top": 0.25, "width": 0.5, "height": 0.5}
     elements = [Element(ref="e:1", text="First", **same), Element(ref="e:2", text="Second", **same)]
+    columns = ElementColumns.read(_write(elements if file_order == "log" else elements[::-1],
+                                         tmp_path / "elements.parquet"))
+    with patch.object(enrich, "_c", enrich._c if in_c else None):
+        got = resolve_in_columns(columns, [(512, 256, (1024, 512), "1", 1_000), (1000, 500, (1024, 512), "1", 1_000),
+                                           (512, 256, None, "1", 1_000), (300, 110, (1024, 512), "1", 1_000)])
+    assert got == [("exact", "First", "AXButton"), ("zone", "bottom-right", None), ("unresolved", None, None),
+                   ("tolerance", "First", "AXButton")]
+
+
+@IN_C
+def test_each_key_of_the_rankings_decides_in_its_turn(in_c, tmp_path):
+    """Inside boxes: a control before an OCR word, then the smaller box, then the deeper element;
+    near boxes: a control before an OCR word, then the nearer, then the smaller."""
+    if in_c and enrich._c is None:
+        pytest.skip("the C module was not built (no C compiler)")
+    size = (1000, 1000)
+
+    def el(ref, fid, text, left, top, width, height, source="accessibility", depth=0):
+        return Element(ref=ref, ts_us=SNAPS[fid], snapshot_frame_id=fid, source=source, role="AXButton", text=text,
+                       parent_ref=None, depth=depth, left=left, top=top, width=width, height=height)
+
+    elements = sorted([
+        # snapshot 1: boxes around (500, 500)
+        el("a:1", "1", "OCR word", 0.45, 0.45, 0.02, 0.2, source="ocr"),
+        el("a:2", "1", "Big", 0.3, 0.3, 0.4, 0.4),
+        el("a:3", "1", "Shallow", 0.4, 0.4, 0.2, 0.2, depth=1),
+        el("a:4", "1", "Deep", 0.4, 0.4, 0.2, 0.2, depth=3),
+        # snapshot 2: nothing holds (500, 500); boxes 10 px and 20 px away
+        el("b:1", "2", "Near OCR", 0.51, 0.49, 0.01, 0.01, source="ocr"),
+        el("b:2", "2", "Far", 0.52, 0.49, 0.01, 0.01),
+        el("b:3", "2", "Near big", 0.51, 0.40, 0.05, 0.2),
+        el("b:4", "2", "Near small", 0.51, 0.45, 0.01, 0.1),
+    ], key=sort_key("elements"))
     columns = ElementColumns.read(_write(elements, tmp_path / "elements.parquet"))
-    assert resolve_in_columns(columns, [(512, 256, (1024, 512), "1", 1_000), (1000, 500, (1024, 512), "1", 1_000),
-                                        (512, 256, None, "1", 1_000)]) == [
-        ("exact", "First", "AXButton"), ("zone", "bottom-right", None), ("unresolved", None, None)]
+    with patch.object(enrich, "_c", enrich._c if in_c else None):
+        got = resolve_in_columns(columns, [(500, 500, size, "1", SNAPS["1"]), (500, 500, size, "2", SNAPS["2"])])
+    assert got == [("exact", "Deep", "AXButton"), ("tolerance", "Near small", "AXButton")]
+    assert got == [resolve_click(500, 500, size, [e for e in elements if e.snapshot_frame_id == fid], fid)
+                   for fid in ("1", "2")]
 
 
 @st.composite
@@ -214,7 +266,8 @@ def crowded(draw):
     return out, clicks
 
 
+@IN_C
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=crowded())
-def test_crowded_clicks_ranked_at_once_answer_as_the_rule(case, tmp_path):
-    _assert_ranked_as_the_rule(*case, tmp_path)
+def test_crowded_clicks_ranked_at_once_answer_as_the_rule(in_c, case, tmp_path):
+    _assert_ranked_as_the_rule(in_c, *case, tmp_path)

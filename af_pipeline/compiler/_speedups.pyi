@@ -1,6 +1,6 @@
-# The C module built from _speedups.c: emit.to_yaml's text (see emit.yaml_text for the definition)
-# document.common_ref_ids, emit._tiny_number and the search of enrich.SnapIndex.attribute_codes
-# (their definitions are there).
+# The C module built from _speedups.c: emit.to_yaml's text (emit.yaml_text defines it),
+# document.common_ref_ids (common_ref_ids_py), emit._tiny_number, the search of
+# enrich.SnapIndex.attribute_codes, and enrich._ring_pairs's search and enrich._rank.
 from typing import Any
 
 import numpy as np
@@ -8,8 +8,12 @@ import numpy as np
 class Unsupported(TypeError): ...
 
 def dump(doc: dict[str, Any]) -> str: ...
-
 def ref_ids(refs: list[str]) -> tuple[str, list[int]] | None: ...
 def tiny_number(raw: bytes) -> bool: ...
 def attribute(ets: np.ndarray, codes: np.ndarray | None, groups: list[tuple[np.ndarray, np.ndarray | None]],
               pos: np.ndarray, dist: np.ndarray) -> None: ...
+def ring(ts: np.ndarray, left: np.ndarray, top: np.ndarray, width: np.ndarray, height: np.ndarray, t: np.ndarray,
+         nx: np.ndarray, ny: np.ndarray, rx: np.ndarray, ry: np.ndarray) -> tuple[bytes, bytes]: ...
+def rank(owner: np.ndarray, elem: np.ndarray, cand: np.ndarray, ocr: np.ndarray, neg_depth: np.ndarray, nx: np.ndarray,
+         ny: np.ndarray, lefts: np.ndarray, tops: np.ndarray, widths: np.ndarray, heights: np.ndarray, sw: np.ndarray,
+         sh: np.ndarray) -> list[tuple[str, int, bool] | None]: ...

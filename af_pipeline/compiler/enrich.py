@@ -451,17 +451,13 @@ _Click = tuple[int | None, int | None, tuple[int, int] | None, str | None, int]
 class _RingPairs:
     """The (click, element) pairs of ring_candidates: ``live`` the clicks with any (their places
     in the request), per pair its click (a place in live) and element row, in click then log
-    order, with the click's position and the element's bounds (screen fractions)."""
+    order; per live click its position (screen fractions)."""
 
     live: list[int]
     owner: np.ndarray
     elem: np.ndarray
-    px: np.ndarray
-    py: np.ndarray
-    left: np.ndarray
-    top: np.ndarray
-    width: np.ndarray
-    height: np.ndarray
+    nx: np.ndarray
+    ny: np.ndarray
 
 
 def _ring_pairs(columns: Any, clicks: Sequence[_Click]) -> _RingPairs | None:
@@ -489,7 +485,16 @@ def _ring_pairs(columns: Any, clicks: Sequence[_Click]) -> _RingPairs | None:
         times.append(ts_us)
     if not live:
         return None
-    t = np.asarray(times, dtype=np.int64)
+    t, nx_a, ny_a = np.asarray(times, dtype=np.int64), np.asarray(nxs), np.asarray(nys)
+    if _c is not None:  # the same search in C (_speedups.c), without an array of every candidate
+        try:
+            got = _c.ring(columns.ts_us, columns.left, columns.top, columns.width, columns.height, t, nx_a, ny_a,
+                          np.asarray(rxs), np.asarray(rys))
+        except _c.Unsupported:  # e.g. columns that are not contiguous arrays
+            got = None
+        if got is not None:
+            owner, elem = np.frombuffer(got[0], dtype=np.int64), np.frombuffer(got[1], dtype=np.int64)
+            return _RingPairs(live, owner, elem, nx_a, ny_a) if owner.size else None
     lo = np.searchsorted(columns.ts_us, t, side="left")
     lens = np.searchsorted(columns.ts_us, t, side="right") - lo
     total = int(lens.sum())
@@ -500,7 +505,7 @@ def _ring_pairs(columns: Any, clicks: Sequence[_Click]) -> _RingPairs | None:
     elem = np.arange(total) - np.repeat(np.cumsum(lens) - lens - lo, lens)
     left, width = columns.left[elem], columns.width[elem]
     top, height = columns.top[elem], columns.height[elem]
-    px, py = np.asarray(nxs)[owner], np.asarray(nys)[owner]
+    px, py = nx_a[owner], ny_a[owner]
     prx, pry = np.asarray(rxs)[owner], np.asarray(rys)[owner]
     with np.errstate(invalid="ignore"):
         keep = ((left - prx <= px) & (px <= left + width + prx) & (top - pry <= py) & (py <= top + height + pry)
@@ -508,7 +513,7 @@ def _ring_pairs(columns: Any, clicks: Sequence[_Click]) -> _RingPairs | None:
     sel = np.flatnonzero(keep)
     if sel.size == 0:
         return None
-    return _RingPairs(live, owner[sel], elem[sel], px[sel], py[sel], left[sel], top[sel], width[sel], height[sel])
+    return _RingPairs(live, owner[sel], elem[sel], nx_a, ny_a)
 
 
 def ring_candidates(columns: Any, clicks: Sequence[_Click]) -> list[list[ElementHit]]:
@@ -529,10 +534,11 @@ def ring_candidates(columns: Any, clicks: Sequence[_Click]) -> list[list[Element
 
 def resolve_in_columns(columns: Any, clicks: Sequence[_Click]) -> list[tuple[str, str | None, str | None]]:
     """resolve_click of each click (as ring_candidates takes them) against its snapshot's
-    elements in the day's ElementColumns, with the rule's orderings done by numpy over all
-    ring pairs at once: inside a box, the smallest (ocr, area, -depth); else the nearest by
-    (ocr, squared pixel distance, area). A click whose best two pairs are equal on those keys
-    (the refs decide) and a click with no pair are answered by resolve_click itself."""
+    elements in the day's ElementColumns, with the rule's orderings done over all ring pairs at
+    once (in C where the package was built with a compiler, else by numpy: _rank): inside a
+    box, the smallest (ocr, area, -depth); else the nearest by (ocr, squared pixel distance,
+    area). A click whose best two pairs are equal on those keys (the refs decide) and a click
+    with no pair are answered by resolve_click itself."""
     out = [resolve_click(x, y, size, (), frame_id) for x, y, size, frame_id, _ts in clicks]
     pairs = _ring_pairs(columns, clicks)
     if pairs is None:
@@ -547,20 +553,56 @@ def resolve_in_columns(columns: Any, clicks: Sequence[_Click]) -> list[tuple[str
     fids, live = fields["snapshot_frame_id"], pairs.live
     same = np.fromiter((fids[i] == clicks[live[k]][3] for i, k in zip(w.tolist(), pairs.owner.tolist(), strict=True)),
                        dtype=bool, count=w.size)
-    owner, left, top, width, height, px, py = (pairs.owner, pairs.left, pairs.top, pairs.width, pairs.height,
-                                               pairs.px, pairs.py)
     cand = same & named[w]
+    sizes = [clicks[k][2] or (0, 0) for k in live]  # (every live click has one: _ring_pairs)
+    sw = np.asarray([size[0] for size in sizes], dtype=np.float64)  # pixels
+    sh = np.asarray([size[1] for size in sizes], dtype=np.float64)
+    args = (pairs.owner, pairs.elem, cand, ocr, neg_depth, pairs.nx, pairs.ny, columns.left, columns.top,
+            columns.width, columns.height, sw, sh)
+    ranked: list[tuple[str, int, bool] | None] | None = None
+    if _c is not None:  # the same ranking in C (_speedups.c), one pass over each click's pairs
+        try:
+            ranked = _c.rank(*args)
+        except _c.Unsupported:
+            pass
+    if ranked is None:
+        ranked = _rank(*args)
+    for click, got in enumerate(ranked):
+        if got is None:
+            continue
+        resolution, pair, tie = got
+        k = live[click]
+        x, y, sz, frame_id, _ts = clicks[k]
+        if tie:  # two pairs equal on the keys: resolve_click breaks the tie by ref
+            hits = columns.hits(pairs.elem[pairs.owner == click].tolist())
+            out[k] = resolve_click(x, y, sz, hits, frame_id, columns.ref)
+        else:
+            row = int(w[pair])
+            out[k] = (resolution, _label(fields["text"][row]), fields["role"][row])
+    return out
+
+
+def _rank(owner: np.ndarray, elem: np.ndarray, cand: np.ndarray, ocr: np.ndarray, neg_depth: np.ndarray,
+          nx: np.ndarray, ny: np.ndarray, lefts: np.ndarray, tops: np.ndarray, widths: np.ndarray,
+          heights: np.ndarray, sw: np.ndarray, sh: np.ndarray) -> list[tuple[str, int, bool] | None]:
+    """Per click (``owner``: each pair's, in order; at nx, ny), among its candidate pairs: the
+    smallest (ocr, area, -depth) of those whose element's box (``elem``'s place in lefts, tops,
+    widths, heights) holds it, else the smallest (ocr, squared pixel distance, area), screens
+    being sw x sh pixels. None for a click without a candidate, else (resolution, its pair,
+    whether another pair ties it on the keys). Numpy over all pairs."""
+    ranked: list[tuple[str, int, bool] | None] = [None] * sw.size
+    px, py = nx[owner], ny[owner]
+    left, top, width, height = lefts[elem], tops[elem], widths[elem], heights[elem]
     right, bottom = left + width, top + height
     inside = cand & (left <= px) & (px <= right) & (top <= py) & (py <= bottom)
     area = width * height
-    has_inside = np.zeros(len(live), dtype=bool)
+    has_inside = np.zeros(sw.size, dtype=bool)
     has_inside[owner[inside]] = True
     near = np.flatnonzero(cand & ~has_inside[owner])
-    size = np.asarray([clicks[k][2] for k in live], dtype=np.float64)[owner[near]]  # (w, h) in pixels
     dx = np.where(px[near] < left[near], left[near] - px[near],
-                  np.where(px[near] > right[near], px[near] - right[near], 0.0)) * size[:, 0]
+                  np.where(px[near] > right[near], px[near] - right[near], 0.0)) * sw[owner[near]]
     dy = np.where(py[near] < top[near], top[near] - py[near],
-                  np.where(py[near] > bottom[near], py[near] - bottom[near], 0.0)) * size[:, 1]
+                  np.where(py[near] > bottom[near], py[near] - bottom[near], 0.0)) * sh[owner[near]]
     exact = np.flatnonzero(inside)
     # the keys of each ranking, least significant first (np.lexsort sorts by the last one first)
     for resolution, at, keys in (("exact", exact, (neg_depth[exact], area[exact], ocr[exact])),
@@ -568,23 +610,16 @@ def resolve_in_columns(columns: Any, clicks: Sequence[_Click]) -> list[tuple[str
         if at.size == 0:
             continue
         order = np.lexsort((*keys, owner[at]))  # by click, then (ocr, area, -depth) or (ocr, d2, area)
-        o, ranked = owner[at][order], [k[order] for k in keys]
+        o, keyed = owner[at][order], [k[order] for k in keys]
         first = np.flatnonzero(np.concatenate(([True], o[1:] != o[:-1])))
         # a tie: the next pair of the same click equal on every key
         nxt = np.minimum(first + 1, o.size - 1)
         tied = (nxt != first) & (o[nxt] == o[first])
-        for key in ranked:
+        for key in keyed:
             tied &= key[nxt] == key[first]
-        rows = w[at][order][first].tolist()
-        for click, row, tie in zip(o[first].tolist(), rows, tied.tolist(), strict=True):
-            k = live[click]
-            x, y, sz, frame_id, _ts = clicks[k]
-            if tie:
-                hits = columns.hits(pairs.elem[owner == click].tolist())
-                out[k] = resolve_click(x, y, sz, hits, frame_id, columns.ref)
-            else:
-                out[k] = (resolution, _label(fields["text"][row]), fields["role"][row])
-    return out
+        for click, pair, tie in zip(o[first].tolist(), at[order][first].tolist(), tied.tolist(), strict=True):
+            ranked[click] = (resolution, pair, tie)
+    return ranked
 
 
 def enrich(capture: DayCapture, layout: str = "identity", attribution: Attribution | None = None) -> list[EnrichedInput]:
