@@ -392,34 +392,42 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
     pos_a, dist_a = index.attribute_codes(capture.array("inputs", "ts_us").astype(np.int64, copy=False),
                                           capture.codes("inputs", "stream") if len(index.by_stream) > 1 else None)
     kind_codes, kinds = capture.codes("inputs", "kind")
-    clicks = np.flatnonzero(np.isin(kind_codes, [k for k, v in enumerate(kinds) if v == "click"])).tolist()
+    is_click = np.zeros(len(kinds) + 1, dtype=bool)  # per kind code; code -1 (no kind) picks the last
+    is_click[[k for k, v in enumerate(kinds) if v == "click"]] = True
+    clicks = np.flatnonzero(is_click[kind_codes])
     targets: dict[int, tuple[str, str | None, str | None]] = {}
-    if clicks:
-        xs, ys, names, roles = capture.values_at("inputs", ("x", "y", "element_name", "element_role"), clicks)
-        pos = pos_a[clicks].tolist()
-        s_stream, s_frame, s_ts = index.col("stream"), index.col("source_frame_id"), index.all_ts
-        # element trees are fetched once, for the snapshots under anonymous clicks only
-        anon = [k for k, p in enumerate(pos) if p >= 0 and names_no_element(names[k])]
-        sizes = screen_sizes(capture.streams)
-        columns = _element_columns(capture) if anon else None
-        done: dict[int, tuple[str, str | None, str | None]] = {}
-        if columns is not None:
-            # the day's trees as columns: numpy keeps the elements in reach of each click, and
-            # the click rule runs on those alone (the same answer: it rejects all the others)
-            resolved = resolve_in_columns(columns, [(xs[k], ys[k], sizes.get(s_stream[pos[k]]), s_frame[pos[k]],
-                                                     s_ts[pos[k]]) for k in anon])
-            done = dict(zip(anon, resolved, strict=True))
-            boxes = _NO_BOXES
-        else:
-            boxes = ElementIndex.for_snapshots(capture, (s_frame[pos[k]] for k in anon))
-        for k, (i, p) in enumerate(zip(clicks, pos, strict=True)):
-            if k in done:
-                targets[i] = done[k]
-            elif p >= 0:
-                targets[i] = _click_target("click", names[k], roles[k], xs[k], ys[k], s_stream[p], s_frame[p],
-                                           s_ts[p], sizes, boxes)
+    if clicks.size:
+        # the recorder's element name and role as codes: each distinct one is looked at once
+        name_codes, names = capture.codes("inputs", "element_name")
+        role_codes, roles = capture.codes("inputs", "element_role")
+        nc, rc, pos = name_codes[clicks], role_codes[clicks], pos_a[clicks]
+        anonymous = np.fromiter(map(names_no_element, [*names, None]), dtype=bool, count=len(names) + 1)[nc]
+        # a named click: its recorded name (spaces collapsed) and role, one answer per (name, role)
+        named = np.flatnonzero(~anonymous)
+        if named.size:
+            keys, at = np.unique(nc[named] * (len(roles) + 1) + rc[named] % (len(roles) + 1), return_inverse=True)
+            answers = [("recorded", " ".join(names[key // (len(roles) + 1)].split()), [*roles, None][key % (len(roles) + 1)])
+                       for key in keys.tolist()]
+            targets.update(zip(clicks[named].tolist(), map(answers.__getitem__, at.tolist()), strict=True))
+        # an anonymous click without a snapshot: nothing to look in
+        targets.update(dict.fromkeys(clicks[anonymous & (pos < 0)].tolist(), ("unresolved", None, None)))
+        anon = np.flatnonzero(anonymous & (pos >= 0))
+        if anon.size:
+            # element trees are fetched once, for the snapshots under anonymous clicks only
+            xs, ys = capture.values_at("inputs", ("x", "y"), clicks[anon].tolist())
+            s_stream, s_frame, s_ts = index.col("stream"), index.col("source_frame_id"), index.all_ts
+            sizes = screen_sizes(capture.streams)
+            at_pos = pos[anon].tolist()
+            requests = [(x, y, sizes.get(s_stream[p]), s_frame[p], s_ts[p]) for x, y, p in zip(xs, ys, at_pos, strict=True)]
+            columns = _element_columns(capture)
+            if columns is not None:
+                # the day's trees as columns: numpy keeps the elements in reach of each click, and
+                # the click rule runs on those alone (the same answer: it rejects all the others)
+                resolved = resolve_in_columns(columns, requests)
             else:
-                targets[i] = _click_target("click", names[k], roles[k], xs[k], ys[k], None, None, None, sizes, boxes)
+                boxes = ElementIndex.for_snapshots(capture, (s_frame[p] for p in at_pos))
+                resolved = [resolve_click(x, y, size, boxes.of(fid, ts), fid) for x, y, size, fid, ts in requests]
+            targets.update(zip(clicks[anon].tolist(), resolved, strict=True))
     return Attribution(index, pos_a, pos_a.tolist(), dist_a, targets)
 
 
@@ -432,9 +440,6 @@ def input_values(capture: DayCapture, names: Sequence[str]) -> list[list[Any]]:
 def input_count(capture: DayCapture) -> int:
     """The day's input events (without making them, when the reader left them as columns)."""
     return capture.count("inputs")
-
-
-_NO_BOXES = ElementIndex(())
 
 
 def _element_columns(capture: DayCapture) -> Any:
@@ -680,17 +685,3 @@ def _enriched(capture: DayCapture, attribution: Attribution | None, layout: str,
     else:
         out["key_text"] = [None] * len(order)
     return order, out
-
-
-def _click_target(kind: str, name: str | None, role: str | None, x: int | None, y: int | None,
-                  stream: str | None, fid: str | None, snap_ts: int | None, sizes: dict[str, tuple[int, int]],
-                  boxes: ElementIndex) -> tuple[str, str | None, str | None]:
-    """click_target of an event whose snapshot is given by its stream, frame id and time (all
-    None when the day has no snapshot)."""
-    if kind != "click":
-        return "none", None, None
-    if name is not None and not names_no_element(name):
-        return "recorded", " ".join(name.split()), role
-    if stream is None or snap_ts is None:
-        return "unresolved", None, None
-    return resolve_click(x, y, sizes.get(stream), boxes.of(fid, snap_ts), fid)
