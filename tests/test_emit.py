@@ -71,6 +71,63 @@ def test_the_c_tiny_number_check_is_emits(raw):
     assert emit._c.tiny_number(raw) is emit._tiny_number(raw)
 
 
+# -- the Markdown frames table in C (_speedups.md_frames) against emit.md_frame_rows -------------
+
+_MD_SAMPLES = ["Button 12", "  static text #3 ", "StaticText", "list item", "LISTITEM#", "Paragraph\t7", "row#",
+               "rows", "div 1 2", "\u017fection", "\u212aelvin", "a|b", 'say "hi"', "x" * 70, "\u00e9" * 45,
+               "\u202e evil", "tab\there", "\x1cfield\x1f", "", " ", "Cell\u00a012",
+               "\x00\x1f\x20\x7e\x7f\x9f\xa0 \u2029\u202a\u202e\u202f\u2065\u2066\u2069\u206a"]  # each edge
+_md_texts = st.one_of(st.text(alphabet=st.characters(exclude_categories=()), max_size=70),  # controls, surrogates
+                      st.sampled_from(_MD_SAMPLES))
+_md_ints = st.one_of(st.integers(0, 3), st.integers(-5, 10**20))
+_md_frames = st.lists(st.fixed_dictionaries(
+    {"id": st.sampled_from(["f-0001", "f-0120"]), "start": st.just("09:00:00"), "end": st.just("09:12:57"),
+     "app": _md_texts, "active_min": st.floats(allow_nan=False, min_value=-1e6, max_value=1e6),
+     "input": st.fixed_dictionaries({"keys": _md_ints, "clicks": _md_ints},
+                                    optional={k: _md_ints for k in ("text", "scrolls", "copies", "pastes")})},
+    optional={
+        "site": _md_texts, "input_recorded": st.booleans(), "typed_text": _md_texts,
+        "windows": st.lists(st.fixed_dictionaries({}, optional={"title": _md_texts}), max_size=2),
+        "pages": st.lists(st.fixed_dictionaries({"kind": _md_texts, "count": _md_ints}, optional={"entity": _md_texts}),
+                          max_size=10),
+        "clicked": st.lists(st.fixed_dictionaries(
+            {"target": _md_texts, "resolution": st.sampled_from(["exact", "tolerance", "zone", "recorded"]),
+             "count": _md_ints}, optional={"role": _md_texts}), max_size=6),
+        "interruptions": st.lists(st.fixed_dictionaries({"app": _md_texts, "seconds": _md_ints},
+                                                        optional={"site": _md_texts}), max_size=4)}), max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_md_frames, st.booleans())
+def test_the_c_markdown_frame_rows_are_emits(frames, typed):
+    """Every piece of a row: cells cut at 40 or 60 characters, quotes, pipes, control and
+    bidi characters, whitespace of every kind, generic click targets in ASCII and beyond."""
+    if emit._c is None:
+        pytest.skip("the C module was not built (no C compiler)")
+    assert emit._c.md_frames(frames, typed, emit._telling) == emit.md_frame_rows(frames, typed)
+
+
+@pytest.mark.parametrize("text", _MD_SAMPLES)
+def test_the_c_markdown_frame_rows_show_each_text_as_emit_does(text):
+    if emit._c is None:
+        pytest.skip("the C module was not built (no C compiler)")
+    frames = [{"id": "f-0001", "start": "09:00:00", "end": "09:10:00", "app": text, "site": text, "active_min": 1.5,
+               "input": {"keys": 1, "clicks": 2, "text": 3}, "windows": [{"title": text}], "typed_text": text,
+               "pages": [{"kind": "issue", "count": 2, "entity": text}],
+               "clicked": [{"target": text, "resolution": "exact", "count": 1}, {"target": "OK", "resolution": "zone", "count": 1}],
+               "interruptions": [{"app": text, "seconds": 4, "site": text}]}]
+    assert emit._c.md_frames(frames, True, emit._telling) == emit.md_frame_rows(frames, True)
+
+
+def test_markdown_of_frames_the_c_module_does_not_take_is_emits(doc):
+    frames = [dict(f, active_min=int(f["active_min"])) for f in doc["frames"]]  # ints, not floats
+    frames[-1]["pages"] = ({"kind": "search", "count": 2},)  # a tuple, not a list
+    doc = dict(doc, frames=frames)
+    rows = emit.md_frame_rows(frames, False)
+    assert rows[0].split(" | ")[4] == f"{frames[0]['active_min']}.00"
+    assert emit.to_markdown(doc).count("\n| f-") == len(rows) and all(r in emit.to_markdown(doc) for r in rows)
+
+
 def test_a_floor_that_is_not_a_finite_number_is_refused():
     # a NaN floor would reach the document's options, and a document's floats are all finite
     for bad in (float("nan"), float("inf"), -1.0):

@@ -1,6 +1,8 @@
 # The C module built from _speedups.c: emit.to_yaml's text (emit.yaml_text defines it),
 # document.common_ref_ids (common_ref_ids_py), emit._tiny_number, the search of
-# enrich.SnapIndex.attribute_codes, and enrich._ring_pairs's search and enrich._rank.
+# enrich.SnapIndex.attribute_codes, enrich._ring_pairs's search and enrich._rank, and
+# emit.md_frame_rows.
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,3 +19,4 @@ def ring(ts: np.ndarray, left: np.ndarray, top: np.ndarray, width: np.ndarray, h
 def rank(owner: np.ndarray, elem: np.ndarray, cand: np.ndarray, ocr: np.ndarray, neg_depth: np.ndarray, nx: np.ndarray,
          ny: np.ndarray, lefts: np.ndarray, tops: np.ndarray, widths: np.ndarray, heights: np.ndarray, sw: np.ndarray,
          sh: np.ndarray) -> list[tuple[str, int, bool] | None]: ...
+def md_frames(frames: list[dict[str, Any]], typed: bool, telling: Callable[[dict[str, Any]], bool]) -> list[str]: ...

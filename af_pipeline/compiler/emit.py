@@ -289,12 +289,13 @@ def to_markdown(doc: dict[str, Any], include_typed_text: bool = False) -> str:
                        f"{dm['visits']} |")
     out += ["", "## Frames", "", "| id | time | app | site | active min | input | window, pages, clicks, interruptions |",
             "|---|---|---|---|---:|---|---|"]
-    for f in d["frames"]:
-        out.append(f"| {f['id']} | {f['start']}-{f['end']} | {_md(f['app'])} | {_md(f.get('site', ''))} | "
-                   f"{f['active_min']:.2f} | {NO_INPUT if f.get('input_recorded') is False else _vol(f['input'])} | "
-                   f"{_md(_detail(f, 8))} |")
-        if include_typed_text and f.get("typed_text"):
-            out.append(f"| | | | | | typed | {_md(f['typed_text'])} |")
+    rows = None
+    if _c is not None:  # the frames' rows in C (_speedups.c), most of a day's Markdown
+        try:
+            rows = _c.md_frames(d["frames"], include_typed_text, _telling)
+        except _c.Unsupported:  # a frame of other types than compile_day makes
+            pass
+    out += rows if rows is not None else md_frame_rows(d["frames"], include_typed_text)
     om = d["omitted"]
     if om["frames"]:
         out += ["", f"{om['frames']} frames shorter than {om['min_minutes']:.2f} min omitted "
@@ -315,6 +316,19 @@ def to_markdown(doc: dict[str, Any], include_typed_text: bool = False) -> str:
             for item in d["inferred"][ns]["items"]:
                 out.append(f"- [{ns}] {_md(item['label'])} ({item['confidence']})")
     return "\n".join(out) + "\n"
+
+
+def md_frame_rows(frames: list[dict[str, Any]], include_typed_text: bool) -> list[str]:
+    """The rows of to_markdown's frames table, in Python: the definition _speedups.md_frames
+    follows."""
+    out = []
+    for f in frames:
+        out.append(f"| {f['id']} | {f['start']}-{f['end']} | {_md(f['app'])} | {_md(f.get('site', ''))} | "
+                   f"{f['active_min']:.2f} | {NO_INPUT if f.get('input_recorded') is False else _vol(f['input'])} | "
+                   f"{_md(_detail(f, 8))} |")
+        if include_typed_text and f.get("typed_text"):
+            out.append(f"| | | | | | typed | {_md(f['typed_text'])} |")
+    return out
 
 
 # Click targets that tell a reader nothing: a screen zone, or a role with a number ("Paragraph 12").
