@@ -197,15 +197,13 @@ _NAMES = st.sampled_from([None, "", "  ", "\t", "Save", " Open "])
 
 @given(name=_NAMES)
 def test_a_click_names_no_element_as_click_resolution_tells_it(name):
-    # the reader's early start and attribute_input share this rule: a blank name is none
-    assert names_no_element(name) == (resolve_click_label(name) is None)
-
-
-def resolve_click_label(name):
-    from af_pipeline.compiler.enrich import _click_target
-
-    resolution, label, _ = _click_target("click", name, None, None, None, None, None, None, {}, None)
-    return label if resolution == "recorded" else None
+    # the reader's early start and attribute_input share this rule: a blank name is none, and
+    # only a click that names none is looked for in the element trees
+    (e,) = enrich(DayCapture(day="2026-03-16", tz="UTC", snapshots=[
+        Snapshot(ref="s:1", ts_us=1_773_648_000_000_000, stream="m0", app="Editor")], inputs=[
+        InputEvent(ref="i:1", ts_us=1_773_648_000_000_010, kind="click", x=5, y=5, stream="m0", element_name=name)]))
+    assert names_no_element(name) == (e.resolution != "recorded")
+    assert e.target_name == (None if names_no_element(name) else " ".join(name.split()))
 
 
 @pytest.mark.parametrize(("clicks", "trees", "early"), [
