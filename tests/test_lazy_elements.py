@@ -45,6 +45,22 @@ def sealed_log(tmp_path_factory):
     return log, days
 
 
+def test_a_compile_decodes_only_the_columns_it_reads(sealed_log):
+    """A lazy read decodes the snapshots' and input events' columns the compiler reads
+    (read.FIRST_COLUMNS); a compile asks for no other, and the rows, when asked for, are whole."""
+    from capture.log.read import FIRST_COLUMNS
+
+    log, days = sealed_log
+    for day in days:
+        lazy = log.read_day(day, lazy_elements=True)
+        compile_day(lazy, CompileOptions(include_typed_text=True))
+        for kind in ("snapshots", "inputs"):
+            held = lazy.row_columns(kind)
+            assert held is not None and held._table.column_names == list(FIRST_COLUMNS[kind])
+        full = log.read_day(day)
+        assert lazy.snapshots == full.snapshots and lazy.inputs == full.inputs  # the other columns read now
+
+
 def _resolved_by_trees(events) -> int:
     return sum(1 for e in events if e.resolution in ("exact", "tolerance"))
 

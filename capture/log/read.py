@@ -99,7 +99,9 @@ DEFERRED = frozenset({"snapshots", "inputs"})
 # the others (the recorder's stale app, window and URL, element bounds, ...) are read when the
 # rows or one of those columns are asked for.
 FIRST_COLUMNS = {"inputs": ("ref", "ts_us", "kind", "stream", "x", "y", "text", "clipboard_op",
-                            "element_role", "element_name")}
+                            "element_role", "element_name"),
+                 "snapshots": ("ref", "ts_us", "stream", "app", "window", "url", "heartbeat", "source_frame_id",
+                               "end_us")}
 
 
 # How long prefetch waits for the element read to start, s (longer only when the reader thread
