@@ -94,12 +94,12 @@ class ElementsBySnapshot:
 # snapshots and the input events, whose columns the compiler reads (DayCapture.values, the
 # SnapIndex), so their rows would be most of the objects of a read, made and freed again.
 DEFERRED = frozenset({"snapshots", "inputs"})
-# The columns of a deferred kind read with the day: the sort key (the order check) and what
-# the compiler reads (af_pipeline.compiler: attribution, click resolution, the input tally);
-# the others (the recorder's stale app, window and URL, element bounds, ...) are read when the
-# rows or one of those columns are asked for.
-FIRST_COLUMNS = {"inputs": ("ref", "ts_us", "kind", "stream", "x", "y", "text", "clipboard_op",
-                            "element_role", "element_name"),
+# The columns of a deferred kind read with the day: what the compiler reads (af_pipeline.compiler:
+# attribution, click resolution, the input tally); the others (the recorder's stale app, window
+# and URL, element bounds, the input events' refs, ...) are read when the rows or one of those
+# columns are asked for (the order check asks for the refs only where two events share a time).
+FIRST_COLUMNS = {"inputs": ("ts_us", "kind", "stream", "x", "y", "text", "clipboard_op", "element_role",
+                            "element_name"),
                  "snapshots": ("ref", "ts_us", "stream", "app", "window", "url", "heartbeat", "source_frame_id",
                                "end_us")}
 

@@ -343,23 +343,25 @@ class ArrowRows:
         if name not in self._table.column_names:
             if name not in NAMES[self.kind]:
                 raise KeyError(name)
-            self._read_rest()
+            self._read([name])  # one more column (the refs, say, when times tie): not the rest
         return self._table.column(name)
 
-    def _read_rest(self) -> None:
-        have = set(self._table.column_names)
-        rest = [n for n in NAMES[self.kind] if n not in have]
+    def _read(self, names: list[str]) -> None:
         if self._path is None:
-            raise KeyError(f"{self.kind} columns {rest} were not read")
-        more = arrow_table(self._path, self.kind, REPEATED.get(self.kind, ()), columns=rest, data=self._data)
+            raise KeyError(f"{self.kind} columns {names} were not read")
+        more = arrow_table(self._path, self.kind, REPEATED.get(self.kind, ()), columns=names, data=self._data)
         if more is None:  # the file was checked when its first columns were read
             raise CheckFailed(f"sealed segment {self._path} lost its {self.kind} columns since it was read")
-        for n in rest:
+        for n in names:
             self._table = self._table.append_column(more.schema.field(n), more.column(n))
 
     def rows(self) -> list[Any]:
         from capture.model import CLASS_OF
 
+        have = set(self._table.column_names)
+        rest = [n for n in NAMES[self.kind] if n not in have]
+        if rest:
+            self._read(rest)  # in one read
         return build_instances(CLASS_OF[self.kind], [self.values(n) for n in NAMES[self.kind]])
 
 
