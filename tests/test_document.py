@@ -271,17 +271,30 @@ def test_ref_ids_of_refs_the_c_module_does_not_take_are_pythons():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 40), min_size=1, max_size=40),
+@given(st.one_of(st.lists(st.integers(0, 40), min_size=1, max_size=40),
+                 st.lists(st.integers(2**62 - 40, 2**62 - 1), min_size=1, max_size=40)),  # int64's last ids
        st.lists(st.lists(st.integers(0, 39), min_size=1, max_size=12), max_size=8))
 def test_id_runs_of_many_groups_at_once_are_each_groups_id_runs(ids, groups):
-    """The day's frames and interruptions get their evidence in one vectorised pass: the same
-    text as id_runs of each group alone (repeated ids, gaps, single ids, one run)."""
+    """The day's frames and interruptions get their evidence in one pass (in C where the package
+    was built with a compiler, else numpy): the same text as id_runs of each group alone
+    (repeated ids, gaps, single ids, one run)."""
     import numpy as np
 
-    from af_pipeline.compiler.document import id_runs, id_runs_by_group
+    from af_pipeline.compiler import document
+    from af_pipeline.compiler.document import id_runs, id_runs_by_group, id_runs_of_groups
 
     groups = [[p % len(ids) for p in g] for g in groups]
-    assert id_runs_by_group(np.asarray(ids, dtype=np.int64), groups) == [id_runs([ids[p] for p in g]) for g in groups]
+    expected = [id_runs([ids[p] for p in g]) for g in groups]
+    assert id_runs_by_group(np.asarray(ids, dtype=np.int64), groups) == expected
+    assert id_runs_of_groups(ids, groups) == expected
+    if document._c is not None:
+        assert document._c.id_runs(ids, groups) == expected
+
+
+def test_ids_past_int64_take_each_groups_own_runs():
+    from af_pipeline.compiler.document import id_runs_of_groups
+
+    assert id_runs_of_groups([1, 2**62, 2**70], [[0], [1, 2]]) is None  # evidence() then encodes each group
 
 
 @pytest.mark.parametrize("base", [0, 2**70])  # ids past int64 take the per-frame path

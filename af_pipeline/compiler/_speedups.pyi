@@ -1,7 +1,7 @@
 # The C module built from _speedups.c: emit.to_yaml's text (emit.yaml_text defines it),
 # document.common_ref_ids (common_ref_ids_py), emit._tiny_number, the search of
-# enrich.SnapIndex.attribute_codes, enrich._ring_pairs's search and enrich._rank, and
-# emit.md_frame_rows.
+# enrich.SnapIndex.attribute_codes, enrich._ring_pairs's search and enrich._rank,
+# emit.md_frame_rows and document.id_runs_by_group.
 from collections.abc import Callable
 from typing import Any
 
@@ -20,3 +20,4 @@ def rank(owner: np.ndarray, elem: np.ndarray, cand: np.ndarray, ocr: np.ndarray,
          ny: np.ndarray, lefts: np.ndarray, tops: np.ndarray, widths: np.ndarray, heights: np.ndarray, sw: np.ndarray,
          sh: np.ndarray) -> list[tuple[str, int, bool] | None]: ...
 def md_frames(frames: list[dict[str, Any]], typed: bool, telling: Callable[[dict[str, Any]], bool]) -> list[str]: ...
+def id_runs(ids: list[int], groups: list[list[int]]) -> list[str]: ...

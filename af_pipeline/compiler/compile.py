@@ -25,7 +25,7 @@ from af_pipeline.compiler.document import (
     common_ref_ids,
     encode_refs,
     id_runs,
-    id_runs_by_group,
+    id_runs_of_groups,
 )
 from af_pipeline.compiler.enrich import (
     RING_PX,
@@ -191,12 +191,12 @@ class DayRows:
 
     def evidences(self, groups: list[list[int]]) -> list[dict[str, Any]]:
         """[evidence(rows) for rows in groups] (no group empty): when every ref is one prefix and
-        an id, the ids' runs of all groups in one vectorised pass."""
+        an id, the ids' runs of all groups in one pass (document.id_runs_of_groups)."""
         if self.shared is not None and groups:
             prefix, ids = self.shared
-            if max(ids) < 2**62:  # int64 arithmetic holds (the ids are int() of digits: none below 0)
-                return [{"snapshots": [{"prefix": prefix, "ids": runs}]}
-                        for runs in id_runs_by_group(np.asarray(ids, dtype=np.int64), groups)]
+            all_runs = id_runs_of_groups(ids, groups)
+            if all_runs is not None:
+                return [{"snapshots": [{"prefix": prefix, "ids": runs}]} for runs in all_runs]
         return [self.evidence(rows) for rows in groups]
 
 

@@ -157,6 +157,22 @@ def id_runs(values: list[int]) -> str:
     return ",".join(parts)
 
 
+def id_runs_of_groups(ids: list[int], groups: list[list[int]]) -> list[str] | None:
+    """id_runs of each group's ids (``ids[p]`` for each place p of the group; no group empty),
+    all groups at once: in C (_speedups.c) where the package was built with a compiler, else
+    by numpy (id_runs_by_group); None for ids past int64 (then id_runs of each group)."""
+    if _c is not None:
+        try:
+            return _c.id_runs(ids, groups)
+        except _c.Unsupported:
+            pass
+    if groups and max(ids) < 2**62:  # int64 arithmetic holds (the ids are int() of digits: none below 0)
+        import numpy as np
+
+        return id_runs_by_group(np.asarray(ids, dtype=np.int64), groups)
+    return None
+
+
 def id_runs_by_group(ids: Any, groups: list[list[int]]) -> list[str]:
     """id_runs of each group's ids (``ids[p]`` for each position p of the group, ``ids`` an
     int64 numpy array of values below 2**62; no group empty), in one vectorised pass: a day's
