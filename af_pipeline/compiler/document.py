@@ -166,7 +166,9 @@ def id_runs_of_groups(ids: list[int], groups: list[list[int]]) -> list[str] | No
             return _c.id_runs(ids, groups)
         except _c.Unsupported:
             pass
-    if groups and max(ids) < 2**62:  # int64 arithmetic holds (the ids are int() of digits: none below 0)
+    if not groups:
+        return []
+    if max(ids) < 2**62:  # int64 arithmetic holds (the ids are int() of digits: none below 0)
         import numpy as np
 
         return id_runs_by_group(np.asarray(ids, dtype=np.int64), groups)
