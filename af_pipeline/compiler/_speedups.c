@@ -41,22 +41,28 @@ typedef struct {
     Py_ssize_t len, cap;
 } Out;
 
-static int grow(Out *o, Py_ssize_t more)
+/* A growing buffer (*buf, of *cap items of item bytes) made to hold need items: doubled from
+ * first items. */
+static int grow_to(void **buf, Py_ssize_t *cap, Py_ssize_t need, size_t item, Py_ssize_t first)
 {
-    Py_ssize_t need = o->len + more;
-    if (need <= o->cap)
+    if (need <= *cap)
         return 0;
-    Py_ssize_t cap = o->cap ? o->cap : 65536;
-    while (cap < need)
-        cap *= 2;
-    char *buf = PyMem_Realloc(o->buf, (size_t)cap);
-    if (buf == NULL) {
+    Py_ssize_t n = *cap ? *cap : first;
+    while (n < need)
+        n *= 2;
+    void *got = PyMem_Realloc(*buf, (size_t)n * item);
+    if (got == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    o->buf = buf;
-    o->cap = cap;
+    *buf = got;
+    *cap = n;
     return 0;
+}
+
+static int grow(Out *o, Py_ssize_t more)
+{
+    return grow_to((void **)&o->buf, &o->cap, o->len + more, 1, 65536);
 }
 
 static inline int put(Out *o, const char *s, Py_ssize_t n)
@@ -947,19 +953,7 @@ typedef struct { /* text being built, as code points */
 
 static int t_grow(Text *t, Py_ssize_t more)
 {
-    if (t->len + more <= t->cap)
-        return 0;
-    Py_ssize_t cap = t->cap ? t->cap : 256;
-    while (cap < t->len + more)
-        cap *= 2;
-    Py_UCS4 *buf = PyMem_Realloc(t->buf, (size_t)cap * sizeof(Py_UCS4));
-    if (buf == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    t->buf = buf;
-    t->cap = cap;
-    return 0;
+    return grow_to((void **)&t->buf, &t->cap, t->len + more, sizeof(Py_UCS4), 256);
 }
 
 static inline int t_char(Text *t, Py_UCS4 c)
