@@ -982,19 +982,16 @@ static inline int control(Py_UCS4 c)
 
 enum { RAW, MD, CELL };
 
-/* str(obj) appended: as it is (RAW), as emit._md (MD: printable, '|' escaped) or as emit._cell
- * (CELL: printable, whitespace runs as one space, no space at either end, '|' as '/'). */
-static int t_text(Text *t, PyObject *obj, int mode)
+/* n code points of kind at d appended: as they are (RAW), as emit._md (MD: printable, '|'
+ * escaped) or as emit._cell (CELL: printable, whitespace runs as one space, no space at either
+ * end, '|' as '/'). */
+static int t_map(Text *t, int kind, const void *d, Py_ssize_t n, int mode)
 {
-    PyObject *s = PyUnicode_CheckExact(obj) ? Py_NewRef(obj) : PyObject_Str(obj);
-    if (s == NULL)
+    if (t_grow(t, 2 * n) < 0)
         return -1;
-    int kind = PyUnicode_KIND(s);
-    const void *d = PyUnicode_DATA(s);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    int rc = t_grow(t, 2 * n);
+    Py_ssize_t start = t->len;
     int gap = 0; /* CELL: a whitespace run is pending */
-    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+    for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, d, i);
         if (mode != RAW && control(c))
             c = ' ';
@@ -1003,7 +1000,7 @@ static int t_text(Text *t, PyObject *obj, int mode)
                 gap = 1;
                 continue;
             }
-            if (gap && t->len > 0 && t->buf[t->len - 1] != 0)
+            if (gap && t->len > start)
                 t->buf[t->len++] = ' ';
             gap = 0;
             t->buf[t->len++] = c == '|' ? '/' : c;
@@ -1014,6 +1011,16 @@ static int t_text(Text *t, PyObject *obj, int mode)
             t->buf[t->len++] = c;
         }
     }
+    return 0;
+}
+
+/* str(obj) appended, mapped as t_map's mode says */
+static int t_text(Text *t, PyObject *obj, int mode)
+{
+    PyObject *s = PyUnicode_CheckExact(obj) ? Py_NewRef(obj) : PyObject_Str(obj);
+    if (s == NULL)
+        return -1;
+    int rc = t_map(t, PyUnicode_KIND(s), PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s), mode);
     Py_DECREF(s);
     return rc;
 }
@@ -1037,13 +1044,8 @@ static int t_quote(Text *t, PyObject *obj, Py_ssize_t limit)
     if (t_char(t, '"') < 0)
         return -1;
     Py_ssize_t start = t->len;
-    if (t_char(t, 0) < 0) /* a mark: CELL puts no space after it (the cell's own start) */
-        return -1;
     if (t_text(t, obj, CELL) < 0)
         return -1;
-    /* drop the mark */
-    memmove(t->buf + start, t->buf + start + 1, (size_t)(t->len - start - 1) * sizeof(Py_UCS4));
-    t->len--;
     if (t->len - start > limit) {
         t->len = start + limit - 1;
         t->buf[t->len++] = 0x2026;
@@ -1231,7 +1233,7 @@ static PyObject *md_frames(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!pO", &PyList_Type, &frames, &typed, &telling))
         return NULL;
     PyObject *out = PyList_New(0), *empty = PyUnicode_FromString("");
-    Text t = {NULL, 0, 0};
+    Text t = {NULL, 0, 0}, detail = {NULL, 0, 0};
     int rc = out == NULL || empty == NULL ? -1 : 0;
     for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(frames); i++) {
         PyObject *f = PyList_GET_ITEM(frames, i);
@@ -1269,22 +1271,9 @@ static PyObject *md_frames(PyObject *self, PyObject *args)
         }
         if (rc == 0)
             rc = t_ascii(&t, " | ");
-        if (rc == 0) { /* _md(_detail(f, 8)): the detail, then its controls and pipes */
-            Py_ssize_t at = t.len;
-            rc = t_detail(&t, f, 8, telling);
-            for (Py_ssize_t j = at; rc == 0 && j < t.len; j++) {
-                if (control(t.buf[j])) {
-                    t.buf[j] = ' ';
-                } else if (t.buf[j] == '|') {
-                    if (t_grow(&t, 1) < 0) {
-                        rc = -1;
-                        break;
-                    }
-                    memmove(t.buf + j + 1, t.buf + j, (size_t)(t.len - j) * sizeof(Py_UCS4));
-                    t.len++;
-                    t.buf[j++] = '\\';
-                }
-            }
+        if (rc == 0) { /* _md(_detail(f, 8)) */
+            rc = t_detail(&detail, f, 8, telling) < 0 ? -1 : t_map(&t, PyUnicode_4BYTE_KIND, detail.buf, detail.len, MD);
+            detail.len = 0;
         }
         if (rc == 0)
             rc = t_ascii(&t, " |");
@@ -1304,6 +1293,7 @@ static PyObject *md_frames(PyObject *self, PyObject *args)
         }
     }
     PyMem_Free(t.buf);
+    PyMem_Free(detail.buf);
     Py_XDECREF(empty);
     if (rc < 0) {
         Py_XDECREF(out);
