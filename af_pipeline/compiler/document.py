@@ -16,19 +16,14 @@ from functools import lru_cache
 from importlib import resources
 from itertools import chain
 from operator import itemgetter
-from types import ModuleType
 from typing import Any
+
+from af_pipeline.compiler.native import C as _c
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "document-v1.schema.json"
 CONFIDENCE = ("high", "medium", "speculative")
 _DIGITS = "0123456789"
-
-_c: ModuleType | None
-try:  # common_ref_ids in C (_speedups.c), when the package was built with a C compiler
-    from af_pipeline.compiler import _speedups as _c
-except ImportError:  # pragma: no cover - exercised where no compiler built it
-    _c = None
 
 
 class InvalidDocument(ValueError):

@@ -17,22 +17,16 @@ from collections import Counter
 from functools import lru_cache
 from itertools import islice
 from json.encoder import encode_basestring
-from types import ModuleType
 from typing import Any
 
 import orjson
 
 from af_pipeline.compiler import tokens
 from af_pipeline.compiler.document import strip_typed_text
+from af_pipeline.compiler.native import C as _c
 from capture.files import canonical_json
 from capture.model import DayCapture
 from capture.timeutil import iso_utc, next_day
-
-_c: ModuleType | None
-try:  # the YAML text and _tiny_number in C (_speedups.c), when the package was built with a C compiler
-    from af_pipeline.compiler import _speedups as _c
-except ImportError:  # pragma: no cover - exercised where no compiler built it
-    _c = None
 
 FORMATS = ("json", "yaml", "md", "context")
 CONTEXT_MAGIC = "AF-CONTEXT v1"

@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from af_pipeline.compiler import layouts
+from af_pipeline.compiler.native import C as _c
 from capture.model import (
     DayCapture,
     Element,
@@ -41,12 +41,6 @@ from capture.model import (
     factorize,
     names_no_element,
 )
-
-_c: ModuleType | None
-try:  # the attribution's search in C (_speedups.c), when the package was built with a C compiler
-    from af_pipeline.compiler import _speedups as _c
-except ImportError:  # pragma: no cover - exercised where no compiler built it
-    _c = None
 
 RING_PX = 40
 RESOLUTIONS: tuple[str, ...] = ("recorded", "exact", "tolerance", "zone", "unresolved", "none")
@@ -405,8 +399,9 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
         # a named click: its recorded name (spaces collapsed) and role, one answer per (name, role)
         named = np.flatnonzero(~anonymous)
         if named.size:
-            keys, at = np.unique(nc[named] * (len(roles) + 1) + rc[named] % (len(roles) + 1), return_inverse=True)
-            answers = [("recorded", " ".join(names[key // (len(roles) + 1)].split()), [*roles, None][key % (len(roles) + 1)])
+            role_of = [*roles, None]  # by role code; code -1 (no role) picks the None last
+            keys, at = np.unique(nc[named] * len(role_of) + rc[named] % len(role_of), return_inverse=True)
+            answers = [("recorded", " ".join(names[key // len(role_of)].split()), role_of[key % len(role_of)])
                        for key in keys.tolist()]
             targets.update(zip(clicks[named].tolist(), map(answers.__getitem__, at.tolist()), strict=True))
         # an anonymous click without a snapshot: nothing to look in
