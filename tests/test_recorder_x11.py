@@ -180,7 +180,7 @@ class Recording:
         self.home = home
         cmd = [sys.executable, "-m", "af_pipeline.interfaces.cli", "record", "--home", str(home), "--tz", "UTC",
                "--display", desktop.display, "--json", *args]
-        env = dict(os.environ)
+        env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a hung recorder can be made to show its threads
         for var in ("DISPLAY", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE"):  # --display alone must be enough
             env.pop(var, None)
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -212,7 +212,14 @@ class Recording:
     def stop(self, sig: int | None = signal.SIGTERM) -> dict[str, Any]:
         if sig is not None:
             self.proc.send_signal(sig)
-        out, err = self.proc.communicate(timeout=40)
+        try:
+            out, err = self.proc.communicate(timeout=40)
+        except subprocess.TimeoutExpired:
+            # clean-clone CI once saw a recorder not end within 40 s of SIGTERM, printing nothing:
+            # its threads' stacks (faulthandler, on SIGABRT) say where it waits
+            self.proc.send_signal(signal.SIGABRT)
+            _out, err = self.proc.communicate(timeout=20)
+            raise AssertionError(f"the recorder did not stop within 40 s; its threads:\n{err}") from None
         assert self.proc.returncode == 0, err
         return json.loads(out)  # type: ignore[no-any-return]
 
