@@ -54,6 +54,7 @@ from capture.importers.common import (
     sniff,
     stream_infos,
     table_columns,
+    wal_missing,
 )
 from capture.model import Presence, Snapshot
 from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, day_bounds, parse_ts
@@ -120,8 +121,10 @@ def read_activitywatch(
             raise read_failure(p, exc) from None
         finally:
             con.close()
+        _wal_hint(p, buckets, batch)
     else:
         raise UserError(f"{p} is not an ActivityWatch export or database: {HINT[kind]}")
+    _classify(buckets, batch)
     hosts = sorted({b.hostname for b in buckets if b.type == "currentwindow"} or {b.hostname for b in buckets})
     batch.source_id = source_id or "activitywatch:" + ("+".join(hosts) or "unknown")
     _map(buckets, batch, texts, DaySeen(tz), str(p))
@@ -131,6 +134,26 @@ def read_activitywatch(
 
 # ---------------------------------------------------------------------------------------------
 # Reading the two layouts into buckets of events
+
+# The bucket types this importer maps, and the id prefix each watcher gives its bucket
+# ("aw-watcher-window_<host>", "aw-watcher-afk_<host>", "aw-watcher-web-<browser>").
+MAPPED_TYPES = frozenset({"currentwindow", "web.tab.current", "afkstatus", "os.lockscreen.unlocks"})
+ID_PREFIXES = (("aw-watcher-window_", "currentwindow"), ("aw-watcher-afk_", "afkstatus"),
+               ("aw-watcher-web-", "web.tab.current"))
+
+
+def _classify(buckets: list[_Bucket], batch: ImportBatch) -> None:
+    """A bucket of a type this importer maps keeps it; any other bucket whose id is a watcher's
+    (``aw-watcher-window_HOST``, ...) is read as that watcher's, whatever type a wrapper wrote
+    (a dashboard saves ``"type": "window"``)."""
+    for b in buckets:
+        if b.type in MAPPED_TYPES:
+            continue
+        for prefix, kind in ID_PREFIXES:
+            if b.id.startswith(prefix):
+                batch.note(f"buckets of type {b.type or '(none)'!r} read as {kind!r} by their id ({prefix}...)")
+                b.type = kind
+                break
 
 
 def _from_export(p: Path, batch: ImportBatch, texts: Texts) -> list[_Bucket]:
@@ -148,6 +171,9 @@ def _from_export(p: Path, batch: ImportBatch, texts: Texts) -> list[_Bucket]:
         raise UserError(f"{p} is nested too deeply to be an ActivityWatch export") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("buckets"), dict):
         raise UserError(f'{p} is JSON but not an ActivityWatch export (expected an object with a "buckets" object)')
+    # A capture may keep the bucket metadata and the events apart: {"buckets": {id: {type, ...}},
+    # "events": {id: [...]}}; a bucket without its own events list takes its list from there.
+    sibling: dict[str, Any] = doc["events"] if isinstance(doc.get("events"), dict) else {}
     out: list[_Bucket] = []
     for bid, bucket in sorted(doc["buckets"].items()):
         if not isinstance(bucket, dict):
@@ -156,12 +182,17 @@ def _from_export(p: Path, batch: ImportBatch, texts: Texts) -> list[_Bucket]:
         b = _Bucket(id=texts(bid, 256, "bucket id") or "?", type=str(bucket.get("type") or ""),
                     hostname=_hostname(bucket.get("hostname"), bid))
         events = bucket.get("events")
+        if events is None and isinstance(sibling.get(bid), list):
+            events = sibling[bid]
+            batch.note("buckets whose events were read from the top-level \"events\" map")
         if not isinstance(events, list):
             batch.quarantine(str(p), f"buckets[{bid!r}]", "bucket has no events list", {k: bucket[k] for k in
                              list(bucket)[:6] if k != "events"})
             continue
+        base = f"buckets[{bid!r}].events" if bucket.get("events") is not None else f"events[{bid!r}]"
+        batch.source_rows = (batch.source_rows or 0) + len(events)
         for i, ev in enumerate(events):
-            where = f"buckets[{bid!r}].events[{i}]"
+            where = f"{base}[{i}]"
             if not isinstance(ev, dict):
                 batch.quarantine(str(p), where, "event is not an object", ev)
                 continue
@@ -196,6 +227,30 @@ def _from_sqlite(con: sqlite3.Connection, p: Path, batch: ImportBatch, texts: Te
     )
 
 
+STALE_US = 24 * 3600 * US  # a server database whose newest event is this much older than the file
+
+
+def _wal_hint(p: Path, buckets: list[_Bucket], batch: ImportBatch) -> None:
+    """aw-server keeps its database in WAL mode: recent events sit in ``<db>-wal`` until a
+    checkpoint. A copy of the main file alone holds none of them; say so when it looks like that
+    (no events at all, or none in the day before the file was last written)."""
+    if not wal_missing(p):
+        return
+    ends = [e.end_us for b in buckets for e in b.events]
+    try:
+        written_us = p.stat().st_mtime_ns // 1000
+    except OSError:
+        return
+    if ends and max(ends) >= written_us - STALE_US:
+        return
+    what = "holds no events" if not ends else "holds no events of the day before it was last written"
+    batch.hints.append(
+        f"{p} {what} and there is no {p.name}-wal beside it: aw-server keeps its recent events in "
+        f"that -wal file until a checkpoint, so they may be there. Copy {p.name}-wal (and {p.name}-shm) "
+        f"along with the database, or stop aw-server first (it checkpoints when it stops), then import again."
+    )
+
+
 def _ns_to_us(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadTimestamp(f"nanosecond time {value!r} is not an integer")
@@ -222,6 +277,7 @@ def _from_rust_db(con: sqlite3.Connection, p: Path, batch: ImportBatch, texts: T
         con.execute("SELECT id, bucketrow, starttime, endtime, data FROM events ORDER BY id")
     ):
         n += 1
+        batch.source_rows = n
         if n % 8192 == 0:
             say.tick("events", n, total)
         where = f"events id={eid}"
@@ -258,6 +314,7 @@ def _from_peewee_db(con: sqlite3.Connection, p: Path, batch: ImportBatch, texts:
         con.execute("SELECT id, bucket_id, timestamp, duration, datastr FROM eventmodel ORDER BY id")
     ):
         n += 1
+        batch.source_rows = n
         if n % 8192 == 0:
             say.tick("events", n)
         where = f"eventmodel id={eid}"

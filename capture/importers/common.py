@@ -46,6 +46,12 @@ class ImportBatch(CaptureBatch):
     """
 
     notes: dict[str, int] = field(default_factory=dict)
+    # Sentences for the user about the source as a whole (what to do to get more of it), printed
+    # after the table and added to the error when nothing lands.
+    hints: list[str] = field(default_factory=list)
+    # How many rows of the source were read (CSV rows, events), when the importer counts them:
+    # the base of the "mostly quarantined" rule; None to use the capture rows instead.
+    source_rows: int | None = None
 
     def note(self, what: str, n: int = 1) -> None:
         if n:
@@ -133,6 +139,13 @@ def sqlite_uri(path: Path) -> str:
     if _header_says_wal(p) and not wal.exists() and not journal.exists():
         uri += "&immutable=1"
     return uri
+
+
+def wal_missing(path: Path) -> bool:
+    """Whether a database in WAL mode has no ``-wal`` file beside it (a copy of the main file
+    alone): the transactions since its last checkpoint are then not in what can be read."""
+    p = Path(path)
+    return _header_says_wal(p) and not p.with_name(p.name + "-wal").exists()
 
 
 def _header_says_wal(path: Path) -> bool:

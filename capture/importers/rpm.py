@@ -40,8 +40,10 @@ import io
 import re
 from bisect import bisect_right
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from capture.errors import UserError
 from capture.files import sha256_file
@@ -62,7 +64,7 @@ from capture.importers.common import (
     stream_infos,
 )
 from capture.model import InputEvent, Snapshot
-from capture.timeutil import BadTimestamp, parse_ts
+from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, parse_ts, zone
 
 WHAT = "an RPM UI-log CSV (timeStamp, userID, targetApp, eventType, ... columns)"
 REQUIRED = ("timestamp", "targetapp", "eventtype")
@@ -85,9 +87,102 @@ COPY_SOURCE_WINDOW_US = 60 * 1_000_000  # how far back a copy's selecting row ma
 _CELL = re.compile(r"^\$?([A-Za-z]{1,3})\$?(\d{1,7})$")
 _RANGE = re.compile(r"^\$?([A-Za-z]{1,3})\$?\d{1,7}:\$?([A-Za-z]{1,3})\$?\d{1,7}$")
 # A line inside a quoted field that starts like a row of its own: the quote was never closed.
-_ROW_START = re.compile(r"[\r\n]\"?\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
+_ROW_START = re.compile(r"[\r\n]\"?(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\d{1,2}[/.]\d{1,2}[/.]\d{4}[T ]\d{1,2}:\d\d)")
 _TEXT_INPUTS = {"text", "email", "tel", "number", "search", "url", "date", "datetime-local", "month",
                 "week", "time", "password", ""}
+
+
+# ---------------------------------------------------------------------------------------------
+# Time stamps
+#
+# What the loggers write: the Action Logger's browser extension ISO 8601 UTC with "Z"
+# (2019-10-21T00:10:08.994Z); the Action Logger / SmartRPA desktop side the local time with a
+# colon before the milliseconds and no zone (2020-04-09 17:22:00:365); logs re-saved by a
+# spreadsheet the local time with a comma or dot fraction, or a day/month/year date
+# (09/04/2020 17:22:00); exports of other tools epoch milliseconds (1586445720365).
+# Zone-less stamps are local time of the source's zone (--source-tz, else the data folder's).
+
+_ISO_LOCAL = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,:](\d{1,9}))?)?$")
+_SLASHED = re.compile(r"^(\d{1,2})([/.])(\d{1,2})\2(\d{4})[T ,]\s*(\d{1,2}):(\d{2})(?::(\d{2})(?:[.,:](\d{1,9}))?)?"
+                      r"(?:\s*([AaPp])\.?[Mm]\.?)?$")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_US = timedelta(microseconds=1)
+
+
+class Stamps:
+    """Reads the time stamps of one file: absolute ones (a zone or offset, epoch numbers) as they
+    are, zone-less ones as local time in ``zone``; the day/month order of slashed dates is decided
+    once for the whole file (``order``), never per row."""
+
+    def __init__(self, zone_name: str, order: str | None):
+        self.zone_name = zone_name
+        self.zone: ZoneInfo = zone(zone_name)
+        self.order = order  # "dmy", "mdy", or None (no slashed date, or the file does not say)
+        self.zoneless = 0
+        self.undecided = False  # no date of the file says which order: read day/month, counted
+        self.undecided_rows = 0
+
+    @staticmethod
+    def decide_order(texts: list[tuple[int, str]], given: str | None, p: Path) -> tuple[str | None, bool]:
+        """(order, ambiguous): from --date-order, else from the dates whose day is above 12.
+
+        A file whose dates say both (one row 13/04, another 04/13) is refused: it cannot be read
+        one way, and reading each row its own way would be a silent guess."""
+        day_first = month_first = None
+        slashed = False
+        for line, text in texts:
+            m = _SLASHED.match(text.strip())
+            if not m:
+                continue
+            slashed = True
+            a, b = int(m.group(1)), int(m.group(3))
+            if a > 12 >= b and day_first is None:
+                day_first = (line, text.strip())
+            elif b > 12 >= a and month_first is None:
+                month_first = (line, text.strip())
+        if given or not slashed:
+            return given, False
+        if day_first and month_first:
+            raise UserError(
+                f"{p}: its dates contradict each other: line {day_first[0]} ({day_first[1]!r}) is day/month, "
+                f"line {month_first[0]} ({month_first[1]!r}) month/day; pass --date-order dmy or mdy"
+            )
+        if day_first:
+            return "dmy", False
+        if month_first:
+            return "mdy", False
+        return "dmy", True
+
+    def __call__(self, value: str) -> int:
+        text = value.strip()
+        m = _ISO_LOCAL.match(text)
+        if m:
+            y, mo, d, h, mi, sec, frac = m.groups()
+            return self._local(int(y), int(mo), int(d), int(h), int(mi), sec, frac, text)
+        m = _SLASHED.match(text)
+        if m:
+            a, _, b, y, h, mi, sec, frac, ampm = m.groups()
+            day, month = (int(a), int(b)) if self.order != "mdy" else (int(b), int(a))
+            self.undecided_rows += self.undecided
+            hour = int(h)
+            if ampm:
+                if not 1 <= hour <= 12:
+                    raise BadTimestamp(f"timestamp {text[:40]!r} has hour {hour} with AM/PM")
+                hour = hour % 12 + (12 if ampm.lower() == "p" else 0)
+            return self._local(int(y), month, day, hour, int(mi), sec, frac, text)
+        return parse_ts(text)  # a zone or offset (Z, +02:00) or an epoch number: absolute
+
+    def _local(self, year: int, month: int, day: int, hour: int, minute: int, sec: str | None,
+               frac: str | None, text: str) -> int:
+        if not MIN_YEAR <= year <= MAX_YEAR:
+            raise BadTimestamp(f"timestamp {text[:40]!r} has year {year}, outside {MIN_YEAR}-{MAX_YEAR}")
+        try:
+            dt = datetime(year, month, day, hour, minute, int(sec or 0), int((frac or "").ljust(6, "0")[:6]),
+                          tzinfo=self.zone)
+        except ValueError as exc:
+            raise BadTimestamp(f"timestamp {text[:40]!r} is not a real date/time ({exc})") from None
+        self.zoneless += 1
+        return (dt - _EPOCH) // _ONE_US
 
 
 def read_rpm(
@@ -96,8 +191,22 @@ def read_rpm(
     tz: str | None = None,
     source_id: str | None = None,
     progress: ProgressFn | None = None,
+    source_tz: str | None = None,
+    date_order: str | None = None,
+    zone_origin: str = "the data folder's zone",
 ) -> ImportBatch:
-    """Read an RPM UI-log CSV into one batch (the file is only read)."""
+    """Read an RPM UI-log CSV into one batch (the file is only read).
+
+    Time stamps without a zone are local time in ``source_tz`` if given, else in ``tz`` (the data
+    folder's zone; ``zone_origin`` says where it came from in the note); ``date_order`` ("dmy",
+    "mdy") reads day/month dates a file leaves undecided."""
+    if date_order not in (None, "dmy", "mdy"):
+        raise UserError(f"--date-order {date_order!r} is not dmy or mdy")
+    try:
+        stamps = Stamps(source_tz or tz or "UTC", date_order)
+    except ValueError as exc:
+        raise UserError(f"--source-tz: {exc}" if source_tz else str(exc)) from None
+    origin = "--source-tz" if source_tz else zone_origin
     p = check_readable(Path(path), WHAT)
     try:
         with open(p, "rb") as fh:
@@ -117,7 +226,7 @@ def read_rpm(
     csv.field_size_limit(MAX_FIELD)
     try:
         with open(p, encoding=encoding, errors=errors, newline="") as fh:
-            return _read(fh, p, tz, source_id or f"rpm:{p.name}:{digest}", Progress(f"rpm {p.name}", progress))
+            batch = _read(fh, p, tz, source_id or f"rpm:{p.name}:{digest}", Progress(f"rpm {p.name}", progress), stamps)
     except csv.Error as exc:
         raise UserError(f"{p} is not a readable CSV ({exc})") from None
     except UnicodeError as exc:
@@ -126,6 +235,13 @@ def read_rpm(
         raise UserError(f"{p} cannot be read ({exc.strerror or exc})") from None
     finally:
         csv.field_size_limit(old_limit)
+    if stamps.undecided_rows:
+        batch.note("dates like 03/04/2020 whose order no date of the file decides: read as day/month "
+                   "(pass --date-order mdy for month/day)", stamps.undecided_rows)
+    if stamps.zoneless:
+        batch.note(f"time stamps carry no zone: read as {stamps.zone_name} ({origin}); "
+                   f"pass --source-tz to change", stamps.zoneless)
+    return batch
 
 
 def _content_digest(p: Path) -> str:
@@ -188,7 +304,7 @@ def _outliers(stamps: list[tuple[int, int]]) -> dict[int, tuple[int, int]]:
     return out
 
 
-def _read(fh: io.TextIOBase, p: Path, tz: str | None, source_id: str, say: Progress) -> ImportBatch:
+def _read(fh: io.TextIOBase, p: Path, tz: str | None, source_id: str, say: Progress, stamps: Stamps) -> ImportBatch:
     first = fh.readline()
     delimiter = ";" if first.count(";") > first.count(",") else ","
     header = next(csv.reader([first], delimiter=delimiter), [])
@@ -204,6 +320,7 @@ def _read(fh: io.TextIOBase, p: Path, tz: str | None, source_id: str, say: Progr
     batch = ImportBatch(source_id=source_id, recorder="rpm")
     file = str(p)
     pending = _rows(csv.reader(fh, delimiter=delimiter), batch, file)
+    batch.source_rows = len(batch.quarantined) + len(pending)  # malformed rows and parsed ones
     text = Texts(batch, surrogates=True)
     days = DaySeen(tz)
     clock = ClockWatch(batch, "rows")
@@ -214,6 +331,9 @@ def _read(fh: io.TextIOBase, p: Path, tz: str | None, source_id: str, say: Progr
         i = cols.get(name)
         return row[i] if i is not None and i < len(row) else ""
 
+    # The day/month order of slashed dates is the file's, decided from all its dates at once.
+    stamps.order, stamps.undecided = Stamps.decide_order([(line, get(row, "timestamp")) for line, row in pending],
+                                                         stamps.order, p)
     # Timestamps first: an outlier is judged against its neighbours in file order.
     rows: list[tuple[int, list[str], int]] = []
     for line, row in pending:
@@ -223,10 +343,11 @@ def _read(fh: io.TextIOBase, p: Path, tz: str | None, source_id: str, say: Progr
         key = tuple(row)
         if key in seen:
             batch.note("duplicate rows skipped (identical to an earlier row)")
+            batch.source_rows -= 1  # a duplicate is neither read again nor quarantined
             continue
         seen.add(key)
         try:
-            ts = parse_ts(get(row, "timestamp"))
+            ts = stamps(get(row, "timestamp"))
         except BadTimestamp as exc:
             batch.quarantine(file, where, "unreadable timestamp", str(exc))
             continue

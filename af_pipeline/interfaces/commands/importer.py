@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -65,6 +66,13 @@ def register(sub: Any) -> None:
         k.add_argument("--source-id", metavar="ID",
                        help="override the source identity that makes re-imports idempotent "
                        "(default: derived from the source, see docs/importers.md)")
+        if kind == "rpm":
+            k.add_argument("--source-tz", metavar="ZONE",
+                           help="IANA time zone of the log's time stamps that carry no zone (the Action "
+                           "Logger's 2020-04-09 17:22:00:365); default: the data folder's zone")
+            k.add_argument("--date-order", choices=("dmy", "mdy"),
+                           help="how to read dates such as 03/04/2020 (day/month or month/day) when no "
+                           "date in the file decides it")
         if kind == "screenpipe":
             k.add_argument("--screen", metavar="STREAM=WxH", action="append", default=[],
                            help="real screen size of a monitor in pixels, e.g. monitor_1=1512x982 "
@@ -87,6 +95,7 @@ def _progress(message: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
+    new_home = not home.exists()
     try:
         # A new data folder is created only once the source has been read: a missing or
         # unreadable source leaves nothing behind.
@@ -132,7 +141,9 @@ def run(args: argparse.Namespace) -> int:
         # deferred: only the importer of the source given
         from capture.importers.rpm import read_rpm
 
-        batches = [read_rpm(path, **opts)]
+        batches = [read_rpm(path, **opts, source_tz=args.source_tz, date_order=args.date_order,
+                            zone_origin="the data folder's zone" if not new_home else
+                            f"the new data folder's zone, from {'--tz' if args.tz else 'the machine'}")]
     log: EventLog | None = None
     total = ImportTotals()
     with contextlib.ExitStack() as held:
@@ -153,6 +164,10 @@ def run(args: argparse.Namespace) -> int:
             _continued, covered = log.continue_grown_spans(batch)
             if grown:
                 drop_known_streams(log, batch)  # as a sync pass: a day's stream row is written once
+            else:
+                held_streams = _known_streams(log, batch, screens_given=getattr(args, "screen", None) or [])
+                total.read["streams"] += held_streams
+                total.skipped += held_streams
             total.add(batch, log.append(batch, progress=progress))
             total.skipped += sum(covered.values())
             for kind, n in covered.items():
@@ -187,10 +202,18 @@ def run(args: argparse.Namespace) -> int:
             "days_touched": total.days_touched,
             "days_sealed": total.days_sealed,
             "days_amended": total.days_amended,
+            "hints": total.hints,
+            "new_home_tz": settings.tz if new_home and log is not None else None,
         })
     else:
         _print_table(args.source_kind, path, total.source_id, home.root, total.read, total, notes)
+        if new_home and log is not None:
+            print(f"\n  new data folder {home.root} uses time zone {settings.tz} "
+                  f"(from {'--tz' if args.tz else 'the machine'}; it cannot change later)")
+        for hint in total.hints:
+            print(f"\n  {hint}")
     _nothing_landed(path, total, notes)
+    _mostly_quarantined(path, total)
     return 0
 
 
@@ -231,7 +254,44 @@ def _nothing_landed(path: Path, total: ImportTotals, notes: dict[str, int]) -> N
            sorted(total.quarantine_reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
     why += [f"{n:,} {what}" for what, n in sorted(notes.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
     reason = "; ".join(why) if why else "the source holds no rows"
-    raise UserError(f"{path}: nothing usable landed ({reason})")
+    raise UserError(f"{path}: nothing usable landed ({reason})" + "".join(f" {h}" for h in total.hints))
+
+
+def _mostly_quarantined(path: Path, total: ImportTotals) -> None:
+    """A source of which more than half the rows read were quarantined is an error (exit 2),
+    though what could be used has landed: one sentence with the count, the main reason and an
+    example row. Rows already in the log (or duplicates skipped) are read and usable, not
+    quarantined; the derived stream rows are not rows of the source."""
+    if total.source_rows is not None:  # rows of the source (CSV rows, events) against those unusable
+        rows, bad = total.source_rows, total.unusable
+    else:  # capture rows (a screenpipe frame's rows, elements, ...) against every quarantined one
+        rows, bad = sum(n for k, n in total.read.items() if k != "streams") + total.unusable, total.quarantined
+    if not bad or 2 * bad <= rows or not total.quarantine_reasons:
+        return
+    reason, _n = min(total.quarantine_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+    example = total.examples.get(reason)
+    raise UserError(
+        f"{path}: {bad:,} of the {rows:,} rows read were quarantined, mostly for "
+        f"\"{reason}\"" + (f" (e.g. {example})" if example else "")
+        + "; the rest landed. See log/quarantine.jsonl in the data folder for every row"
+    )
+
+
+def _known_streams(log: EventLog, batch: Any, screens_given: list[str]) -> int:
+    """Drop the batch's stream rows whose ref the log holds already; returns how many.
+
+    A stream row says when a stream was first seen on a local day. A later import of the same
+    source that amends the day (an export with earlier events, a second file) sees it at another
+    time, which is not a conflict worth a quarantine entry; it is the same stream row, already in
+    the log. Rows of a monitor whose size the user gives now (``--screen``) are kept, so a size
+    that differs from the logged one is still reported."""
+    if not batch.streams:
+        return 0
+    sized = {spec.partition("=")[0].strip() for spec in screens_given}
+    known = log.refs_present([r.ref for r in batch.streams if r.stream not in sized])
+    before = len(batch.streams)
+    batch.streams = [r for r in batch.streams if r.ref not in known]
+    return before - len(batch.streams)
 
 
 class ImportTotals:
@@ -249,6 +309,9 @@ class ImportTotals:
         self.days_touched: list[str] = []
         self.days_sealed: list[str] = []
         self.days_amended: list[str] = []
+        self.hints: list[str] = []
+        self.examples: dict[str, str] = {}  # quarantine reason -> one of its rows, file:row
+        self.source_rows: int | None = 0  # None once a batch does not count its source's rows
 
     def add(self, batch: Any, report: Any) -> None:
         self.source_id = batch.source_id
@@ -262,9 +325,26 @@ class ImportTotals:
             self.quarantine_reasons[reason] = self.quarantine_reasons.get(reason, 0) + n
         for what, n in getattr(batch, "notes", {}).items():
             self.notes[what] = self.notes.get(what, 0) + n
+        for hint in getattr(batch, "hints", ()):
+            if hint not in self.hints:
+                self.hints.append(hint)
+        counted = getattr(batch, "source_rows", None)
+        self.source_rows = None if counted is None or self.source_rows is None else self.source_rows + counted
+        for q in batch.quarantined:
+            self.examples.setdefault(q.reason, f"{Path(q.source).name}:{q.row}")
         self.days_touched = sorted(set(self.days_touched) | set(report.days_touched))
         self.days_sealed = sorted(set(self.days_sealed) | set(report.days_sealed))
         self.days_amended = sorted(set(self.days_amended) | set(report.days_amended))
+
+
+_UNIT = re.compile(r"^(.*), (seconds|minutes|hours|characters|bytes)$")
+
+
+def _unit_of(note: str) -> tuple[str, str]:
+    """A note that counts a quantity ends in its unit (``"rows: largest backwards step,
+    seconds"``): the unit is printed beside the number, in its own column, not after the text."""
+    m = _UNIT.match(note)
+    return (m.group(1), m.group(2)) if m else (note, "")
 
 
 def _print_table(kind: str, path: Path, source_id: str, root: Path, read: dict[str, int], report: Any,
@@ -286,8 +366,10 @@ def _print_table(kind: str, path: Path, source_id: str, root: Path, read: dict[s
             print(f"  {'':>10}  ... and {len(top) - 8} more reasons (see --json)")
     if notes:
         print("\n  importer notes (mapped on purpose, repaired, or not imported):")
-        for what, n in notes.items():
-            print(f"  {n:>10,}  {what}")
+        rows = [_unit_of(what) for what in notes]
+        width = max((len(unit) for _, unit in rows), default=0)
+        for (what, unit), n in zip(rows, notes.values(), strict=True):
+            print(f"  {n:>10,} {unit:<{width}} {what}" if width else f"  {n:>10,}  {what}")
     days = report.days_touched
     if days:
         span = days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
