@@ -84,15 +84,19 @@ class BuildOutcome:
     run_id: str  # "" when every day was unchanged and no run was made
     failures: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # unchanged days left as they were (assets/unchanged.py)
+    published: list[str] = field(default_factory=list)  # days whose files this run wrote or found current
+    withheld: dict[str, str] = field(default_factory=dict)  # day -> why it was not published
 
 
 def _failures(result: Any) -> list[str]:
+    """One line per failed step, and per failed check and day: '<day> <check>: <reason>'."""
     out = []
     for ev in result.all_events:
         if ev.event_type_value == "ASSET_CHECK_EVALUATION":
             data = ev.asset_check_evaluation_data
             if not data.passed:
-                out.append(f"check {data.check_name} failed: {data.description or ''}".strip())
+                where = f"{data.partition} " if data.partition else ""
+                out.append(f"{where}{data.check_name}: {data.description or 'failed'}")
         elif ev.event_type_value == "STEP_FAILURE":
             err = ev.step_failure_data.error
             msg = err.message.strip().splitlines()[0] if err else "failed"
@@ -182,7 +186,27 @@ def run_build(
             if full is None:
                 raise
             return BuildOutcome(False, days, time.monotonic() - started, "not stored", [full], skipped)
-    return BuildOutcome(result.success, days, time.monotonic() - started, result.run_id, _failures(result), skipped)
+    failures = _failures(result)
+    published, withheld = _published(result)
+    return BuildOutcome(result.success and not failures, days, time.monotonic() - started, result.run_id, failures,
+                        skipped, published, withheld)
+
+
+def _published(result: Any) -> tuple[list[str], dict[str, str]]:
+    """(days published, {day: why not}) from the run's published_day materializations."""
+    published, withheld = [], {}
+    for ev in result.all_events:
+        if ev.event_type_value != "ASSET_MATERIALIZATION":
+            continue
+        mat = ev.event_specific_data.materialization
+        if mat.asset_key.to_user_string() != "published_day" or not mat.partition:
+            continue
+        reason = mat.metadata.get("withheld")
+        if reason is not None:
+            withheld[mat.partition] = str(reason.value)
+        elif "skipped" not in mat.metadata:
+            published.append(mat.partition)
+    return sorted(published), dict(sorted(withheld.items()))
 
 
 # Below this much free space a SQLite "disk I/O error" is the disk being full: SQLite reports a
@@ -238,6 +262,8 @@ def _day_checks(result: Any, days: list[str]) -> tuple[dict[str, dict[str, Any]]
                     "passed": bool(data.passed),
                     "problem": None if data.passed else data.description,
                     "details": None if data.passed else meta.get("details"),
+                    # a failure caused by another check's failure on the day (checks/invariants.py)
+                    "consequence_of": None if data.passed else meta.get("consequence of"),
                 }
     return per_day, other_env
 

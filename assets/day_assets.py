@@ -30,7 +30,7 @@ from dagster_duckdb import DuckDBResource
 
 from af_pipeline.compiler.categories import rules_in
 from af_pipeline.warehouse import day_work as steps
-from af_pipeline.warehouse import publish, store
+from af_pipeline.warehouse import publish, quality, store
 from af_pipeline.warehouse.day_work import CONTEXT_BUDGET_TOKENS, ENRICH_KINDS, SNAPSHOTS_ONLY
 from af_pipeline.warehouse.version import code_version
 from assets import unchanged
@@ -245,7 +245,8 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         deps=[context_block],
         kinds={"file"},
         description="Files for agents under <home>/published/<day>/: document.json/.yaml/.md, context.txt and a "
-        "manifest with the sha256 of each, written atomically; append-only once the day is sealed.",
+        "manifest with the sha256 of each, written atomically; append-only once the day is sealed. A day whose "
+        "rows break a data-quality rule is not published (its metadata says which rule and rows).",
     )
     def published_day(
         context: dg.AssetExecutionContext, data_folder: DataFolder, warehouse: DuckDBResource
@@ -254,12 +255,20 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         version = code_version()
         with warehouse.get_connection() as con:
             days, skip = _split(context, data_folder, con)
+            # the day's quality rules, judged on what this run wrote: a day that breaks one is not
+            # published (its data-quality check fails with the same reason), the others are
+            withheld = quality.failing_days(con, days)
             for day in days:
-                meta = steps.published_day(con, day, data_folder.published_dir, version, _run(context))
-                if meta["sealed"]:  # what a later build compares to skip the day (assets/unchanged.py)
+                failing = withheld.get(day)
+                meta = steps.published_day(con, day, data_folder.published_dir, version, _run(context),
+                                           failing.reason if failing else None)
+                if meta.get("withheld"):
+                    context.log.warning(f"published_day: {day} not published: {meta['withheld']}")
+                elif meta["sealed"]:  # what a later build compares to skip the day (assets/unchanged.py)
                     manifest = publish.read_manifest(data_folder.published_dir, day) or {}
                     unchanged.record_built(con, day, version, manifest.get("segments") or {})
                 per_day[day] = meta | {"path": dg.MetadataValue.path(meta["path"])}
-        return _result(context, per_day, lambda r: {"written": sum(1 for x in r if x["written"])}, skip)
+        return _result(context, per_day, lambda r: {"written": sum(1 for x in r if x["written"]),
+                                                    "withheld": sum(1 for x in r if x.get("withheld"))}, skip)
 
     return [raw_day, frames, enriched_input, page_refs, day_document, context_block, published_day]

@@ -24,6 +24,11 @@ def canonical_sha_of_file(path: Path) -> str:
         return f"unreadable ({exc})"
 
 
+def published_by(published_dir: Path, day: str) -> bool:
+    """Whether a build published the day (its manifest is there)."""
+    return publish.read_manifest(published_dir, day) is not None
+
+
 def compare(published_dir: Path, fresh_published: Path, day: str, warehouse_sha: str | None) -> list[str]:
     """Differences between a day's published files (and warehouse document) and the other process's."""
     theirs = publish.read_manifest(fresh_published, day)

@@ -13,12 +13,14 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from af_pipeline.warehouse import day_work, store
+from af_pipeline.warehouse import day_work, quality, store
+from af_pipeline.warehouse.quality import quiet
 from assets.dagster_adapter import DayResults, day_check
 from assets.resources import DataFolder
 from certification import appendonly, rebuild, recompile
 
 MAX_LISTED = 20  # problems shown in the UI; the count is always complete
+CONSEQUENCE_OF = "consequence of"  # metadata: the check whose failure caused this one's
 
 RECOMPILE = "byte_identical_recompile"
 REBUILD = "rebuild_equals_incremental"
@@ -32,12 +34,6 @@ RUN_FIRST = {"dagster/priority": "2"}
 OWN_SIDE_FIRST = {"dagster/priority": "1"}
 
 
-def quiet(con: Any) -> None:
-    """No DuckDB progress bar: on a busy machine a scan passes its two-second threshold and the
-    bar lands on stdout, in the middle of `af certify --json`."""
-    con.execute("SET enable_progress_bar = false")
-
-
 def day_result(problems: Sequence[str], days_in_run: int, extra: Mapping[str, Any] | None = None) -> dg.AssetCheckResult:
     """One day's verdict: passed without problems; the first problem is the description."""
     meta: dict[str, Any] = {"problems": len(problems), "days in run": days_in_run}
@@ -45,6 +41,13 @@ def day_result(problems: Sequence[str], days_in_run: int, extra: Mapping[str, An
         meta["details"] = dg.MetadataValue.md("\n".join(f"- {p}" for p in problems[:MAX_LISTED]))
     meta.update(extra or {})
     return dg.AssetCheckResult(passed=not problems, metadata=meta, description=problems[0] if problems else None)
+
+
+def consequence(day: str, failing: quality.Failing, days_in_run: int, extra: Mapping[str, Any]) -> dg.AssetCheckResult:
+    """A check that could not judge a day because a data-quality rule kept it from being
+    published: it fails, saying so, and names the check that holds the cause."""
+    problem = f"{day}: not published, a consequence of {failing.check} failing ({failing.reason})"
+    return day_result([problem], days_in_run, {**extra, CONSEQUENCE_OF: failing.check})
 
 
 def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
@@ -63,12 +66,17 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
         env = {"other process TZ": fresh.env.get("TZ", ""), "other process PYTHONHASHSEED": fresh.env.get("PYTHONHASHSEED", "")}
         with warehouse.get_connection() as con:
             stored = day_work.document_hashes(con, days)  # the files as they are, not the recorded hashes
-        return {
-            day: day_result(
-                recompile.compare(data_folder.published_dir, fresh.published, day, stored.get(day, "missing")), len(days), env
-            )
-            for day in days
-        }
+            withheld = quality.failing_days(con, days)
+        out = {}
+        for day in days:
+            problems = recompile.compare(data_folder.published_dir, fresh.published, day, stored.get(day, "missing"))
+            failing = withheld.get(day)
+            if failing is not None and not recompile.published_by(fresh.published, day):
+                # both builds kept the day back: nothing to compare, and the cause is the quality check
+                out[day] = consequence(day, failing, len(days), env)
+            else:
+                out[day] = day_result(problems, len(days), env)
+        return out
 
     @day_check(
         asset=published_day,

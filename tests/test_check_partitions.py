@@ -16,6 +16,7 @@ from dagster._core.storage.asset_check_execution_record import (
 )
 from dagster_support import corpus, days_of, new_home, only_days
 
+from af_pipeline.warehouse import quality as rules
 from assets import certify as harness
 from assets.definitions import build_definitions
 from assets.instance import instance, use_home
@@ -133,12 +134,12 @@ def test_a_failure_no_single_day_shows_fails_every_day_of_the_range():
 
     def frame(day: str) -> dict:
         return {"day": day, "frame_id": "f-1", "stream": "s", "app": "a", "start_us": 0, "end_us": 10,
-                "wall_us": 10, "active_us": 5, "snapshots": 1, "dwell_cap_us": quality.DWELL_CAP_US, "prev_end_us": None}
+                "wall_us": 10, "active_us": 5, "snapshots": 1, "earn_cap_us": rules.DWELL_CAP_US, "prev_end_us": None}
 
     days = ["2026-06-01", "2026-06-02"]
     rows = pd.DataFrame([frame(d) for d in days])
-    found = quality.validate_days("frames", rows, quality._frames_expectations, days)
+    found = quality.validate_days("frames", rows, quality.expectations(rules.FRAMES), days)
     assert set(found) == set(days)
     assert all(len(found[d]) == 1 and "frame_id" in found[d][0] for d in days), found
-    clean = quality.validate_days("frames", rows.iloc[:1], quality._frames_expectations, days)
+    clean = quality.validate_days("frames", rows.iloc[:1], quality.expectations(rules.FRAMES), days)
     assert clean == {d: [] for d in days}

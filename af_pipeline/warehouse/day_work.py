@@ -48,7 +48,7 @@ from af_pipeline.compiler.categories import CategoryRules
 from af_pipeline.compiler.compile import frame_day
 from af_pipeline.compiler.emit import DEFAULT_BUDGET
 from af_pipeline.compiler.enrich import attribute_input, enrich_columns
-from af_pipeline.warehouse import publish, store
+from af_pipeline.warehouse import publish, quality, store
 from capture.log import EventLog
 
 if TYPE_CHECKING:  # the compiler (numpy, the entity tables) loads when a step first runs
@@ -495,10 +495,19 @@ def context_part(doc: dict[str, Any], doc_tokens: int) -> tuple[str, int, str, d
 
 def published_day(
     con: duckdb.DuckDBPyConnection, day: str, published_dir: Path, code_version: str, run: RunParts | None = None,
+    withheld: str | None = None,
 ) -> dict[str, Any]:
     """Publish the day's files; ``path`` in the result is the day's folder. The files are a
     function of the capture and the code alone (no wall-clock stamp): a day built again from
-    the same segments with the same code is left as it is, mtimes included (``written`` False)."""
+    the same segments with the same code is left as it is, mtimes included (``written`` False).
+
+    A day whose rows break a data-quality rule (``withheld``: quality.failing_days' reason) is
+    not published: nothing is written for it, files published before stay as they were, and the
+    result says why (``withheld``)."""
+    if withheld is not None:
+        if run is not None:
+            run.drop(day)
+        return {"path": str(published_dir / day), "written": False, "withheld": withheld}
     held = run.held(day) if run is not None else None
     ready = run.prefetched(con, day, PUBLISHED) if run is not None else None
     if ready is not None:
@@ -537,7 +546,8 @@ def build_day(
     page_refs(con, day, run)
     day_document(con, day, include_typed_text, run, categories)
     context_block(con, day, run, measure_raw=False)
-    published_day(con, day, published_dir, code_version, run)
+    failing = quality.failing_days(con, [day]).get(day)
+    published_day(con, day, published_dir, code_version, run, failing.reason if failing else None)
 
 
 _SCALARS = {str, int, float, bool, type(None)}

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from af_pipeline.interfaces import cli
 from capture.errors import CheckFailed
 from capture.home import resolve_home
 from capture.timeutil import days_between
+
+if TYPE_CHECKING:
+    from assets.certify import BuildOutcome
 
 
 def _range_args(p: argparse.ArgumentParser) -> None:
@@ -86,7 +90,8 @@ def run_build(args: argparse.Namespace) -> int:
     out = harness.run_build(home, days, _say, verbose=args.verbose, stages=not args.json, force=args.force)
     if args.json:
         cli.emit_json({"ok": out.ok, "days": out.days, "seconds": round(out.seconds, 2), "run_id": out.run_id,
-                       "failures": out.failures, "skipped_unchanged": out.skipped})
+                       "failures": out.failures, "skipped_unchanged": out.skipped, "published": out.published,
+                       "withheld": out.withheld})
     elif not out.run_id:
         print(f"nothing to build: {len(out.skipped)} day(s) {days[0]} .. {days[-1]} unchanged since published "
               f"to {home.published_dir} (--force rebuilds them)")
@@ -95,12 +100,23 @@ def run_build(args: argparse.Namespace) -> int:
         built = len(days) - len(out.skipped)
         skipped = f", {len(out.skipped)} unchanged skipped" if out.skipped else ""
         print(f"{verdict} {built} day(s) {days[0]} .. {days[-1]}{skipped} in {out.seconds:.1f} s "
-              f"(run {out.run_id[:8]}); published to {home.published_dir}")
+              f"(run {out.run_id[:8]}); {_where(out, str(home.published_dir))}")
         for f in out.failures:
             print(f"  {f}")
     if not out.ok:
         raise CheckFailed(f"the build failed ({len(out.failures)} failure(s)); see above")
     return 0
+
+
+def _where(out: BuildOutcome, folder: str) -> str:
+    """Where the run's days went: only a folder that was written is named."""
+    parts = []
+    if out.published:
+        parts.append(f"{len(out.published)} day(s) published to {folder}")
+    if out.withheld:
+        parts.append(f"{len(out.withheld)} day(s) not published ({', '.join(out.withheld)}: "
+                     "a data-quality rule failed)")
+    return "; ".join(parts) or "nothing published"
 
 
 def run_certify(args: argparse.Namespace) -> int:
@@ -119,9 +135,11 @@ def run_certify(args: argparse.Namespace) -> int:
               f"code {cert['code_version']}, log head {(cert['log']['chain_head'] or '-')[:12]}; "
               f"written to {home.certificate_path}")
         for day, v in failed.items():
-            for name, c in v["checks"].items():
-                if not c["passed"]:
-                    print(f"  {day} {name}: {c['problem']}")
+            # root causes first, then what followed from them on the same day
+            failing = sorted((bool(c.get("consequence_of")), name) for name, c in v["checks"].items() if not c["passed"])
+            for knock_on, name in failing:
+                mark = " [consequence]" if knock_on else ""
+                print(f"  {day} {name}{mark}: {v['checks'][name]['problem']}")
             for e in v["errors"]:
                 print(f"  {day}: {e}")
     return 0 if cert["verdict"] == "pass" else 1
