@@ -361,3 +361,24 @@ def test_nothing_usable_still_names_its_reasons(tmp_path: Path, capsys, kind: st
         aw_event("yesterday", 5, app="Code")]}}}))
     code, _, err = run(capsys, ["import", kind, str(path), "--home", str(tmp_path / "h"), "--tz", "UTC"])
     assert code == 2 and "nothing usable landed (1 quarantined: unreadable timestamp" in err
+
+
+def test_screenpipe_zoneless_stamps_are_utc_and_the_summary_says_so(tmp_path: Path, capsys) -> None:
+    from capture.screenpipe_schema import CURRENT_DDL
+
+    db = tmp_path / "db.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(CURRENT_DDL)
+    con.execute("INSERT INTO frames (id, timestamp, app_name, window_name, focused, device_name, capture_trigger) "
+                "VALUES (1, '2026-03-15 18:25:55', 'Mail', 'Inbox', 1, 'monitor_1', 'click')")
+    con.execute("INSERT INTO frames (id, timestamp, app_name, window_name, focused, device_name, capture_trigger) "
+                "VALUES (2, '2026-03-15T18:26:55.5+00:00', 'Mail', 'Inbox', 1, 'monitor_1', 'click')")
+    con.execute("INSERT INTO ui_events (timestamp, event_type, x, y, button, frame_id) "
+                "VALUES ('2026-03-15 18:25:56', 'click', 1, 2, 0, 1)")
+    con.commit()
+    con.close()
+    code, out, _ = run(capsys, ["import", "screenpipe", str(db), "--home", str(tmp_path / "h"), "--tz", "Asia/Tokyo"])
+    assert code == 0
+    line = next(x for x in out.splitlines() if "carry no zone" in x)
+    assert line.split()[0] == "2" and line.endswith("time stamps carry no zone: read as UTC (what screenpipe writes)")
+    assert landed_stamps(tmp_path / "h")[0] == parse_ts("2026-03-15T18:25:55Z")

@@ -139,7 +139,8 @@ def test_current_era_keeps_every_capture_of_the_same_second(tmp_path: Path) -> N
     b = read_screenpipe(make_db(tmp_path / "db.sqlite", CURRENT_DDL, frames))
     assert [(s.source_frame_id, s.trigger) for s in b.snapshots] == [
         ("1", "typing"), ("2", "click"), ("3", "click"), ("4", "click")]
-    assert b.notes == {"frames: duplicate rows skipped (identical apart from the id)": 1}
+    assert b.notes == {"frames: duplicate rows skipped (identical apart from the id)": 1,
+                       "time stamps carry no zone: read as UTC (what screenpipe writes)": 5}
 
 
 def test_screen_override_and_per_day_streams(current_db: Path) -> None:

@@ -224,6 +224,15 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
 
 
+_ZONED = re.compile(r"(?:[Zz]|[+-]\d\d(?::?\d\d)?)\s*$")
+ZONELESS_UTC = "time stamps carry no zone: read as UTC (what screenpipe writes)"
+
+
+def zoneless(value: object) -> bool:
+    """Whether a timestamp is text without a zone or offset (``2026-03-15 18:25:55``)."""
+    return type(value) is str and len(value) >= 16 and value[4] == "-" and _ZONED.search(value, 16) is None
+
+
 def ts_us(value: object) -> int:
     """parse_ts with a fast path for ISO text (the C parser); same result, same errors.
 

@@ -57,6 +57,7 @@ from capture.importers.common import (
     MAX_TYPED_TEXT,
     MAX_URL,
     MAX_WINDOW,
+    ZONELESS_UTC,
     ClockWatch,
     DaySeen,
     ImportBatch,
@@ -70,6 +71,7 @@ from capture.importers.common import (
     stream_infos,
     table_columns,
     ts_us,
+    zoneless,
 )
 from capture.log.columns import RowColumns
 from capture.log.rows import gc_paused
@@ -664,6 +666,8 @@ class _Reader:
                 self.dropped[r[0]] = "quarantined"
                 self.batch.quarantine(self.file, f"frames id={r[0]}", "unreadable timestamp", f"{exc}")
             return
+        if zoneless(raw_ts):
+            self.batch.note(ZONELESS_UTC, len(rows))
         clock.see(ts)
         by_stream: dict[str, list[tuple[Any, ...]]] = {}
         for r in rows:
@@ -1113,6 +1117,8 @@ class _Reader:
             except BadTimestamp as exc:
                 self.batch.quarantine(self.file, f"accessibility id={aid}", "unreadable timestamp", str(exc))
                 continue
+            if zoneless(raw_ts):
+                self.batch.note(ZONELESS_UTC)
             body = self.text(content, MAX_ELEMENT_TEXT, "accessibility.text_content")
             if body is None or not body.strip():
                 self.batch.note("accessibility: empty text rows (nothing to import)")
@@ -1156,6 +1162,8 @@ class _Reader:
             except BadTimestamp as exc:
                 self.batch.quarantine(self.file, f"ui_events id={eid}", "unreadable timestamp", str(exc))
                 continue
+            if zoneless(raw_ts):
+                self.batch.note(ZONELESS_UTC)
             kind = kinds.get(etype)
             if kind is None:
                 kind = kinds[etype] = (text(etype, 64, "ui_events.event_type") or "").strip().lower()
