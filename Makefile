@@ -22,9 +22,10 @@ test: $(STAMP_PY) $(STAMP_SYS) $(STAMP_AW)
 
 setup: $(STAMP_PY) $(STAMP_SYS) $(STAMP_AW)
 
+# peewee 4 returns datetimes where aw-server 0.12's peewee storage parses strings (500 on every call)
 $(STAMP_AW):
 	test -x $(AW_VENV)/bin/python || $(PY) -m venv $(AW_VENV)
-	$(AW_VENV)/bin/python -m pip install -q 'aw-server==0.12.0' 'aw-client==0.5.15'
+	$(AW_VENV)/bin/python -m pip install -q 'aw-server==0.12.0' 'aw-client==0.5.15' 'peewee>=3.17,<4'
 	touch $@
 
 $(STAMP_PY): pyproject.toml af_pipeline/compiler/_speedups.c

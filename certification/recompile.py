@@ -24,9 +24,16 @@ def canonical_sha_of_file(path: Path) -> str:
         return f"unreadable ({exc})"
 
 
-def published_by(published_dir: Path, day: str) -> bool:
-    """Whether a build published the day (its manifest is there)."""
-    return publish.read_manifest(published_dir, day) is not None
+def compare_warehouse(fresh_published: Path, day: str, warehouse_sha: str | None) -> list[str]:
+    """The warehouse document against the other process's, when that process published the day
+    (a day neither build published, one a quality rule kept back, has nothing to compare to)."""
+    theirs = publish.read_manifest(fresh_published, day)
+    if theirs is None:
+        return []
+    want = str(theirs["canonical_sha256"])
+    if warehouse_sha != want:
+        return [f"{day}: the warehouse document hashes to {str(warehouse_sha)[:12]}, a recompile to {want[:12]}"]
+    return []
 
 
 def compare(published_dir: Path, fresh_published: Path, day: str, warehouse_sha: str | None) -> list[str]:
@@ -35,9 +42,7 @@ def compare(published_dir: Path, fresh_published: Path, day: str, warehouse_sha:
     if theirs is None:
         return [f"{day}: the independent recompile produced nothing for this day"]
     want = str(theirs["canonical_sha256"])
-    problems = []
-    if warehouse_sha != want:
-        problems.append(f"{day}: the warehouse document hashes to {str(warehouse_sha)[:12]}, a recompile to {want[:12]}")
+    problems = compare_warehouse(fresh_published, day, warehouse_sha)
     folder = published_dir / day
     if publish.read_manifest(published_dir, day) is None:
         return problems + [f"{day}: nothing is published (published/{day}/manifest.json is missing)"]

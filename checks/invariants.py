@@ -43,11 +43,13 @@ def day_result(problems: Sequence[str], days_in_run: int, extra: Mapping[str, An
     return dg.AssetCheckResult(passed=not problems, metadata=meta, description=problems[0] if problems else None)
 
 
-def consequence(day: str, failing: quality.Failing, days_in_run: int, extra: Mapping[str, Any]) -> dg.AssetCheckResult:
-    """A check that could not judge a day because a data-quality rule kept it from being
-    published: it fails, saying so, and names the check that holds the cause."""
+def consequence(day: str, failing: quality.Failing, found: Sequence[str], days_in_run: int,
+                extra: Mapping[str, Any]) -> dg.AssetCheckResult:
+    """A check that could not judge a day's published files because a data-quality rule kept
+    the day from being published: it fails, saying so first and naming the check that holds the
+    cause, then lists what it found in what it could compare."""
     problem = f"{day}: not published, a consequence of {failing.check} failing ({failing.reason})"
-    return day_result([problem], days_in_run, {**extra, CONSEQUENCE_OF: failing.check})
+    return day_result([problem, *found], days_in_run, {**extra, CONSEQUENCE_OF: failing.check})
 
 
 def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
@@ -69,13 +71,13 @@ def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDe
             withheld = quality.failing_days(con, days)
         out = {}
         for day in days:
-            problems = recompile.compare(data_folder.published_dir, fresh.published, day, stored.get(day, "missing"))
             failing = withheld.get(day)
-            if failing is not None and not recompile.published_by(fresh.published, day):
-                # both builds kept the day back: nothing to compare, and the cause is the quality check
-                out[day] = consequence(day, failing, len(days), env)
-            else:
+            if failing is None:
+                problems = recompile.compare(data_folder.published_dir, fresh.published, day, stored.get(day, "missing"))
                 out[day] = day_result(problems, len(days), env)
+            else:  # kept back by a quality rule: no published files to compare, the warehouse still is
+                found = recompile.compare_warehouse(fresh.published, day, stored.get(day, "missing"))
+                out[day] = consequence(day, failing, found, len(days), env)
         return out
 
     @day_check(

@@ -39,8 +39,9 @@ def free_port() -> int:
 
 
 class AwServer:
-    def __init__(self, folder: Path, port: int | None = None):
+    def __init__(self, folder: Path, port: int | None = None, storage: str = "memory"):
         self.exe = available()
+        self.storage = storage  # memory, or peewee: the SQLite file a real installation keeps
         self.folder = folder
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -54,7 +55,7 @@ class AwServer:
     def start(self) -> AwServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            [str(self.exe), "--testing", "--host", "127.0.0.1", "--port", str(self.port), "--storage", "memory"],
+            [str(self.exe), "--testing", "--host", "127.0.0.1", "--port", str(self.port), "--storage", self.storage],
             env=self.env(), stdout=subprocess.DEVNULL, stderr=open(self.folder / "aw-server.log", "ab"),
         )
         deadline = time.monotonic() + WAIT_S
@@ -96,6 +97,18 @@ class AwServer:
         arg = json.dumps({"port": self.port, "bucket": bucket, "kind": kind, "beats": heartbeats, "pulse": pulsetime})
         subprocess.run([str(VENV / "bin" / "python"), "-c", script, arg], env=self.env(), check=True,
                        capture_output=True, timeout=120)
+
+    def export(self) -> bytes:
+        """What the web UI's "Export all buckets as JSON" downloads (GET /api/0/export)."""
+        with urllib.request.urlopen(f"{self.url}/api/0/export", timeout=30) as r:
+            return r.read()  # type: ignore[no-any-return]
+
+    def database(self) -> Path:
+        """The peewee SQLite file the server writes (storage peewee), under its data folder."""
+        found = sorted(self.folder.rglob("peewee-sqlite*.db"))
+        if not found:
+            raise FileNotFoundError(f"aw-server wrote no peewee database under {self.folder}")
+        return found[0]
 
     def events(self, bucket: str) -> list[dict]:
         with urllib.request.urlopen(f"{self.url}/api/0/buckets/{bucket}/events", timeout=10) as r:
