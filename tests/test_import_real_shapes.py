@@ -382,3 +382,29 @@ def test_screenpipe_zoneless_stamps_are_utc_and_the_summary_says_so(tmp_path: Pa
     line = next(x for x in out.splitlines() if "carry no zone" in x)
     assert line.split()[0] == "2" and line.endswith("time stamps carry no zone: read as UTC (what screenpipe writes)")
     assert landed_stamps(tmp_path / "h")[0] == parse_ts("2026-03-15T18:25:55Z")
+
+
+def test_a_copy_whose_newest_event_is_old_lands_and_hints_at_the_wal(tmp_path: Path, capsys) -> None:
+    import os
+
+    live = tmp_path / "live"
+    live.mkdir()
+    con = _running_server_db(live / "sqlite.db")
+    try:
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # these events reached the main file ...
+        copy = tmp_path / "copy"
+        copy.mkdir()
+        shutil.copy(live / "sqlite.db", copy / "sqlite.db")
+        # ... and the copy was made two days after its newest event (newer ones stayed in the -wal)
+        newest = parse_ts("2026-03-15T09:19:50Z") / 1e6
+        os.utime(copy / "sqlite.db", (newest + 2 * 86400, newest + 2 * 86400))
+        code, out, _ = run(capsys, ["import", "activitywatch", str(copy / "sqlite.db"),
+                                    "--home", str(tmp_path / "h"), "--tz", "UTC"])
+        assert code == 0
+        assert "holds no events of the day before it was last written and there is no sqlite.db-wal" in out
+        assert out.index("no sqlite.db-wal") > out.index("landed")  # after the table
+        os.utime(copy / "sqlite.db", (newest + 3600, newest + 3600))  # copied an hour after: no hint
+        code, out, _ = run(capsys, ["import", "activitywatch", str(copy / "sqlite.db"), "--home", str(tmp_path / "h")])
+        assert code == 0 and "-wal" not in out
+    finally:
+        con.close()
