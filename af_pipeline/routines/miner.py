@@ -6,7 +6,9 @@ occurrences (greedy from the left, which gives the largest such count), and that
 2 distinct targets. Routines are reported maximal, longest first: a routine is dropped when more
 than half of every one of its occurrences, by position in the action stream, lies inside
 occurrences of routines already kept, and a routine whose own occurrences overlap (the same case
-done twice in a row) gives way to its unit (docs/routines.md).
+done twice in a row), or whose steps are a stretch of a cycle done back to back, gives way to its
+unit. Rotations of one cycle (the same cyclic task started at different steps) are one routine
+(docs/routines.md).
 
 The miner is level-wise extension over an integer-encoded stream (see docs/routines.md):
 level k holds the start positions of every k-gram that occurs at least 3 times, grouped by
@@ -175,11 +177,18 @@ class Level:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One qualifying gram: its length and all its start positions (ascending)."""
+    """One qualifying gram: its length and all its start positions (ascending).
+
+    A cyclic routine (rotations of one cycle merged, see :func:`merge_rotations`) also has
+    ``shifts``: per position, the step of the routine that occurrence started at (0 = its first
+    step), and ``anchor``, a position whose occurrence starts at step 0."""
 
     k: int
     positions: np.ndarray
     count: int
+    rotations: tuple[np.ndarray, ...] = ()  # the positions of each qualifying rotation of the gram
+    shifts: np.ndarray | None = None
+    anchor: int | None = None
 
 
 def _non_overlapping(positions: np.ndarray, k: int) -> list[int]:
@@ -296,10 +305,11 @@ def frequent_levels(
     return levels, n_frequent, _reach_mask(raw_end, n), _reach_mask(spec_end, n)
 
 
-def maximal(levels: Sequence[Level], n: int) -> list[Candidate]:
+def maximal(levels: Sequence[Level], n: int, seq: np.ndarray | None = None) -> list[Candidate]:
     """Keep a gram unless more than half the steps of each of its occurrences already lie inside
     occurrences of grams kept before it (longer, or as long and ranked higher), or it is a
-    shorter routine chained to itself (see :func:`_repeats_a_unit`).
+    shorter routine chained to itself (see :func:`_repeats_a_unit`), or (with ``seq``, the
+    encoded stream) its own steps are a stretch of a cycle done back to back (see :func:`_periodic`).
 
     This drops what lies inside a longer routine, and the family of one sequence shifted by a
     step or two (in a log of back-to-back cases, "b c d .. a" beside "a b c d .."), while a gram
@@ -322,6 +332,8 @@ def maximal(levels: Sequence[Level], n: int) -> list[Candidate]:
         keep = ~np.logical_and.reduceat(2 * base > k, level.starts)
         if k > MIN_K:
             keep &= ~_repeats_a_unit(level)
+            if seq is not None:
+                keep &= ~_periodic(level, seq)
         if not keep.any():
             continue
         chosen = level.subset(keep)
@@ -329,11 +341,31 @@ def maximal(levels: Sequence[Level], n: int) -> list[Candidate]:
         if not len(chosen):
             continue
         _cover(start_end, chosen.positions, k)
+        rotations = _rotations(level, chosen, seq) if seq is not None else [() for _ in range(len(chosen))]
+        for rot in rotations:
+            for r in rot:  # one cycle started at other steps: inside the routine too
+                _cover(start_end, r, k)
         mask = _reach_mask(start_end, n)
         covered = np.r_[0, np.cumsum(mask)].astype(np.int64)
         for g in range(len(chosen)):
-            kept.append(Candidate(k=k, positions=chosen.group(g).copy(), count=int(chosen.counts[g])))
+            kept.append(
+                Candidate(k=k, positions=chosen.group(g).copy(), count=int(chosen.counts[g]), rotations=rotations[g])
+            )
     return kept
+
+
+def _rotations(level: Level, chosen: Level, seq: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """Per group of ``chosen`` (kept groups of ``level``): the positions of each other group of
+    ``level`` whose gram is a rotation of its gram, in the order of their first positions."""
+    k = level.k
+    firsts = level.positions[level.starts]
+    table = {tuple(row): g for g, row in enumerate(seq[firsts[:, None] + np.arange(k)].tolist())}
+    out: list[tuple[np.ndarray, ...]] = []
+    for row in seq[chosen.positions[chosen.starts][:, None] + np.arange(k)].tolist():
+        gram = tuple(row)
+        found = {table[r] for i in range(1, k) if (r := gram[i:] + gram[:i]) != gram and r in table}
+        out.append(tuple(level.group(g) for g in sorted(found, key=lambda g: int(firsts[g]))))
+    return out
 
 
 def _repeats_a_unit(level: Level) -> np.ndarray:
@@ -348,6 +380,20 @@ def _repeats_a_unit(level: Level) -> np.ndarray:
         chain[1:] = (d >= MIN_K) & (d < level.k)
         chain[level.starts] = False  # the first of a group has no predecessor in it
     return np.logical_or.reduceat(chain, level.starts)
+
+
+def _periodic(level: Level, seq: np.ndarray) -> np.ndarray:
+    """Per group: whether its gram is a stretch of a cycle of d >= MIN_K steps done back to back
+    (gram[i] == gram[i + d] for every i, with d < k): "c a b c a" is the cycle "a b c" with a
+    step on either side. Such a gram can recur without two of its occurrences overlapping (a
+    cycle done three times a day makes "c a b c a" once a day); the cycle is the routine, and
+    counts every repetition."""
+    k = level.k
+    grams = seq[level.positions[level.starts][:, None] + np.arange(k)]
+    out = np.zeros(len(level), dtype=bool)
+    for d in range(MIN_K, k):
+        out |= (grams[:, : k - d] == grams[:, d:]).all(axis=1)
+    return out
 
 
 def _decide_level(level: Level, mask: np.ndarray, covered: np.ndarray) -> np.ndarray:
@@ -413,10 +459,11 @@ class Occurrence:
     start_us: int
     end_us: int
     index: int  # position of the first step in the encoded stream
-    refs: tuple[str, ...]  # input rows of every step
+    refs: tuple[str, ...]  # input rows of every step, in time order
+    start_step: int = 0  # a cyclic routine's occurrence may start at a later step (0 = the first)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "day": self.day,
             "stream": self.stream,
             "session": self.session,
@@ -424,6 +471,9 @@ class Occurrence:
             "end_us": self.end_us,
             "refs": list(self.refs),
         }
+        if self.start_step:
+            out["starts_at_step"] = self.start_step + 1  # 1-based, as plan steps are numbered
+        return out
 
 
 @dataclass(frozen=True)
@@ -457,7 +507,7 @@ class Routine:
     details and the occurrence evidence are built on first use (a table of thousands of
     routines is mostly read for its top rows)."""
 
-    __slots__ = ("count", "raw_count", "k", "_corpus", "_positions", "_cache")
+    __slots__ = ("count", "raw_count", "k", "_corpus", "_positions", "_shifts", "_anchor", "_cache")
 
     def __init__(self, corpus: Corpus, c: Candidate):
         self.k: int = c.k
@@ -465,12 +515,14 @@ class Routine:
         self.raw_count: int = len(c.positions)  # every start position, overlapping ones included
         self._corpus = corpus
         self._positions = c.positions
+        self._shifts = c.shifts  # cyclic routines: the step each occurrence started at
+        self._anchor = int(c.positions[0]) if c.anchor is None else c.anchor  # starts at step 0
         self._cache: dict[str, Any] = {}
 
     @property
     def symbols(self) -> tuple[str, ...]:
         if "symbols" not in self._cache:
-            first = int(self._positions[0])
+            first = self._anchor
             vocab = self._corpus.vocab
             self._cache["symbols"] = tuple(vocab[s] for s in self._corpus.seq[first : first + self.k].tolist())
         return self._cache["symbols"]  # type: ignore[no-any-return]
@@ -486,7 +538,7 @@ class Routine:
     def targets(self) -> tuple[str, ...]:
         """The distinct named targets (elements; apps and URL templates prefixed app:/nav:)."""
         if "targets" not in self._cache:
-            first = int(self._positions[0])
+            first = self._anchor
             acts = self._corpus.actions[first : first + self.k]
             self._cache["targets"] = tuple(
                 sorted({t for a in acts if a is not None and (t := _action_target(a)) is not None})
@@ -502,18 +554,25 @@ class Routine:
         return self._positions
 
     @property
+    def cyclic(self) -> bool:
+        """Whether occurrences were seen starting at different steps (rotations of one cycle)."""
+        return self._shifts is not None
+
+    @property
     def occurrences(self) -> tuple[Occurrence, ...]:
         """The non-overlapping occurrences, in time order, with their evidence."""
         if "occ" not in self._cache:
+            shift_of = {} if self._shifts is None else dict(zip(self._positions.tolist(), self._shifts.tolist(), strict=True))
             self._cache["occ"] = tuple(
-                _occurrence(self._corpus, p, self.k) for p in _non_overlapping(self._positions, self.k)
+                _occurrence(self._corpus, p, self.k, shift_of.get(p, 0))
+                for p in _non_overlapping(self._positions, self.k)
             )
         return self._cache["occ"]  # type: ignore[no-any-return]
 
     @property
     def steps(self) -> tuple[Step, ...]:
         if "steps" not in self._cache:
-            self._cache["steps"] = _steps(self._corpus, self._positions, self.k)
+            self._cache["steps"] = _steps(self._corpus, self._positions, self.k, self._shifts, self._anchor)
         return self._cache["steps"]  # type: ignore[no-any-return]
 
     @property
@@ -541,7 +600,7 @@ def routine_id(symbols: Sequence[str]) -> str:
     return "r-" + hashlib.sha256("\x1f".join(symbols).encode("utf-8")).hexdigest()[:12]
 
 
-def _occurrence(corpus: Corpus, p: int, k: int) -> Occurrence:
+def _occurrence(corpus: Corpus, p: int, k: int, start_step: int = 0) -> Occurrence:
     acts = [a for a in corpus.actions[p : p + k] if a is not None]
     return Occurrence(
         day=acts[0].day,
@@ -551,6 +610,7 @@ def _occurrence(corpus: Corpus, p: int, k: int) -> Occurrence:
         end_us=acts[-1].end_us,
         index=p,
         refs=tuple(r for a in acts for r in a.refs),
+        start_step=start_step,
     )
 
 
@@ -565,11 +625,15 @@ def _mode(column: np.ndarray, names: list[str]) -> tuple[str | None, float]:
     return names[int(ids[best])], round(int(counts[best]) / len(column), 4)
 
 
-def _steps(corpus: Corpus, positions: np.ndarray, k: int) -> tuple[Step, ...]:
-    grid = positions[:, None] + np.arange(k)
+def _steps(
+    corpus: Corpus, positions: np.ndarray, k: int, shifts: np.ndarray | None = None, anchor: int | None = None
+) -> tuple[Step, ...]:
+    # Step i of an occurrence that started at step s lies (i - s) mod k steps after its start.
+    offsets = np.arange(k)[None, :] if shifts is None else (np.arange(k)[None, :] - shifts[:, None]) % k
+    grid = positions[:, None] + offsets
     apps = corpus.app_of[grid]
     tmpls = corpus.template_of[grid]
-    first = int(positions[0])
+    first = int(positions[0]) if anchor is None else anchor
     steps: list[Step] = []
     for i in range(k):
         a0 = corpus.actions[first + i]
@@ -646,16 +710,16 @@ def mine(
     levels, n_frequent, raw_mask, specific_mask = frequent_levels(
         corpus, min_k=min_k, max_k=max_k, min_count=min_count, min_targets=min_targets
     )
-    kept = maximal(levels, len(corpus.seq))
     # Rank by count, then length, then symbols; symbol ids are compared through their rank in
     # string order, so no symbol text is built for the thousands of routines nobody reads.
     rank = np.empty(len(corpus.vocab), dtype=np.int64)
     rank[sorted(range(len(corpus.vocab)), key=corpus.vocab.__getitem__)] = np.arange(len(corpus.vocab))
     ranked = corpus.seq.copy()
     ranked[ranked >= 0] = rank[ranked[ranked >= 0]]
+    kept = merge_rotations(maximal(levels, len(corpus.seq), corpus.seq), ranked)
 
     def order(c: Candidate) -> tuple[int, int, list[int]]:
-        p = int(c.positions[0])
+        p = int(c.positions[0]) if c.anchor is None else c.anchor
         return (-c.count, -c.k, ranked[p : p + c.k].tolist())
 
     routines = [Routine(corpus, c) for c in sorted(kept, key=order)]
@@ -667,6 +731,57 @@ def mine(
         raw_mask=raw_mask,
         specific_mask=specific_mask,
         params={"min_k": min_k, "max_k": max_k, "min_count": min_count, "min_targets": min_targets},
+    )
+
+
+def merge_rotations(kept: Sequence[Candidate], ranked: np.ndarray) -> list[Candidate]:
+    """One routine per cycle: the same cyclic task started at different steps (a b c, b c a,
+    c a b) is one routine, not one per starting step.
+
+    A kept gram takes the occurrences of every qualifying gram of its length that is a rotation
+    of it (``Candidate.rotations``, found by :func:`maximal`, kept there or not: the occurrences
+    of one rotation overlap those of the others, so maximality keeps only some of them); kept
+    grams that are rotations of each other become one routine. Its occurrences are counted
+    non-overlapping, greedily from the left, as for any routine; its steps start where most of
+    the counted occurrences start, ties broken by the symbols' order (``ranked``: the stream with
+    symbol ids replaced by their rank in string order), so the choice is the same in every run;
+    each occurrence records the step it started at. A gram with no qualifying rotation is
+    returned unchanged, and the order of ``kept`` is kept."""
+    done: set[tuple[int, int]] = set()
+    out: list[Candidate] = []
+    for c in kept:
+        if not c.rotations:
+            out.append(c)
+            continue
+        members = [c.positions, *c.rotations]
+        cycle = (c.k, min(int(m[0]) for m in members))  # its length and first occurrence name it
+        if cycle in done:
+            continue  # a rotation of a routine already merged
+        done.add(cycle)
+        members.sort(key=lambda m: int(m[0]))
+        grams = [tuple(ranked[int(m[0]) : int(m[0]) + c.k].tolist()) for m in members]
+        out.append(_merge_cycle(c.k, members, grams))
+    return out
+
+
+def _merge_cycle(k: int, members: Sequence[np.ndarray], grams: Sequence[tuple[int, ...]]) -> Candidate:
+    """One cyclic routine from the positions of each of its rotations (``grams``, one per member)."""
+    positions = np.concatenate(members)
+    member_of = np.repeat(np.arange(len(members)), [len(m) for m in members])
+    order = np.argsort(positions, kind="stable")  # two grams of one length never start at one position
+    positions, member_of = positions[order], member_of[order]
+    chosen = _non_overlapping(positions, k)
+    starts = Counter(member_of[np.searchsorted(positions, chosen)].tolist())
+    # the canonical start: the rotation most occurrences began with, then the least symbols
+    canon = min(range(len(members)), key=lambda m: (-starts.get(m, 0), grams[m]))
+    c = grams[canon]
+    shift = [next(s for s in range(k) if c[s:] + c[:s] == g) for g in grams]
+    return Candidate(
+        k=k,
+        positions=positions,
+        count=len(chosen),
+        shifts=np.asarray(shift, dtype=np.int64)[member_of],
+        anchor=int(members[canon][0]),
     )
 
 
