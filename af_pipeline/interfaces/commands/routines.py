@@ -109,6 +109,12 @@ def _no_input_message(home_arg: Any) -> str:
             f"that records input (af import screenpipe, af import rpm, or af record)")
 
 
+def _no_routine_message(payload: dict[str, Any]) -> str:
+    """Why input events gave no routine."""
+    return (f"no routine in {payload['days']} active day(s), {payload['steps']:,} action steps: a routine is "
+            f"3 or more actions in a row, naming at least 2 targets, done at least 3 times")
+
+
 def run_routines(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise UserError(f"--top must be at least 1, not {args.top}")
@@ -116,10 +122,18 @@ def run_routines(args: argparse.Namespace) -> int:
         raise UserError(f"--train-fraction must be between 0 and 1, not {args.train_fraction}")
     days, tz = load_actions(args.home, args.days)
     if not days:
-        raise UserError(_no_input_message(args.home))
+        if not args.json:
+            raise UserError(_no_input_message(args.home))
+        # --json answers in JSON whatever the data: the same document, empty, with the reason
+        payload = report.to_dict(report.build([], args.top, args.train_fraction), tz, args.top)
+        payload["timing"] = {"mining_seconds": 0.0, "compile_ms_median": None}  # nothing was mined
+        payload["reason"] = _no_input_message(args.home)
+        cli.emit_json(payload)
+        return 0
     print(f"mining {sum(len(d) for d in days):,} actions over {len(days)} days", file=sys.stderr)
     built = report.build(days, args.top, args.train_fraction)
     payload = report.to_dict(built, tz, args.top, evidence=args.evidence)
+    payload["reason"] = None if built.mined.routines else _no_routine_message(payload)
     compiled = built.plans
     if args.plans_dir:
         folder = Path(args.plans_dir)
@@ -149,6 +163,8 @@ def render(p: dict[str, Any]) -> str:
         "",
         f"{'#':>3} {'count':>6} {'k':>3} {'days':>4} {'plan tok':>8} {'R_inject':>8} {'R_info':>7}  routine",
     ]
+    if p.get("reason"):
+        lines.append(f"    {p['reason']}")
     for i, r in enumerate(t["routines"], start=1):
         c = r["plan"]
         seq = " > ".join(r["symbols"])
