@@ -178,30 +178,38 @@ def rules_in(folder: Path | str) -> CategoryRules:
 
 
 # Written for this project: common apps and sites, deliberately coarse. A user's own file
-# replaces them entirely (it is easier to reason about one list than about overrides).
+# replaces them entirely (it is easier to reason about one list than about overrides). App names
+# are what each platform's recorders report, matched ignoring case, and also through the app's
+# short name (see ``app_names``): Windows process names (``Code.exe``, ``WINWORD.EXE``), macOS
+# app and bundle names (``Google Chrome``, ``com.microsoft.VSCode``), X11 WM_CLASS (``code``,
+# ``gnome-terminal-server``, ``Navigator``, ``org.gnome.Nautilus``).
 _DEFAULTS: list[dict[str, Any]] = [
     {"category": "Work > Programming", "ignore_case": True,
-     "app": r"^(code|vscodium|cursor|pycharm.*|intellij.*|webstorm|goland|clion|xcode|android studio|"
-            r"sublime text|emacs|g?vim|nvim|zed|kate)$"},
+     "app": r"^(code|code - oss|code-oss|vscode|vscodium|visual studio code|devenv|cursor|pycharm.*|"
+            r"intellij.*|jetbrains-.*|idea(64)?|webstorm(64)?|goland(64)?|clion(64)?|xcode|android studio|studio64|"
+            r"sublime text|sublime_text|emacs|g?vim|nvim|zed|kate)$"},
     {"category": "Work > Programming > Terminal", "ignore_case": True,
-     "app": r"^(terminal|iterm2?|alacritty|kitty|wezterm|konsole|gnome-terminal|xterm|tilix|warp|"
-            r"windows terminal|powershell|cmd)$"},
+     "app": r"^(terminal|iterm2?|alacritty|kitty|wezterm(-gui)?|konsole|gnome-terminal(-server)?|"
+            r"xfce4-terminal|terminator|xterm|tilix|warp|windows terminal|windowsterminal|wt|powershell|"
+            r"powershell_ise|pwsh|cmd|conhost)$"},
     {"category": "Work > Programming > Code hosting", "ignore_case": True,
      "site": r"^(github\.com|gitlab\.com|bitbucket\.org|codeberg\.org|sr\.ht)$"},
     {"category": "Work > Programming > Reference", "ignore_case": True,
      "site": r"^(stackoverflow\.com|stackexchange\.com|python\.org|mozilla\.org|readthedocs\.io|"
              r"docs\.rs|pypi\.org|npmjs\.com)$"},
     {"category": "Work > Documents", "ignore_case": True,
-     "app": r"^(libreoffice.*|soffice|microsoft (word|excel|powerpoint)|word|excel|powerpoint|pages|numbers|"
-            r"keynote|obsidian|notion)$"},
+     "app": r"^(libreoffice.*|soffice(\.bin)?|microsoft (word|excel|powerpoint|onenote)|word|winword|excel|"
+            r"powerpoint|powerpnt|onenote|pages|numbers|keynote|obsidian|notion)$"},
     {"category": "Work > Documents", "ignore_case": True,
      "site": r"^(docs\.google\.com|notion\.so|overleaf\.com|office\.com)$"},
     {"category": "Work > Design", "ignore_case": True,
-     "app": r"^(figma|gimp|inkscape|krita|blender|adobe photoshop.*|photoshop|sketch)$"},
-    {"category": "Comms > Email", "ignore_case": True, "app": r"^(mail|outlook|microsoft outlook|thunderbird|evolution)$"},
+     "app": r"^(figma|gimp(-[0-9.]+)?|inkscape|krita|blender|adobe photoshop.*|photoshop|sketch)$"},
+    {"category": "Comms > Email", "ignore_case": True,
+     "app": r"^(mail|outlook|olk|microsoft outlook|thunderbird|evolution)$"},
     {"category": "Comms > Email", "ignore_case": True, "site": r"^(mail\.google\.com|outlook\.live\.com|proton\.me)$"},
     {"category": "Comms > Chat", "ignore_case": True,
-     "app": r"^(slack|discord|microsoft teams|teams|signal|telegram.*|whatsapp|element|zoom(\.us)?|skype)$"},
+     "app": r"^(slack|discord|microsoft teams|teams|ms-teams|signal|telegram.*|whatsapp|element|zoom(\.us)?|"
+            r"skype)$"},
     {"category": "Comms > Chat", "ignore_case": True, "site": r"^(slack\.com|discord\.com|teams\.microsoft\.com|zoom\.us)$"},
     {"category": "Search", "ignore_case": True, "site": r"^(google\.com|bing\.com|duckduckgo\.com|ecosia\.org|kagi\.com)$"},
     {"category": "Media > Video", "ignore_case": True, "app": r"^(vlc|mpv|netflix)$"},
@@ -210,6 +218,13 @@ _DEFAULTS: list[dict[str, Any]] = [
     {"category": "Social", "ignore_case": True,
      "site": r"^(twitter\.com|x\.com|facebook\.com|instagram\.com|reddit\.com|linkedin\.com|mastodon\.social|"
              r"bsky\.app)$"},
+    {"category": "System > Files", "ignore_case": True,
+     "app": r"^(explorer|finder|nautilus|dolphin|thunar|nemo|pcmanfm(-qt)?|caja)$"},
+    # Last: a site rule above says more than the browser; a browser with no site known (an
+    # ActivityWatch capture without its web watcher) is still browsing, not uncategorized.
+    {"category": "Browsing", "ignore_case": True,
+     "app": r"^(chrome|google chrome|google-chrome|chromium(-browser)?|firefox|firefox-esr|navigator|msedge|"
+            r"microsoft edge|safari|brave(-browser)?|opera|vivaldi(-stable)?|arc)$"},
 ]
 
 
@@ -221,9 +236,27 @@ def default_rules() -> CategoryRules:
 # -- matching ---------------------------------------------------------------------------------
 
 
+_BUNDLE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*(\.[A-Za-z0-9_-]+){2,}$")  # com.microsoft.VSCode
+_SUFFIX = re.compile(r"\.(exe|app|desktop)$", re.IGNORECASE)
+
+
+def app_names(app: str) -> list[str]:
+    """The names an app value is matched by: itself, then its short name when that differs:
+    without a Windows ``.exe`` (also ``.app``, ``.desktop``), or the last part of a macOS bundle
+    id / reverse-DNS WM_CLASS (``com.microsoft.VSCode`` -> ``VSCode``, ``org.gnome.Nautilus`` ->
+    ``Nautilus``). Rules are matched against each, so ``^code$`` takes ``Code.exe``."""
+    names = [app]
+    short = _SUFFIX.sub("", app.strip())
+    if _BUNDLE.match(short):
+        short = short.rsplit(".", 1)[1]
+    if short and short != app:
+        names.append(short)
+    return names
+
+
 def _values(frame: dict[str, Any]) -> dict[str, list[str]]:
     return {
-        "app": [frame["app"]] if frame.get("app") else [],
+        "app": app_names(frame["app"]) if frame.get("app") else [],
         "title": [w["title"] for w in frame.get("windows", ()) if w.get("title")],
         "site": [frame["site"]] if frame.get("site") else [],
     }
