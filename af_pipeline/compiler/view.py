@@ -7,7 +7,8 @@ only fonts every Debian chromium has (DejaVu Sans), and never shows typed text.
 
 The day page: a timeline per monitor stream (frames as bars coloured by app or by inferred
 category, interruptions as ticks, capture gaps hatched as unknown time, each frame's
-presence-only share striped, never drawn as idleness), the app / domain / category ledgers as
+presence-only share striped, never drawn as idleness; time away from the screen, when the caller
+gives its spans, as labelled "away" spans), the app / domain / category ledgers as
 bars (minutes on one timeline first), the context block, and each frame's evidence on click.
 The week page: a heatmap of minutes on screen by hour and day, totals per app, domain and
 category against the previous week, the top routines, and links to each day.
@@ -23,6 +24,9 @@ from typing import Any
 
 from af_pipeline.compiler import categories, emit
 from af_pipeline.compiler.document import decode_refs, strip_typed_text
+from af_pipeline.compiler.sessionize import PAPER_RULES
+from capture.model import DayCapture
+from capture.timeutil import day_bounds, hhmmss
 
 _PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
             "#9c755f", "#86bcb6")
@@ -48,6 +52,9 @@ fieldset{border:0;padding:0;margin:6px 0}legend{float:left;margin-right:8px}
 body.by-cat .frame{background:var(--cc)}
 .frame:focus-visible,.frame[aria-pressed=true]{outline:3px solid #1f2328;outline-offset:1px;z-index:2}
 .po{position:absolute;left:0;bottom:0;height:40%;background:repeating-linear-gradient(90deg,rgba(255,255,255,.75) 0 2px,transparent 2px 4px)}
+.away{position:absolute;top:0;bottom:0;overflow:hidden;font-size:11px;line-height:32px;text-align:center;color:#57606a;
+ border:1px dashed #8c959f;border-radius:3px;background:repeating-linear-gradient(-45deg,#eaeef2 0 4px,#fff 4px 8px)}
+.sw.away{position:static;line-height:normal;border-width:1px}
 .tick{position:absolute;top:-3px;width:2px;height:8px;background:#1f2328;pointer-events:none}
 .keys{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:6px 0 0 96px}
 .sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:4px}
@@ -178,8 +185,11 @@ def _evidence(ev: Mapping[str, list[dict[str, str]]]) -> str:
     return "<ul>" + "".join(parts) + "</ul>"
 
 
-def _volume(f: dict[str, Any]) -> str:
-    if f.get("input_recorded") is False:
+def _volume(f: dict[str, Any], recorded: bool = True) -> str:
+    """A frame's input counts, or that its source records no input (its zeros are missing data,
+    not an idle user): said by the frame on a day of mixed sources, by the day's coverage when
+    every source of the day records none (ActivityWatch)."""
+    if not recorded or f.get("input_recorded") is False:
         return emit.NO_INPUT
     v = f.get("input", {})
     return (f"{v.get('keys', 0)} keys, {v.get('clicks', 0)} clicks, {v.get('scrolls', 0)} scrolls, "
@@ -187,11 +197,11 @@ def _volume(f: dict[str, Any]) -> str:
             f"{v.get('pastes', 0)} pastes")
 
 
-def _frame_detail(f: dict[str, Any], cat: dict[str, Any] | None) -> str:
+def _frame_detail(f: dict[str, Any], cat: dict[str, Any] | None, recorded: bool = True) -> str:
     rows = [("time", f"{f['start']}–{f['end']} ({f['wall_min']:.2f} min wall)"),
             ("active", f"{f['active_min']:.2f} min"),
             ("presence only", f"{f.get('presence_only_s', 0)} s (heartbeats without input)"),
-            ("stream", f["stream"]), ("site", f.get("site") or "-"), ("input", _volume(f)),
+            ("stream", f["stream"]), ("site", f.get("site") or "-"), ("input", _volume(f, recorded)),
             ("rows", str(f.get("rows", "-")))]
     dl = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
     if cat is not None:
@@ -222,14 +232,83 @@ def _frame_detail(f: dict[str, Any], cat: dict[str, Any] | None) -> str:
     return "".join(parts)
 
 
-def render_day(doc: dict[str, Any], context_text: str | None = None) -> str:
-    """The day page of a schema v1 document (its context block is rendered here unless given)."""
+def away_spans(capture: DayCapture, tz: str, min_s: int = 1,
+               bridge_s: int = PAPER_RULES.gap_s) -> dict[str, list[tuple[str, str]]]:
+    """Per stream, the local [start, end) times (HH:MM:SS) its window time was away from the
+    screen, as the compiler counts away time: on a stream an afk watcher governs, window time
+    outside its not-afk intervals. Window time is taken as continuous across breaks of at most
+    ``bridge_s`` seconds (the compiler's capture-gap rule: a shorter break is no gap), so one
+    afk interval is one span. Spans shorter than ``min_s`` seconds are left out; a stream no
+    afk watcher governs has none. A view of the capture, not of the document (the document
+    keeps away minutes, not where they were): give it to ``render_day`` to draw them."""
+    snaps = capture.values("snapshots", ("ts_us", "end_us", "stream"))
+    streams = sorted(set(snaps[2]))
+    governed: dict[str, list[tuple[int, int]]] = {}
+    for p in capture.presence:
+        if p.status not in ("afk", "not-afk"):
+            continue
+        for stream in [p.stream] if p.stream is not None else streams:
+            iv = governed.setdefault(stream, [])
+            if p.status == "not-afk" and p.end_us > p.ts_us:
+                iv.append((p.ts_us, p.end_us))
+    if not governed:
+        return {}
+    lo, hi = day_bounds(capture.day, tz)
+    shown: dict[str, list[tuple[int, int]]] = {}
+    for ts, end, stream in zip(*snaps, strict=True):
+        if stream in governed and end is not None and end > ts:
+            shown.setdefault(stream, []).append((max(ts, lo), min(end, hi)))
+    out: dict[str, list[tuple[str, str]]] = {}
+    for stream in sorted(shown):
+        present = _merge(governed[stream])
+        spans: list[tuple[int, int]] = []
+        for a, b in _merge(shown[stream], bridge_s * 1_000_000):
+            for pa, pb in present:  # what is left of [a, b) outside each not-afk interval
+                if pb <= a or pa >= b:
+                    continue
+                if pa > a:
+                    spans.append((a, pa))
+                a = max(a, pb)
+                if a >= b:
+                    break
+            if a < b:
+                spans.append((a, b))
+        kept = [(a, b) for a, b in _merge(spans) if b - a >= min_s * 1_000_000]
+        if kept:
+            out[stream] = [(hhmmss(a, tz), hhmmss(b, tz) if b < hi else "24:00:00") for a, b in kept]
+    return out
+
+
+def _merge(iv: Sequence[tuple[int, int]], bridge_us: int = 0) -> list[tuple[int, int]]:
+    """Intervals merged where they overlap or lie at most ``bridge_us`` apart."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(iv):
+        if b <= a:
+            continue
+        if out and a <= out[-1][1] + bridge_us:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def render_day(doc: dict[str, Any], context_text: str | None = None,
+               away: Mapping[str, Sequence[tuple[str, str]]] | None = None) -> str:
+    """The day page of a schema v1 document (its context block is rendered here unless given).
+
+    ``away``: per stream, the spans its window time was away from the screen (``away_spans``),
+    drawn on the timeline as "away"; without it the page says only the day's away minutes."""
     doc = strip_typed_text(doc)
     cov = doc["coverage"]
     frames = doc["frames"]
+    recorded = cov.get("input_recorded") is not False
+    away = {s: list(v) for s, v in (away or {}).items() if v}
     cats = categories.categories_of(doc)
     colors = app_colors([a["app"] for a in doc["apps"]])
     first, last = _secs(cov.get("first_activity")), _secs(cov.get("last_activity"))
+    if away and cov.get("first_activity") is not None:  # away before or after the frames is still shown
+        first = min([first] + [_secs(a) for spans in away.values() for a, _b in spans])
+        last = max([last] + [_secs(b) for spans in away.values() for _a, b in spans])
     # the axis covers the day's activity, cut at round ticks (finer for a short day)
     step = next((st for lim, st in ((3600, 600), (3 * 3600, 1800), (12 * 3600, 3600)) if last - first <= lim), 7200)
     lo = (first // step) * step
@@ -245,10 +324,12 @@ def render_day(doc: dict[str, Any], context_text: str | None = None) -> str:
         f"<div class=\"gap\" style=\"left:{_pct(x(_secs(g['start'])))};width:{_pct(x(_secs(g['end'])) - x(_secs(g['start'])))}\""
         f" title=\"capture gap {_e(g['start'])}–{_e(g['end'])}: unknown time, not inactivity\"></div>"
         for g in cov.get("gaps", []))
-    streams = sorted({f["stream"] for f in frames})
+    streams = sorted({f["stream"] for f in frames} | (set(away) if cov.get("first_activity") is not None else set()))
     tracks = []
     for s in streams:
-        bars = []
+        bars = [f"<div class=\"away\" style=\"left:{_pct(x(_secs(a)))};width:{_pct(x(_secs(b)) - x(_secs(a)))}\" "
+                f"title=\"away {_e(a)}–{_e(b)}: the presence source said not at the screen; not active time\">away</div>"
+                for a, b in away.get(s, [])]
         for f in (f for f in frames if f["stream"] == s):
             a, b = _secs(f["start"]), _secs(f["end"])
             b = b if b >= a else _DAY_S
@@ -268,6 +349,8 @@ def render_day(doc: dict[str, Any], context_text: str | None = None) -> str:
         tracks.append(f"<div class=\"stream\"><div class=\"sname\" title=\"{_e(s)}\">{_e(s)}</div>"
                       f"<div class=\"track\" role=\"group\" aria-label=\"frames on {_e(s)}\">{gaps}{''.join(bars)}</div></div>")
     keys = "".join(f"<span><i class=\"sw\" style=\"background:{c}\"></i>{_e(a)}</span>" for a, c in colors.items())
+    if away:
+        keys += "<span><i class=\"sw away\"></i>away (not at the screen; not active time)</span>"
     keys += ("<span><i class=\"sw gap\"></i>capture gap (unknown, not idle)</span>"
              "<span>▮ striped lower band: presence-only share (position in the frame not recorded)</span>"
              "<span>▏ tick above: interruption</span>")
@@ -275,6 +358,10 @@ def render_day(doc: dict[str, Any], context_text: str | None = None) -> str:
                f"per monitor, {_mins(cov.get('timeline_min'))} min on one timeline · {cov['frames']} frames · "
                f"{cov['distinct_apps']} apps · presence only {cov['presence_only']['minutes']:.1f} min · "
                f"capture gaps {cov.get('gap_min', 0):.1f} min")
+    if cov.get("presence"):
+        summary += f" · away {cov['presence']['away_min']:.1f} min"
+    if not recorded:
+        summary += f" · {emit.NO_INPUT}"
     apps = _bars([(a["app"], a["minutes"], a.get("timeline_minutes"),
                    f" · {a['frames']} frame{'s' if a['frames'] != 1 else ''}") for a in doc["apps"]],
                  lambda n: colors.get(n, _GREY))
@@ -284,7 +371,7 @@ def render_day(doc: dict[str, Any], context_text: str | None = None) -> str:
     cat_bars = _bars([(label, m, None, f" per monitor · {n} frame{'s' if n != 1 else ''}") for label, m, n in cat_rows],
                      category_color)
     gen = doc.get("inferred", {}).get(categories.NAMESPACE, {}).get("generator", "no rule matched")
-    details = "".join(_frame_detail(f, cats.get(f["id"])) for f in frames)
+    details = "".join(_frame_detail(f, cats.get(f["id"]), recorded) for f in frames)
     context = context_text if context_text is not None else emit.context_block(doc)
     blind = "".join(f"<li><b>{_e(b['kind'])}</b>: {_e(b['note'])}</li>" for b in doc["blind_spots"])
     body = f"""<header><h1>Activity on {_e(doc['day'])} <span class="sum">({_e(doc['tz'])})</span></h1>
