@@ -20,6 +20,10 @@ How each source is read incrementally:
   grew since the last pass lands as a *continuation* row (ref ``<event ref>~<k>``) that starts
   where the logged part ended. Time is then credited exactly once, however often the event grew.
 
+An ActivityWatch row whose ref the log lacks but which the log holds under another ref (the source's
+refs name its hosts, so another host set gives other refs) takes the logged ref first
+(``adopt_logged_refs``): it lands once, as a duplicate skipped or a continuation.
+
 A source that is down, restarting or locked fails the pass with a sentence; ``watch`` retries
 with exponential back-off (up to MAX_BACKOFF_S) and never lands a row twice. State (watermarks,
 the last pass, the last error) lives in ``<home>/sync.json`` and is written atomically.
@@ -27,6 +31,7 @@ the last pass, the last error) lives in ``<home>/sync.json`` and is written atom
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -40,13 +45,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from capture.errors import UserError
 from capture.files import atomic_write
 from capture.home import Home
 from capture.log import EventLog
+from capture.log.append import CONTINUATION
 from capture.model import CaptureBatch
-from capture.timeutil import US, iso_utc, parse_ts
+from capture.timeutil import US, iso_utc, local_day, parse_ts
 
 SYNC_FILE = "sync.json"
 KINDS = ("screenpipe", "activitywatch")
@@ -186,6 +193,7 @@ def sync_once(home: Home, source: Source, *, now_us: int | None = None, progress
             if source.kind == "screenpipe":
                 batches, state = _screenpipe_batches(home, source, state)
             for batch in batches:
+                adopt_logged_refs(log, batch, home.settings().tz)
                 continued, covered = log.continue_grown_spans(batch)
                 result.continued += continued
                 result.skipped += sum(covered.values())
@@ -223,6 +231,69 @@ def _newest(batch: CaptureBatch) -> int | None:
     times = [max((getattr(r, "end_us", None) or r.ts_us) for r in batch.rows(k)) for k in ("snapshots", "inputs")
              if batch.rows(k)]
     return max(times) if times else None
+
+
+def _same_row(kind: str, row: Any) -> tuple[Any, ...]:
+    """What makes two rows of measured spans the same capture, whatever their refs: every field
+    but the ref and the end (an event read again later may have grown)."""
+    if kind == "snapshots":
+        return (row.stream, row.ts_us, row.app, row.window, row.url, row.focused, row.trigger, row.heartbeat,
+                row.source_frame_id)
+    return (row.stream, row.ts_us, row.status)
+
+
+def adopt_logged_refs(log: EventLog, batch: CaptureBatch, tz: str) -> int:
+    """Give rows the log already holds under another ref that ref; return how many were given one.
+
+    An ActivityWatch source's refs name its hosts (``activitywatch:<host>+<host>``), so the same
+    events read under another set of hosts (a machine renamed on the same aw-server, a phone
+    syncing to it, an export imported before the server was followed live) come with other refs,
+    and the ref check alone would land them again. A row of measured spans (ActivityWatch's
+    snapshots and presence) whose ref the log does not hold, but which is the same capture as a
+    logged row (same stream, start and content: see ``_same_row``), takes the logged row's ref:
+    the append then skips it as a duplicate, or, when the event grew since, the log continues it
+    (``continue_grown_spans``). A stream row for a stream and day the log already describes is
+    dropped the same way. Rows of instant capture (screenpipe) are left alone: their refs do not
+    depend on what else the source holds."""
+    kinds = [k for k in ("snapshots", "presence") if any(getattr(r, "end_us", None) is not None for r in batch.rows(k))]
+    if not kinds:
+        return 0
+    present = log.refs_present([r.ref for k in kinds for r in batch.rows(k)] + [r.ref for r in batch.streams])
+    unknown = {k: [r for r in batch.rows(k) if r.ref not in present] for k in kinds}
+    new_streams = [r for r in batch.streams if r.ref not in present]
+    if not any(unknown.values()) and not new_streams:
+        return 0
+    zone_of = ZoneInfo(tz)
+    days = sorted({local_day(r.ts_us, zone_of) for k in kinds for r in unknown[k]}
+                  | {local_day(r.ts_us, zone_of) for r in new_streams})
+    logged: dict[str, dict[tuple[Any, ...], str]] = {k: {} for k in kinds}
+    described: set[tuple[str, str]] = set()
+    for day in days:
+        cap = log.read_day(day, lazy_elements=True)
+        for k in kinds:
+            table = logged[k]
+            for row in getattr(cap, k):
+                if getattr(row, "end_us", None) is None or CONTINUATION in row.ref:
+                    continue
+                key = _same_row(k, row)
+                if key not in table or row.ref < table[key]:
+                    table[key] = row.ref  # two logged copies (landed before this check): the least ref
+        described |= {(r.stream, day) for r in cap.streams}
+    adopted = 0
+    for k in kinds:
+        taken: set[str] = set()
+        out = []
+        for row in batch.rows(k):
+            ref = logged[k].get(_same_row(k, row)) if row.ref not in present else None
+            if ref is not None and ref not in taken:
+                taken.add(ref)
+                row = dataclasses.replace(row, ref=ref)
+                adopted += 1
+            out.append(row)
+        setattr(batch, k, out)
+    batch.streams = [r for r in batch.streams
+                     if r.ref in present or (r.stream, local_day(r.ts_us, zone_of)) not in described]
+    return adopted
 
 
 def drop_known_streams(log: EventLog, batch: CaptureBatch) -> None:
