@@ -43,7 +43,7 @@ import io
 import json
 import sys
 from collections import defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 DWELL_S = 90.0
@@ -75,7 +75,7 @@ def parse_ts(text: str) -> float | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     try:
         return dt.timestamp()
     except (OverflowError, OSError, ValueError):
@@ -206,7 +206,7 @@ def count_activitywatch(path: str, tz: ZoneInfo) -> dict:
                          f"{sum(b - a for a, b in gate) / 60:.1f} min")
         else:
             notes.append(f"host {host}: no afk bucket, time not gated")
-        for bid, evs in wbuckets:
+        for _bid, evs in wbuckets:
             parsed = []
             for e in evs:
                 st = parse_ts(e.get("timestamp"))
@@ -268,7 +268,7 @@ def count_rpm(path: str, tz: ZoneInfo) -> dict:
             continue
         nrows += 1
 
-        def get(k):
+        def get(k, row=row):
             i = ci[k]
             return row[i].strip() if i is not None and i < len(row) else ""
         recs.append((idx, parse_ts(get("timeStamp")), get("userID"), get("targetApp"),
@@ -288,7 +288,7 @@ def count_rpm(path: str, tz: ZoneInfo) -> dict:
 
     def credit(seq, out):
         seq = sorted(seq, key=lambda r: (r[1], r[0]))
-        for a, b in zip(seq, seq[1:]):
+        for a, b in zip(seq, seq[1:], strict=False):
             gap = b[1] - a[1]
             if gap > GAP_S:
                 continue

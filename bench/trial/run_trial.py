@@ -165,7 +165,7 @@ def table(results):
                       "-" if r["mean_err_pct"] is None else f"{r['mean_err_pct']:.3f}",
                       f"{r['all_apps_abs_diff_min']:.2f}"])
     widths = [max(len(row[i]) for row in lines) for i in range(len(hdr))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in lines)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in lines)
 
 
 def main(argv=None):
