@@ -13,7 +13,9 @@ through Dagster, `af build` and `af certify` is tests/test_real_captures_pipelin
 from __future__ import annotations
 
 import csv
+import io
 import json
+from contextlib import redirect_stdout
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -77,15 +79,30 @@ RPM_HEADER = ["timeStamp", "userID", "targetApp", "eventType", "url", "content",
               "target.value", "target.innerText"]
 
 
+def _ms(t: datetime) -> str:
+    return f"{t.microsecond // 1000:03d}"
+
+
+# Every form the public loggers write (the import runs with --tz UTC, so local time is UTC here).
+STAMP_FORMS = {
+    "extension ISO Z": lambda t: t.strftime("%Y-%m-%dT%H:%M:%S.") + _ms(t) + "Z",
+    "Action Logger colon ms": lambda t: t.strftime("%Y-%m-%d %H:%M:%S:") + _ms(t),
+    "spreadsheet comma": lambda t: t.strftime("%Y-%m-%d %H:%M:%S,") + _ms(t),
+    "day/month/year": lambda t: t.strftime("%d/%m/%Y %H:%M:%S"),
+    "epoch ms": lambda t: str(int(t.timestamp() * 1000)),
+}
+
+
 @st.composite
 def rpm_logs(draw) -> list[dict[str, str]]:
-    """An RPM UI log: rows in any order, clicks and edits in a browser and in Excel."""
+    """An RPM UI log in one timestamp form: clicks and edits in a browser and in Excel."""
     rows = []
-    for i, offset in enumerate(draw(st.lists(st.integers(0, 2 * 86_400), min_size=1, max_size=25))):
+    form = draw(st.sampled_from(sorted(STAMP_FORMS)))  # one logger wrote the whole file
+    # a logger appends rows as they happen (rows out of file order are the outlier rule's business)
+    for i, offset in enumerate(sorted(draw(st.lists(st.integers(0, 2 * 86_400), min_size=1, max_size=25)))):
         app = draw(st.sampled_from(["Chrome", "Excel"]))
         event = draw(st.sampled_from(["clickButton", "editField", "copy", "paste", "getCell", "changeField"]))
-        ts = (START + timedelta(seconds=offset, milliseconds=draw(st.integers(0, 999)))).strftime(
-            "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        ts = STAMP_FORMS[form](START + timedelta(seconds=offset, milliseconds=draw(st.integers(0, 999))))
         rows.append({"timeStamp": ts, "userID": "u1", "targetApp": app, "eventType": event,
                      "url": "https://crm.example.org/form" if app == "Chrome" else "", "content": "",
                      "target.id": f"f{i % 4}", "target.name": f"field{i % 4}", "target.value": "",
@@ -94,7 +111,14 @@ def rpm_logs(draw) -> list[dict[str, str]]:
 
 
 def _import(home: Path, kind: str, path: Path) -> int:
-    return main(["import", kind, str(path), "--home", str(home), "--tz", "UTC", "--quiet", "--json"])
+    return _import_json(home, kind, path)[0]
+
+
+def _import_json(home: Path, kind: str, path: Path) -> tuple[int, dict]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["import", kind, str(path), "--home", str(home), "--tz", "UTC", "--quiet", "--json"])
+    return code, json.loads(out.getvalue() or "{}")
 
 
 def _build_all(home: Home, warehouse: Path, published: Path) -> list[str]:
@@ -158,5 +182,7 @@ def test_any_rpm_log_the_importer_accepts_certifies(tmp_path_factory, rows):
         w.writeheader()
         w.writerows(rows)
     home = tmp / "home"
-    assert _import(home, "rpm", path) == 0
+    code, summary = _import_json(home, "rpm", path)
+    assert code == 0 and summary["quarantined"] == 0, summary["quarantine_reasons"]
+    assert summary["landed"]["snapshots"] == len(rows)  # every form is read, none left behind
     _certifies(Home(home), tmp)
