@@ -256,7 +256,7 @@ def test_a_failing_day_fails_alone(tmp_path, capsys, monkeypatch):
     assert not (home / "published" / DAY2).exists()
     assert f"1 day(s) published to {home / 'published'}" in built
     assert f"1 day(s) not published ({DAY2}" in built
-    assert f"{DAY2} frames_quality: frames_quality: active time is above wall time" in built
+    assert f"{DAY2} frames_quality: active time is above wall time (rule wall_us >= active_us) on 1 row" in built
     assert "frame_id aw:pc:" in built  # the rows, by id
     assert "Code" not in built.split("not published")[1]  # ids and the rule, never a title or app
 
@@ -269,6 +269,7 @@ def test_a_failing_day_fails_alone(tmp_path, capsys, monkeypatch):
     assert failed["byte_identical_recompile"]["consequence_of"] == "frames_quality"
     assert "a consequence of frames_quality failing" in failed["byte_identical_recompile"]["problem"]
     assert f"{DAY2} byte_identical_recompile [consequence]:" in certified
+    assert "frames_quality: frames_quality" not in built + certified
 
     monkeypatch.setattr(day_work, "frames", honest)  # the fault fixed: the next build publishes the day
     code, built = af(capsys, "build", "--home", str(home))

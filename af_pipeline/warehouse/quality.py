@@ -204,6 +204,7 @@ def screen(con: Any, select: str, spec: Spec, days: Sequence[str]) -> dict[str, 
 def violations(con: Any, select: str, spec: Spec) -> dict[str, list[str]]:
     """The rules each day's rows break, one sentence per rule with its row count and the first
     row ids (ids only: never a title, URL or typed text). Days that break none are left out.
+    The sentence does not name the check: whoever prints it puts the day and check first.
 
     Ids repeat within a day (a repeat across days is the range check's, checks/quality.py)."""
     quiet(con)
@@ -223,7 +224,7 @@ def violations(con: Any, select: str, spec: Spec) -> dict[str, list[str]]:
             rows = "row" if n == 1 else "rows"
             more = ", ..." if n > len(ids) else ""
             found.setdefault(str(day), []).append(
-                f"{spec.check}: {rule.says} (rule {rule.expr()}) on {n} {rows} "
+                f"{rule.says} (rule {rule.expr()}) on {n} {rows} "
                 f"({spec.id_column} {', '.join(map(str, ids))}{more})"
             )
     return found
