@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from af_pipeline.compiler import emit, view
+from af_pipeline.compiler.away import away_spans
 from af_pipeline.compiler.compile import compile_day
 from af_pipeline.interfaces import cli
 from capture.model import DayCapture, Presence, Snapshot
@@ -78,6 +79,16 @@ def test_the_page_is_the_same_bytes_every_time(aw_home: Path, page: str, tmp_pat
     assert out.read_text(encoding="utf-8") == page
 
 
+def test_the_published_page_draws_the_same_away_spans(aw_home: Path, page: str) -> None:
+    """`af build` publishes view.html from the document alone: the away spans are in the
+    document (coverage.streams[].away), so the published page shows them as `af view` does."""
+    assert cli.main(["build", "--home", str(aw_home)]) == 0
+    published = aw_home / "published" / DAY
+    doc = json.loads((published / "document.json").read_text(encoding="utf-8"))
+    assert [s.get("away") for s in doc["coverage"]["streams"]] == [[["09:30:00", "09:40:00"]]]
+    assert (published / "view.html").read_text(encoding="utf-8") == page
+
+
 def test_a_source_that_records_input_keeps_its_counts() -> None:
     f = {"input": {"keys": 3, "clicks": 1, "scrolls": 0, "text": 0, "chars": 0, "copies": 0, "pastes": 0}}
     assert view._volume(f).startswith("3 keys, 1 clicks")
@@ -118,7 +129,7 @@ def _sec(hms: str) -> int:
 def test_away_spans_are_the_compilers_away_time(drawn) -> None:  # type: ignore[no-untyped-def]
     windows, present, away = drawn
     capture = _capture(windows, present, away)
-    spans = view.away_spans(capture, "UTC", bridge_s=0).get("aw:h", [])
+    spans = away_spans(capture, "UTC", bridge_s=0).get("aw:h", [])
     secs = [(_sec(a), _sec(b)) for a, b in spans]
     assert secs == sorted(secs) and all(a < b for a, b in secs)
     assert all(b1 < a2 for (_a1, b1), (a2, _b2) in zip(secs, secs[1:], strict=False))  # disjoint, merged

@@ -19,6 +19,7 @@ import numpy as np
 
 from af_pipeline.about import GENERATOR
 from af_pipeline.compiler import layouts
+from af_pipeline.compiler.away import away_spans
 from af_pipeline.compiler.categories import CategoryRules, categorize, default_rules
 from af_pipeline.compiler.document import (
     SCHEMA_VERSION,
@@ -676,8 +677,11 @@ def _coverage(capture: DayCapture, framing: Framing, tally: InputTally, tenure: 
     if tl.presence_src:  # said only where a source reported presence or measured its own spans
         coverage["presence"] = {"sources": sorted(set(tl.presence_src.values())),
                                 "away_min": _minutes(int(tl.away.sum())), "away_frames": fl.away_frames}
+        spans = away_spans(capture, capture.tz, bridge_s=rules.gap_s)  # where on the clock, for the page
         for entry in stream_rows:
             entry["presence"] = tl.presence_src.get(entry["stream"], "none")
+            if spans.get(entry["stream"]):
+                entry["away"] = [[a, b] for a, b in spans[entry["stream"]]]
     if n and not input_count(capture) and set(capture.recorders) and set(capture.recorders) <= NO_INPUT_RECORDERS:
         coverage["input_recorded"] = False  # k0 c0 here means "not recorded", never idleness
     return coverage

@@ -7,8 +7,8 @@ only fonts every Debian chromium has (DejaVu Sans), and never shows typed text.
 
 The day page: a timeline per monitor stream (frames as bars coloured by app or by inferred
 category, interruptions as ticks, capture gaps hatched as unknown time, each frame's
-presence-only share striped, never drawn as idleness; time away from the screen, when the caller
-gives its spans, as labelled "away" spans), the app / domain / category ledgers as
+presence-only share striped, never drawn as idleness; time away from the screen (the afk
+watcher's, from the document) as labelled "away" spans), the app / domain / category ledgers as
 bars (minutes on one timeline first), the context block, and each frame's evidence on click.
 The week page: a heatmap of minutes on screen by hour and day, totals per app, domain and
 category against the previous week, the top routines, and links to each day.
@@ -24,9 +24,6 @@ from typing import Any
 
 from af_pipeline.compiler import categories, emit
 from af_pipeline.compiler.document import decode_refs, strip_typed_text
-from af_pipeline.compiler.sessionize import PAPER_RULES
-from capture.model import DayCapture
-from capture.timeutil import day_bounds, hhmmss
 
 _PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
             "#9c755f", "#86bcb6")
@@ -232,77 +229,19 @@ def _frame_detail(f: dict[str, Any], cat: dict[str, Any] | None, recorded: bool 
     return "".join(parts)
 
 
-def away_spans(capture: DayCapture, tz: str, min_s: int = 1,
-               bridge_s: int = PAPER_RULES.gap_s) -> dict[str, list[tuple[str, str]]]:
-    """Per stream, the local [start, end) times (HH:MM:SS) its window time was away from the
-    screen, as the compiler counts away time: on a stream an afk watcher governs, window time
-    outside its not-afk intervals. Window time is taken as continuous across breaks of at most
-    ``bridge_s`` seconds (the compiler's capture-gap rule: a shorter break is no gap), so one
-    afk interval is one span. Spans shorter than ``min_s`` seconds are left out; a stream no
-    afk watcher governs has none. A view of the capture, not of the document (the document
-    keeps away minutes, not where they were): give it to ``render_day`` to draw them."""
-    snaps = capture.values("snapshots", ("ts_us", "end_us", "stream"))
-    streams = sorted(set(snaps[2]))
-    governed: dict[str, list[tuple[int, int]]] = {}
-    for p in capture.presence:
-        if p.status not in ("afk", "not-afk"):
-            continue
-        for stream in [p.stream] if p.stream is not None else streams:
-            iv = governed.setdefault(stream, [])
-            if p.status == "not-afk" and p.end_us > p.ts_us:
-                iv.append((p.ts_us, p.end_us))
-    if not governed:
-        return {}
-    lo, hi = day_bounds(capture.day, tz)
-    shown: dict[str, list[tuple[int, int]]] = {}
-    for ts, end, stream in zip(*snaps, strict=True):
-        if stream in governed and end is not None and end > ts:
-            shown.setdefault(stream, []).append((max(ts, lo), min(end, hi)))
-    out: dict[str, list[tuple[str, str]]] = {}
-    for stream in sorted(shown):
-        present = _merge(governed[stream])
-        spans: list[tuple[int, int]] = []
-        for a, b in _merge(shown[stream], bridge_s * 1_000_000):
-            for pa, pb in present:  # what is left of [a, b) outside each not-afk interval
-                if pb <= a or pa >= b:
-                    continue
-                if pa > a:
-                    spans.append((a, pa))
-                a = max(a, pb)
-                if a >= b:
-                    break
-            if a < b:
-                spans.append((a, b))
-        kept = [(a, b) for a, b in _merge(spans) if b - a >= min_s * 1_000_000]
-        if kept:
-            out[stream] = [(hhmmss(a, tz), hhmmss(b, tz) if b < hi else "24:00:00") for a, b in kept]
-    return out
-
-
-def _merge(iv: Sequence[tuple[int, int]], bridge_us: int = 0) -> list[tuple[int, int]]:
-    """Intervals merged where they overlap or lie at most ``bridge_us`` apart."""
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(iv):
-        if b <= a:
-            continue
-        if out and a <= out[-1][1] + bridge_us:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
-
-
 def render_day(doc: dict[str, Any], context_text: str | None = None,
                away: Mapping[str, Sequence[tuple[str, str]]] | None = None) -> str:
     """The day page of a schema v1 document (its context block is rendered here unless given).
 
-    ``away``: per stream, the spans its window time was away from the screen (``away_spans``),
-    drawn on the timeline as "away"; without it the page says only the day's away minutes."""
+    ``away``: per stream, the spans its window time was away from the screen, drawn on the
+    timeline as "away"; by default the document's own (``coverage.streams[].away``)."""
     doc = strip_typed_text(doc)
     cov = doc["coverage"]
     frames = doc["frames"]
     recorded = cov.get("input_recorded") is not False
-    away = {s: list(v) for s, v in (away or {}).items() if v}
+    if away is None:
+        away = {e["stream"]: [(a, b) for a, b in e["away"]] for e in cov.get("streams", []) if e.get("away")}
+    away = {s: list(v) for s, v in away.items() if v}
     cats = categories.categories_of(doc)
     colors = app_colors([a["app"] for a in doc["apps"]])
     first, last = _secs(cov.get("first_activity")), _secs(cov.get("last_activity"))

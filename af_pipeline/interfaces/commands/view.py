@@ -87,14 +87,6 @@ def week_page(memory: Any, week: str, day_href: Callable[[str], str | None],
     return view.render_week(week, docs, before, _routines(memory, days) if docs else [], day_href)
 
 
-def _away(home: Home, day: str, tz: str) -> dict[str, list[tuple[str, str]]]:
-    """Where the day's window time was away from the screen, from the log's presence rows (the
-    document keeps away minutes, not their place on the timeline)."""
-    from capture.log import EventLog
-
-    return view.away_spans(EventLog(home).read_day(day, lazy_elements=True), tz)
-
-
 def _view(args: argparse.Namespace) -> int:
     from af_pipeline.interfaces.memory import Memory  # the read model: not for `af --help`
 
@@ -114,7 +106,7 @@ def _view(args: argparse.Namespace) -> int:
         day = memory.parse_day(args.day)
         out = Path(args.out or f"view-{day}.html")
         doc, _source = memory.day_document(day)
-        text = view.render_day(doc, away=_away(home, day, doc["tz"]))
+        text = view.render_day(doc)
     atomic_write(out, text.encode("utf-8"))
     print(out)
     return 0
