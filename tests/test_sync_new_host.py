@@ -135,6 +135,29 @@ def test_an_export_imported_first_then_synced_live_lands_once(tmp_path: Path, se
     assert credited[("aw:phone", "Maps")] == pytest.approx(3 * 25.0)
 
 
+def test_a_server_synced_live_then_imported_as_an_export_lands_once(tmp_path: Path, server: AwServer) -> None:
+    """The other order: the laptop is followed live, a phone joins the server, and the user then
+    imports the server's export (hosts laptop+phone: other refs). The laptop's events are
+    skipped as already in the log; only the phone's land."""
+    home = _home(tmp_path)
+    t0 = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=20)
+    _bucket(server, "aw-watcher-window_laptop", "currentwindow", "laptop", _work(t0, ["Code", "Slack"], 10))
+    _bucket(server, "aw-watcher-afk_laptop", "afkstatus", "laptop", [(t0, 300.0, {"status": "not-afk"})])
+    assert cli.main(["sync", "activitywatch", server.url, "--home", str(home.root)]) == 0
+    _bucket(server, "aw-watcher-window_phone", "currentwindow", "phone", _work(t0, ["Maps"], 3))
+    export = tmp_path / "aw-buckets-export.json"
+    export.write_bytes(server.export())
+    assert cli.main(["import", "activitywatch", str(export), "--home", str(home.root), "--tz", TZ]) == 0
+    snaps, pres = _rows(home)
+    assert len([s for s in snaps if s.stream == "aw:laptop"]) == 10 and len(pres) == 1
+    credited = _credited(snaps)
+    assert credited[("aw:laptop", "Code")] == pytest.approx(5 * 25.0)
+    assert credited[("aw:phone", "Maps")] == pytest.approx(3 * 25.0)
+    # importing it again lands nothing
+    assert cli.main(["import", "activitywatch", str(export), "--home", str(home.root), "--tz", TZ]) == 0
+    assert len(_rows(home)[0]) == len(snaps)
+
+
 # -- the rule, over any events and host sets (an export file followed as the source) ----------
 
 T0 = datetime(2026, 3, 16, 9, 0, tzinfo=UTC)

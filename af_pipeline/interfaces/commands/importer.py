@@ -17,7 +17,7 @@ from capture.importers import child
 from capture.importers.common import parse_screen_sizes
 from capture.log import EventLog
 from capture.model import ROW_KINDS
-from capture.sync import drop_known_streams
+from capture.sync import adopt_logged_refs, drop_known_streams
 
 _DESCRIPTION = """\
 Read a capture source you already have (it is opened read-only and never changed), map it onto
@@ -159,6 +159,13 @@ def run(args: argparse.Namespace) -> int:
                 for note in held.enter_context(log.writing()):
                     if progress:
                         progress(f"recovered: {note}")
+            if args.source_kind == "activitywatch":
+                # Events the log holds under another host set's refs (the server followed live,
+                # then its export holding a phone's bucket too) take the logged refs: once.
+                streams_before = len(batch.streams)
+                adopt_logged_refs(log, batch, settings.tz)
+                total.read["streams"] += streams_before - len(batch.streams)
+                total.skipped += streams_before - len(batch.streams)
             # An export taken later than an earlier import holds the events that grew since in
             # place: their new part lands as a continuation of the logged event, never twice.
             _continued, covered = log.continue_grown_spans(batch)
