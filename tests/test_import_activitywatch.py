@@ -534,3 +534,16 @@ def test_a_later_export_with_grown_events_lands_only_what_grew(tmp_path):
     spans = sorted((s.ts_us, s.end_us) for s in snaps)
     assert sum(e - t for t, e in spans) == 1200 * 1_000_000  # the whole event, once
     assert not log.quarantine_rows()
+
+
+def test_zone_less_stamps_are_read_as_utc_with_a_note(tmp_path: Path) -> None:
+    """ActivityWatch writes offsets; a stamp without one is UTC, as aw-core reads it, and said."""
+    events = [{"timestamp": "2026-03-15T23:30:00", "duration": 60.0, "data": {"app": "Code", "title": "a"}},
+              {"timestamp": "2026-03-15T23:40:00+00:00", "duration": 60.0, "data": {"app": "Code", "title": "b"}}]
+    path = tmp_path / "aw.json"
+    path.write_text(json.dumps({"buckets": {"aw-watcher-window_h": {
+        "id": "aw-watcher-window_h", "type": "currentwindow", "client": "aw-watcher-window", "hostname": "h",
+        "events": events}}}), encoding="utf-8")
+    batch = read_activitywatch(path, tz="Europe/Berlin")
+    assert sorted(s.ts_us for s in batch.snapshots) == [parse_ts("2026-03-15T23:30:00Z"), parse_ts("2026-03-15T23:40:00Z")]
+    assert batch.notes["time stamps carry no zone: read as UTC, as ActivityWatch itself reads them"] == 1

@@ -57,12 +57,15 @@ from capture.importers.common import (
     wal_missing,
 )
 from capture.model import Presence, Snapshot
-from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, day_bounds, parse_ts
+from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, day_bounds, parse_ts, zoneless
 
 US = 1_000_000
 MAX_EVENT_US = 24 * 3600 * US  # a single window event longer than a day is a stuck clock: cut it
 URL_LEAD_US = 5 * US  # a tab event may be reported up to this much after the window event
 WHAT = "an ActivityWatch export (.json) or database (sqlite.db)"
+# ActivityWatch writes every time stamp with its offset; one without is read as UTC, as
+# ActivityWatch's own aw-core reads it (a warning there, a note here)
+ZONELESS = "time stamps carry no zone: read as UTC, as ActivityWatch itself reads them"
 _LOW_US = parse_ts(f"{MIN_YEAR}-01-01T00:00:00Z")
 _HIGH_US = parse_ts(f"{MAX_YEAR}-12-31T23:59:59Z")
 
@@ -201,6 +204,8 @@ def _from_export(p: Path, batch: ImportBatch, texts: Texts) -> list[_Bucket]:
             except BadTimestamp as exc:
                 batch.quarantine(str(p), where, "unreadable timestamp", str(exc))
                 continue
+            if zoneless(ev.get("timestamp")):
+                batch.note(ZONELESS)
             end = _end(start, ev.get("duration", 0))
             if isinstance(end, str):
                 batch.quarantine(str(p), where, end, f"duration={ev.get('duration')!r}"[:200])
