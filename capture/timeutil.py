@@ -27,14 +27,6 @@ class BadTimestamp(ValueError):
     """A timestamp the parser cannot read; the message says why."""
 
 
-def zoneless(value: object) -> bool:
-    """True for an ISO-8601 text without a zone or offset (parse_ts reads it as UTC)."""
-    if not isinstance(value, str):
-        return False
-    m = _TS.match(value.strip())
-    return m is not None and m.group(8) is None
-
-
 def parse_ts(value: object) -> int:
     """Parse a timestamp (string, epoch seconds/ms/us/ns number, or datetime) to UTC microseconds."""
     if isinstance(value, datetime):

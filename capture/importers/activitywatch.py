@@ -55,9 +55,10 @@ from capture.importers.common import (
     stream_infos,
     table_columns,
     wal_missing,
+    zoneless,
 )
 from capture.model import Presence, Snapshot
-from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, day_bounds, parse_ts, zoneless
+from capture.timeutil import MAX_YEAR, MIN_YEAR, BadTimestamp, day_bounds, parse_ts
 
 US = 1_000_000
 MAX_EVENT_US = 24 * 3600 * US  # a single window event longer than a day is a stuck clock: cut it
