@@ -47,11 +47,13 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from capture import rewrites
 from capture.errors import UserError
 from capture.files import atomic_write
 from capture.home import Home
 from capture.log import EventLog
 from capture.log.append import CONTINUATION
+from capture.log.layout import WATERMARKS
 from capture.model import CaptureBatch
 from capture.timeutil import US, iso_utc, local_day, parse_ts
 
@@ -89,6 +91,7 @@ class PassResult:
     seconds: float = 0.0
     days_sealed: list[str] = field(default_factory=list)
     days_amended: list[str] = field(default_factory=list)
+    changed: str | None = None  # what the source did to itself that this pass handled, in a sentence
 
 
 # ----------------------------------------------------------------------------- registry and state
@@ -191,8 +194,13 @@ def sync_once(home: Home, source: Source, *, now_us: int | None = None, progress
             batches, state = _activitywatch_batches(home, source, state, now)
         with log.writing():
             if source.kind == "screenpipe":
+                before = state.get("changed")
                 batches, state = _screenpipe_batches(home, source, state)
+                if state.get("changed") != before:
+                    result.changed = str(state["changed"]["says"])
             for batch in batches:
+                if source.kind == "screenpipe" and state.get("reused_ids"):
+                    rewrites.rekey_reused_ids(log, batch, home.settings().tz)
                 adopt_logged_refs(log, batch, home.settings().tz)
                 continued, covered = log.continue_grown_spans(batch)
                 result.continued += continued
@@ -309,17 +317,69 @@ def drop_known_streams(log: EventLog, batch: CaptureBatch) -> None:
 
 
 def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tuple[Iterable[CaptureBatch], dict[str, Any]]:
+    """The pass's batches and the state to record. The rows land under the source id they
+    landed under before, as long as the database is the same one: grown (ids above the
+    watermark), its oldest rows deleted (retention: the natural identity changes, its first
+    rows are still the logged ones), or rolled back (the rows at the watermark changed: read
+    whole, reused ids rekeyed). A different database at the path starts over under its own id."""
     # deferred: only the importer of the source synced
     from capture.importers import screenpipe
 
     path = Path(source.location)
+    tz = home.settings().tz
+    log = EventLog(home)
     identity = screenpipe.source_identity(path)
-    since = state.get("since") if identity == state.get("identity") else None  # another file: from the start
+    landed_as = state.get("source_id") or state.get("identity")  # states before ids were kept: the identity
+    change = None
+    if landed_as is None or identity == state.get("identity"):
+        sid = landed_as or identity
+    else:
+        found = rewrites.retained_source(log, screenpipe.first_frames(path, rewrites.RETENTION_PROBE_ROWS),
+                                         [str(landed_as)], tz)
+        sid = found or identity
+        change = "retention" if found else None
+    if landed_as is None:  # a first pass: the database may be one the log holds under another id
+        found = rewrites.retained_source(log, screenpipe.first_frames(path, rewrites.RETENTION_PROBE_ROWS),
+                                         screenpipe_source_ids(home), tz)
+        if found and found != identity:
+            sid, change = found, "retention"
+    since = state.get("since") if sid == landed_as else None  # another database: from the start
+    marks = state.get("tails")
+    if isinstance(since, dict) and isinstance(marks, dict):
+        now_tails = screenpipe.tail_marks(path, marks)
+        if rewrites.tails_changed(marks, now_tails):
+            since, change = None, "rewritten"
     # Taken before reading: rows written while this pass reads are above it and read next time.
-    marks = screenpipe.watermarks(path, overlap=SP_OVERLAP_ROWS)
-    batches = screenpipe.iter_screenpipe(path, tz=home.settings().tz, progress=None,
+    tails = screenpipe.tail_marks(path)
+    marks_now = {t: max(0, int(m["max_id"]) - SP_OVERLAP_ROWS) for t, m in tails.items()}
+    batches = screenpipe.iter_screenpipe(path, tz=tz, progress=None, source_id=sid,
                                          since=since if isinstance(since, dict) else None)
-    return batches, {**state, "identity": identity, "since": marks}
+    new_state = {**state, "identity": identity, "source_id": sid, "since": marks_now, "tails": tails}
+    if change is not None:
+        new_state["changed"] = {"what": change, "at": iso_utc(time.time_ns() // 1000),
+                                "says": rewrites.source_changes_note(change)}
+    if change == "rewritten" or state.get("reused_ids"):
+        new_state["reused_ids"] = True  # ids below the watermark may name two events: check every pass
+    return batches, new_state
+
+
+def screenpipe_source_ids(home: Home) -> list[str]:
+    """Source ids the log holds screenpipe rows under: of imports (their watermarks) and of
+    followed databases (their sync state)."""
+    found: set[str] = set()
+    try:
+        doc = json.loads((home.log_dir / WATERMARKS).read_bytes())
+    except (OSError, ValueError):
+        doc = {}
+    sources = doc.get("sources") if isinstance(doc, dict) else None
+    if isinstance(sources, dict):
+        found |= {sid for sid, mark in sources.items() if isinstance(mark, dict) and mark.get("kind") == "screenpipe"}
+    for entry in _load(home)["sources"].values():
+        st = entry.get("state", {}) if entry.get("kind") == "screenpipe" else {}
+        sid = st.get("source_id") or st.get("identity")
+        if isinstance(sid, str):
+            found.add(sid)
+    return sorted(found)
 
 
 # ----------------------------------------------------------------------------- ActivityWatch
@@ -446,6 +506,8 @@ def status(home: Home, now_us: int | None = None) -> list[dict[str, Any]]:
             # how old the newest capture in the log is: what an agent asking "now" may miss
             "behind_s": round((now - newest) / US, 1) if newest else None,
             "since_last_ok_s": round((now - last_ok) / US, 1) if last_ok else None,
+            # what the source last did to itself that the sync had to handle (retention, a rollback)
+            "source_changed": st.get("changed"),
         })
     return out
 

@@ -215,12 +215,16 @@ def _tail_hash(con: sqlite3.Connection, table: str, top: int) -> str:
     h = hashlib.sha256()
     for row in con.execute(f'SELECT rowid, * FROM "{table}" WHERE rowid <= ? ORDER BY rowid DESC LIMIT {TAIL_ROWS}',
                            (top,)):
-        for v in row:
-            # the type tag keeps 1, 1.0, '1' and b'1' apart
-            h.update(f"{type(v).__name__}:{len(v) if isinstance(v, (str, bytes)) else ''}:".encode())
-            h.update(v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogatepass"))
-        h.update(b"\n")
+        _hash_row(h, row)
     return h.hexdigest()
+
+
+def _hash_row(h: Any, row: Sequence[Any]) -> None:
+    for v in row:
+        # the type tag keeps 1, 1.0, '1' and b'1' apart
+        h.update(f"{type(v).__name__}:{len(v) if isinstance(v, (str, bytes)) else ''}:".encode())
+        h.update(v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogatepass"))
+    h.update(b"\n")
 
 
 def source_mark(path: Path, options: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -272,6 +276,65 @@ def grown_since(path: Path, old: dict[str, Any], now: dict[str, Any]) -> dict[st
     finally:
         con.close()
     return {t: max(0, int(old["tables"][t]["max_id"]) - GROWN_OVERLAP_ROWS) for t in SINCE_TABLES if t in old["tables"]}
+
+
+SYNC_TAIL_ROWS = 8  # rows at a sync watermark whose content is checked at the next pass (a few:
+# retention deleting into them would read as a rewrite, which costs a whole read, never a row)
+
+
+def tail_marks(path: Path, marks: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Per table a sync pass reads by id: {"min_id", "max_id", "tail"}, a hash of the rows with
+    ids in [min_id, max_id]: the table's last SYNC_TAIL_ROWS rows now, or (``marks``) the same id
+    ranges as recorded at the last pass. Different hashes mean the rows at the watermark were
+    rewritten (a restore or rollback), so new rows may sit below it. Retention, which deletes
+    the oldest rows, leaves them alone."""
+    con = open_sqlite_readonly(_resolve(path), WHAT)
+    try:
+        tables = {str(r[0]) for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        con.text_factory = bytes
+        out: dict[str, dict[str, Any]] = {}
+        for table in SINCE_TABLES:
+            if table not in tables:
+                continue
+            was = (marks or {}).get(table)
+            if marks is not None and not isinstance(was, dict):
+                continue
+            if isinstance(was, dict):
+                lo, top = int(was.get("min_id", 0)), int(was.get("max_id", 0))
+            else:
+                (found,) = con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
+                top = int(found or 0)
+                row = con.execute(f'SELECT rowid FROM "{table}" WHERE rowid <= ? ORDER BY rowid DESC LIMIT 1 '
+                                  f"OFFSET {SYNC_TAIL_ROWS - 1}", (top,)).fetchone()
+                lo = int(row[0]) if row else 0
+            h = hashlib.sha256()
+            for values in con.execute(f'SELECT rowid, * FROM "{table}" WHERE rowid BETWEEN ? AND ? ORDER BY rowid',
+                                      (lo, top)):
+                _hash_row(h, values)
+            out[table] = {"min_id": lo, "max_id": top, "tail": h.hexdigest()}
+        return out
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        raise read_failure(path, exc) from None
+    finally:
+        con.close()
+
+
+def first_frames(path: Path, n: int) -> list[tuple[int, int]]:
+    """(row id, UTC microseconds) of the database's lowest frame ids whose time is readable."""
+    con = open_sqlite_readonly(_resolve(path), WHAT)
+    try:
+        rows = con.execute("SELECT id, timestamp FROM frames ORDER BY id LIMIT ?", (4 * n,)).fetchall()
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        raise read_failure(path, exc) from None
+    finally:
+        con.close()
+    out = []
+    for fid, raw in rows:
+        try:
+            out.append((int(fid), ts_us(raw)))
+        except (BadTimestamp, ValueError, TypeError, OverflowError):
+            continue
+    return out[:n]
 
 
 GROWN_OVERLAP_ROWS = 200  # as a sync pass: a capture cycle half-written at the last import is read whole

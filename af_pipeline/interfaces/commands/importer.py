@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from af_pipeline.interfaces import cli
+from capture import rewrites
 from capture.errors import UserError
 from capture.home import resolve_home
 from capture.importers import child
 from capture.importers.common import parse_screen_sizes
 from capture.log import EventLog
 from capture.model import ROW_KINDS
-from capture.sync import adopt_logged_refs, drop_known_streams
+from capture.sync import adopt_logged_refs, drop_known_streams, screenpipe_source_ids
 
 _DESCRIPTION = """\
 Read a capture source you already have (it is opened read-only and never changed), map it onto
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     batches: Iterable[Any]
     mark: dict[str, Any] | None = None  # the source's watermark, recorded once it has landed whole
     grown = False
+    rewritten = False  # a screenpipe database the log holds rows of, read whole again
     if args.source_kind == "screenpipe":
         # deferred: only the importer of the source given
         from capture.importers import screenpipe
@@ -116,11 +118,25 @@ def run(args: argparse.Namespace) -> int:
         mark = screenpipe.source_mark(path, {"tz": settings.tz, "screens": sorted(screens.items()),
                                              "source_id": args.source_id})
         sid = args.source_id or mark["identity"]
+        if not args.source_id and sid and home.log_dir.is_dir():
+            # The database may be one the log holds under an earlier id: its oldest rows deleted
+            # (retention), or a copy under another name. Its rows keep their refs.
+            firsts = screenpipe.first_frames(path, rewrites.RETENTION_PROBE_ROWS)
+            found = rewrites.retained_source(EventLog(home), firsts, [s for s in screenpipe_source_ids(home)
+                                                                      if s != sid], settings.tz)
+            if found and not EventLog(home).refs_present([f"{sid}:frames:{fid}" for fid, _ in firsts]):
+                sid, rewritten = found, True
+                opts["source_id"] = found
+                if progress:
+                    progress(f"{path} is the source imported before as {found} (its oldest rows deleted, "
+                             "or a copy under another name): its rows keep their refs")
         old = EventLog(home).source_watermark(sid) if sid and home.log_dir.is_dir() else None
         if old is not None and {k: v for k, v in old.items() if k != "held"} == mark:
             return _unchanged(args, home, path, sid, old.get("held"))
         since = screenpipe.grown_since(path, old, mark) if old is not None else None
         grown = since is not None
+        # read whole a database the log holds rows of: ids below the old end may name new events
+        rewritten = rewritten or (old is not None and not grown)
         if grown and progress:
             progress(f"{path} grew since its last import: reading from row ids {since}")
         # One local day at a time: memory holds one day of element rows, not the whole database.
@@ -159,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
                 for note in held.enter_context(log.writing()):
                     if progress:
                         progress(f"recovered: {note}")
+            if args.source_kind == "screenpipe" and rewritten:
+                rewrites.rekey_reused_ids(log, batch, settings.tz)
             if args.source_kind == "activitywatch":
                 # Events the log holds under another host set's refs (the server followed live,
                 # then its export holding a phone's bucket too) take the logged refs: once.

@@ -111,13 +111,16 @@ def _say(r: sync.PassResult, as_json: bool, quiet: bool = False) -> None:
     if as_json:
         cli.emit_json({"source": r.source, "ok": r.ok, "landed": r.landed, "skipped": r.skipped,
                        "quarantined": r.quarantined, "continued": r.continued, "error": r.error,
-                       "seconds": r.seconds, "days_sealed": r.days_sealed, "days_amended": r.days_amended})
+                       "seconds": r.seconds, "days_sealed": r.days_sealed, "days_amended": r.days_amended,
+                       "source_changed": r.changed})
         sys.stdout.flush()
         return
     if not r.ok:
         print(f"{time.strftime('%H:%M:%S')} {r.source}: FAILED: {r.error} (retrying with back-off)"
               if quiet else f"{r.source}: FAILED: {r.error}", file=sys.stderr, flush=True)
         return
+    if r.changed:
+        print(f"{time.strftime('%H:%M:%S ') if quiet else ''}{r.source}: {r.changed}", flush=True)
     if quiet and not r.landed and not r.quarantined and not r.days_sealed:
         return  # --watch prints only passes that changed something
     extra = []
@@ -151,4 +154,6 @@ def _print_status(home: Any, as_json: bool) -> int:
         print(f"  newest capture: {newest or 'none yet'}"
               + (f"  ({row['behind_s']:.0f} s old)" if row["behind_s"] is not None else ""))
         print(f"  rows landed:    {row['rows_landed']:,}")
+        if row["source_changed"]:
+            print(f"  source changed: {row['source_changed']['at']}: {row['source_changed']['says']}")
     return 0
