@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import duckdb
 
 from capture.log.files import sha256_file
 from capture.log.layout import amendment_of, is_day, parse_segment_name, segment_name
@@ -43,6 +46,8 @@ class Verifying(ManifestChain):
         days_seen: dict[str, int] = {}
         amendments_seen: dict[str, int] = {}
         segments_seen: set[str] = set()
+        # per day: the segments chained so far, each as (folder, label, its row files' hashes)
+        chained: dict[str, list[tuple[str, str, tuple[tuple[str, Any], ...]]]] = {}
         for lineno, line in enumerate(lines[:-1], start=1):
             where = f"manifest.jsonl line {lineno}"
             try:
@@ -93,7 +98,11 @@ class Verifying(ManifestChain):
             days_seen.setdefault(day, seq)
             name = segment_name(day, k)
             segments_seen.add(name)
-            problems.extend(self._verify_files(label, name, entry.get("files")))
+            damaged = self._verify_files(label, name, entry.get("files"))
+            problems.extend(damaged)
+            if not damaged and name not in {n for n, _, _ in chained.get(day, [])}:
+                chained.setdefault(day, []).append((name, label, _row_hashes(entry.get("files"))))
+        problems.extend(self._repeated_amendments(chained))
         if self.sealed_dir.exists():
             for child in sorted(self.sealed_dir.iterdir()):
                 if child.name in segments_seen:
@@ -119,6 +128,56 @@ class Verifying(ManifestChain):
         return VerifyReport(ok=not problems, problems=problems, entries=len(entries),
                             head=head if isinstance(head, str) else None, notes=notes)
 
+    def _repeated_amendments(self, chained: dict[str, list[tuple[str, str, tuple[tuple[str, Any], ...]]]]
+                             ) -> list[str]:
+        """Problems of amendments that hold rows an earlier segment of their day already holds:
+        the same segment chained twice (its row files hash alike), or rows landed again (a ref
+        in two segments). Each is correctly chained, so only their content gives them away;
+        a ref lands once. Only segments whose files matched their entries are read."""
+        problems: list[str] = []
+        for day, segments in chained.items():
+            if len(segments) < 2:
+                continue
+            repeats: dict[str, str] = {}  # folder -> the earlier folder it repeats
+            for i, (name, label, hashes) in enumerate(segments):
+                earlier = next((n for n, _, h in segments[:i] if h == hashes), None)
+                if earlier is not None:
+                    repeats[name] = earlier
+                    problems.append(f"{label}: {_segment_label(name)} of day {day} holds the same rows "
+                                    f"as {_segment_label(earlier)} (its files hash alike): the same amendment "
+                                    "was chained twice")
+            labels = {name: label for name, label, _ in segments}
+            for name, earlier, kind, count, ref in self._refs_in_two_segments([n for n, _, _ in segments]):
+                if name in repeats:
+                    continue
+                problems.append(f"{labels[name]}: {_segment_label(name)} of day {day} repeats {count} "
+                                f"{kind} row(s) already in {_segment_label(earlier)} (e.g. ref {ref!r}): "
+                                "rows landed twice")
+        return problems
+
+    def _refs_in_two_segments(self, names: list[str]) -> list[tuple[str, str, str, int, str]]:
+        """(later folder, earlier folder, kind, rows, one ref) for the refs of one day that are in
+        two of its segments (``names``, oldest first)."""
+        order = {name: i for i, name in enumerate(names)}
+        found: dict[tuple[str, str, str], tuple[int, str]] = {}
+        with self._db() as con:
+            for kind in ROW_KINDS:
+                files = [str(self.sealed_dir / name / f"{kind}.parquet") for name in names]
+                try:
+                    rows = con.execute(
+                        "SELECT ref, list(DISTINCT filename) FROM read_parquet(?, filename = true, union_by_name = true) "
+                        "GROUP BY ref HAVING count(DISTINCT filename) > 1 ORDER BY ref", [files]).fetchall()
+                except duckdb.Error:
+                    continue  # a file DuckDB cannot read: its hash was checked, so it is not ours to judge
+                for ref, paths in rows:
+                    seen = sorted({Path(f).parent.name for f in paths} & order.keys(), key=order.__getitem__)
+                    if len(seen) < 2:
+                        continue
+                    key = (seen[-1], seen[0], kind)
+                    count, first = found.get(key, (0, str(ref)))
+                    found[key] = (count + 1, first)
+        return [(later, earlier, kind, count, ref) for (later, earlier, kind), (count, ref) in sorted(found.items())]
+
     def _verify_files(self, label: str, day: str, files: Any) -> list[str]:
         """Problems of one sealed segment's folder (``day`` is its folder name) against its entry."""
         folder = self.sealed_dir / day
@@ -141,3 +200,13 @@ class Verifying(ManifestChain):
         for extra in sorted(p.name for p in folder.iterdir() if p.name not in files):
             problems.append(f"{label}: unexpected file sealed/{day}/{extra} in a sealed day")
         return problems
+
+
+def _row_hashes(files: Any) -> tuple[tuple[str, Any], ...]:
+    """A segment's row files and their recorded sha256s (what it holds, whatever its sources)."""
+    return tuple(sorted((n, m.get("sha256")) for n, m in files.items() if n.endswith(".parquet") and isinstance(m, dict)))
+
+
+def _segment_label(name: str) -> str:
+    day, k = parse_segment_name(name) or (name, 0)
+    return f"amendment {k}" if k else f"the day's first segment (sealed/{day})"
