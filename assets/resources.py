@@ -13,8 +13,7 @@ from pydantic import PrivateAttr
 
 from assets.dagster_adapter import quick_run_storage
 from assets.instance import exclusive_run, warehouse_lock
-from capture.errors import UserError
-from capture.home import Home
+from capture.home import Home, check_buildable
 from capture.log import EventLog
 
 
@@ -93,11 +92,7 @@ class Warehouse(DuckDBResource):
 def warehouse(home: Home, path: Path | None = None) -> Warehouse:
     """The one DuckDB file of a data folder (``<home>/warehouse.duckdb`` unless told otherwise)."""
     target = path or home.warehouse_path
-    if "?" in str(target):
-        # DuckDB (1.x) cuts a database path at "?" when it names the write-ahead log, so every
-        # commit fails; a symlink does not help (DuckDB resolves it). Say so before any run starts.
-        raise UserError(f"the warehouse path {target} contains '?', which DuckDB cannot write to; "
-                        "use a data folder (--home / AF_HOME) whose path has no '?'")
+    check_buildable(path or home.root)  # before any run starts; the sentence creating a folder says too
     # A range build writes hundreds of MB through one connection: checkpointing every 16 MB of
     # WAL (the default) costs more than the writes; closing the connection checkpoints anyway.
     return Warehouse(database=str(target), connection_config={"checkpoint_threshold": "1GB"})

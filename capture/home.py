@@ -59,6 +59,38 @@ def url_safe(path: Path) -> Path:
     return link
 
 
+def check_buildable(path: Path) -> None:
+    """Refuse a path DuckDB cannot write its database under (``af build`` would fail there).
+
+    DuckDB (1.x) cuts a database path at ``?`` when it names the write-ahead log, so every
+    commit fails; a symlink does not help (DuckDB resolves it). Every command that creates a
+    data folder and the build itself say it in this one sentence, before anything is written."""
+    if "?" in str(path):
+        raise UserError(f"{path} contains '?', which DuckDB cannot write to; "
+                        "use a data folder (--home / AF_HOME) whose path has no '?'")
+
+
+def check_new_folder(root: Path, marker: str = SETTINGS_FILE, kind: str = "an activity-frames data folder",
+                     instead: str = "give a new or empty folder (--home / AF_HOME), or an existing data folder") -> None:
+    """Refuse to make ``root`` ``kind`` unless it is a new path or an empty folder.
+
+    A folder that already holds something but no ``marker`` file belongs to somebody else (a
+    home, a project, a system folder): initialising it would write into it and make it 0700,
+    locking its other users out. Nothing is changed here, whatever the answer."""
+    if not os.path.lexists(root):
+        return
+    if not root.is_dir():
+        raise UserError(f"{root} exists and is not a folder; {instead}")
+    try:
+        with os.scandir(root) as entries:
+            occupied = next(entries, None) is not None
+    except OSError as exc:
+        raise UserError(f"cannot read the folder {root} ({exc.strerror or exc}); {instead}") from None
+    if occupied:
+        raise UserError(f"{root} is not empty and holds no {marker}, so it is not {kind} and is left as it is; "
+                        f"{instead}")
+
+
 class SettingsError(UserError, ValueError):
     """af.json is unreadable or holds a value `af` cannot use (exit 2, never a traceback)."""
 
@@ -147,6 +179,9 @@ class Home:
     def init(self, tz: str | None = None, grace_hours: float | None = None, create: bool = True) -> Settings:
         """Create the folder if needed; an existing folder keeps its recorded zone.
 
+        Only a new path or an empty folder becomes a data folder (check_new_folder): a folder
+        holding anything but no af.json is somebody else's and is refused, untouched.
+
         With ``create=False`` a missing folder is not created: the settings it would get are
         returned, so a command can check its input before anything lands on disk."""
         if self.exists():
@@ -159,6 +194,8 @@ class Home:
             if create:
                 self._tighten()
             return current
+        check_buildable(self.root)  # both before anything is written: refused up front
+        check_new_folder(self.root)
         chosen = tz or machine_zone()
         zone(chosen)
         settings = Settings(tz=chosen, grace_hours=_grace(DEFAULT_GRACE_HOURS if grace_hours is None else grace_hours,
@@ -172,7 +209,9 @@ class Home:
         return settings
 
     def _tighten(self) -> None:
-        # mkdir's mode is masked by the umask, and a folder an older version made may be 0755
+        # mkdir's mode is masked by the umask, and a folder an older version made may be 0755.
+        # Only ever called on a folder this code just created or adopted empty, or on one that
+        # already holds af.json: never on a folder of somebody else's (check_new_folder).
         st = self.root.stat()
         if st.st_uid == os.getuid() and st.st_mode & 0o077:
             self.root.chmod(0o700)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from capture.errors import UserError
 from capture.files import atomic_write
-from capture.home import Home
+from capture.home import Home, check_new_folder
 
 TEAM_FILE = "team.json"
 TEAM_VERSION = 1
@@ -85,12 +85,18 @@ class Team:
         return self.registry_path.is_file()
 
     def init(self) -> None:
-        """Create the team root (0700) with an empty registry; an existing one is kept."""
+        """Create the team root (0700) with an empty registry; an existing one is kept.
+
+        Only a new path or an empty folder becomes a team root (a non-empty folder without
+        team.json is refused and left as it is)."""
         if self.exists():
             self._read()  # an unreadable registry is said now, not at the next command
             return
-        if self.root.exists() and not self.root.is_dir():
-            raise TeamError(f"{self.root} exists and is not a folder")
+        try:
+            check_new_folder(self.root, TEAM_FILE, "a team root",
+                             "give `af team init` a new or empty folder, or an existing team root")
+        except UserError as exc:
+            raise TeamError(str(exc)) from None
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         st = self.root.stat()
         if st.st_uid == os.getuid() and st.st_mode & 0o077:
@@ -139,30 +145,32 @@ class Team:
 
         An existing data folder joins as it is (only its mode is tightened to 0700, as every
         ``af`` command does). A path with no data folder is refused unless ``create_tz`` is given,
-        then a new, empty data folder is made there in that zone."""
+        then a new, empty data folder is made there in that zone: only at a new path or in an
+        empty folder (a non-empty folder without af.json is refused and left as it is)."""
         check_user_name(user)
         users = self._read()
         folder = Path(path).expanduser().resolve()
         if user in users:
             raise TeamError(f"user {user!r} is already in the team at {self.root} ({users[user]}); "
                             "a user's folder cannot be swapped under the same name")
-        home = Home(folder)
-        if not home.exists():
-            if create_tz is None:
-                raise TeamError(f"{folder} is not an activity-frames data folder (no af.json): import a capture "
-                                "into it first (`af import ... --home PATH`), or pass --create --tz ZONE for a new one")
-            try:
-                home.init(tz=create_tz)
-            except ValueError as exc:
-                raise TeamError(str(exc)) from None
-        else:
-            home.init()  # reads the settings (a broken af.json is said now) and tightens the mode
+        # Where the folder may be is checked before anything is created or tightened there.
         if folder == self.root or self.root.is_relative_to(folder):
             raise TeamError(f"{folder} holds the team root {self.root}; a user's folder must be their own")
         for other, other_path in users.items():
             o = Path(other_path)
             if folder == o or folder.is_relative_to(o) or o.is_relative_to(folder):
                 raise TeamError(f"{folder} overlaps the folder of user {other!r} ({o}); each user needs a folder of their own")
+        home = Home(folder)
+        if not home.exists():
+            if create_tz is None:
+                raise TeamError(f"{folder} is not an activity-frames data folder (no af.json): import a capture "
+                                "into it first (`af import ... --home PATH`), or pass --create --tz ZONE for a new one")
+            try:
+                home.init(tz=create_tz)  # a new or empty folder only: a non-empty one is refused, untouched
+            except ValueError as exc:
+                raise TeamError(str(exc)) from None
+        else:
+            home.init()  # reads the settings (a broken af.json is said now) and tightens the mode
         users[user] = str(folder)
         self._write(users)
         return Member(user, folder)

@@ -75,14 +75,23 @@ def test_a_failed_import_creates_no_data_folder(tmp_path, capsys, kind, content)
 # -- data folder paths with URL characters -------------------------------------------------------
 
 
+def _older_data_folder(root: Path) -> Home:
+    """A data folder as an older version made it, whatever its path (init refuses a '?' now)."""
+    home = Home(root)
+    if "?" in str(root):
+        root.mkdir(parents=True)
+        home.settings_path.write_text(json.dumps({"tz": "UTC", "settings_version": 1}))
+    home.init(tz="UTC")
+    return home
+
+
 @pytest.mark.parametrize("name", ["50% done", "issue #7", "what?"])
 def test_dagster_run_history_lives_in_a_folder_named_with_url_characters(tmp_path, name):
     import dagster as dg
 
     from assets.instance import instance
 
-    home = Home(tmp_path / name / "home")
-    home.init(tz="UTC")
+    home = _older_data_folder(tmp_path / name / "home")
     inst = instance(home)
     assert inst.get_run_records() == []
     assert (home.dagster_home / "history" / "runs.db").is_file()  # in the folder itself, not elsewhere
@@ -95,10 +104,15 @@ def test_dagster_run_history_lives_in_a_folder_named_with_url_characters(tmp_pat
 def test_a_warehouse_path_duckdb_cannot_write_is_refused_plainly(tmp_path):
     from assets.resources import resources_for
 
-    home = Home(tmp_path / "what?" / "home")
-    home.init(tz="UTC")
-    with pytest.raises(UserError, match=r"contains '\?'.*no '\?'"):
+    home = _older_data_folder(tmp_path / "what?" / "home")
+    with pytest.raises(UserError, match=r"contains '\?'.*no '\?'") as built:
         resources_for(home)
+    # a command creating a data folder there refuses up front, in the same sentence, writing nothing
+    fresh = Home(tmp_path / "what?" / "new")
+    with pytest.raises(UserError) as made:
+        fresh.init(tz="UTC")
+    assert str(made.value) == str(built.value).replace(str(home.root), str(fresh.root))
+    assert not fresh.root.exists()
     assert resources_for(Home(tmp_path / "50% #1"))["warehouse"]  # % and # are fine for DuckDB
 
 

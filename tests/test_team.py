@@ -57,7 +57,7 @@ def test_two_users_never_share_or_nest_a_folder(tmp_path):
     with pytest.raises(TeamError, match="overlaps"):
         team.add("bob", _folder(a.root / "inner").root)
     with pytest.raises(TeamError, match="holds the team root"):
-        team.add("carol", _folder(tmp_path).root)
+        team.add("carol", tmp_path)  # checked before anything is made there
     assert [m.user for m in team.members()] == ["alice"]
 
 

@@ -24,13 +24,12 @@ from af_pipeline.warehouse import day_work, store
 from af_pipeline.warehouse.days import log_days
 from af_pipeline.warehouse.version import code_version
 from capture.errors import UserError
-from capture.home import Home
+from capture.home import Home, check_buildable
 from capture.log import EventLog
 
 
 def connect(home: Home) -> duckdb.DuckDBPyConnection:
-    if "?" in str(home.warehouse_path):
-        raise UserError(f"the warehouse path {home.warehouse_path} contains '?', which DuckDB cannot write to")
+    check_buildable(home.root)
     return duckdb.connect(str(home.warehouse_path), config={"checkpoint_threshold": "1GB"})
 
 
