@@ -82,6 +82,11 @@ class FreshBuild:
 
 _CACHE: dict[tuple, FreshBuild] = {}
 FRESH_PREFIX = "af-fresh-"
+# DuckDB's spill folders of the rebuild processes (on disk, in the temporary folder): made here,
+# before the children start, so that this process removes them however the children end (a
+# child killed mid-build never runs its own clean-up). Keyed by the build's folder.
+SPILL_PREFIX = "af-rebuild-spill-"
+_SPILLS: dict[Path, Path] = {}
 OWNER = "owner.pid"  # the certify process that made a throwaway folder
 PARENT_ENV = "AF_REBUILD_PARENT"
 _PENDING: dict[tuple, tuple[list[subprocess.Popen], Path, frozenset[str]]] = {}  # started, not yet waited for
@@ -170,6 +175,8 @@ def start(home: Home, include_typed_text: bool = False, days: Iterable[str] | No
     _sweep_orphans()
     folder = Path(tempfile.mkdtemp(prefix=FRESH_PREFIX, dir=scratch_dir()))
     (folder / OWNER).write_text(str(os.getpid()), encoding="utf-8")
+    spill = _SPILLS[folder] = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX))
+    (spill / OWNER).write_text(str(os.getpid()), encoding="utf-8")
     env = alternate_environment(home.settings().tz)
     root = str(Path(__file__).resolve().parent.parent)
     child_env = dict(os.environ, **env)
@@ -186,7 +193,7 @@ def start(home: Home, include_typed_text: bool = False, days: Iterable[str] | No
         out = folder / f"part-{i}"
         out.mkdir()
         cmd = [sys.executable, "-m", "certification.rebuild", "--home", str(home.root), "--out", str(out),
-               "--published", str(folder / "published"), "--days", ",".join(part)]
+               "--published", str(folder / "published"), "--days", ",".join(part), "--spill", str(spill / f"part-{i}")]
         if include_typed_text:
             cmd.append("--typed-text")
         with open(out / CHILD_LOG, "wb") as log_file:  # a file, not a pipe: nobody reads while it runs
@@ -207,7 +214,8 @@ def scratch_dir() -> str:
 def _sweep_orphans() -> None:
     """Remove the throwaway folders of earlier certify runs that were killed (their owner is gone)."""
     places = {Path(tempfile.gettempdir()), Path(scratch_dir())}
-    for folder in [f for place in sorted(places) for f in place.glob(f"{FRESH_PREFIX}*")]:
+    for folder in [f for place in sorted(places) for prefix in (FRESH_PREFIX, SPILL_PREFIX)
+                   for f in place.glob(f"{prefix}*")]:
         try:
             owner = int((folder / OWNER).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -244,6 +252,14 @@ def _stop(procs: list[subprocess.Popen], folder: Path) -> None:
         proc.kill()
         proc.wait()
     shutil.rmtree(folder, ignore_errors=True)
+    _drop_spill(folder)
+
+
+def _drop_spill(folder: Path) -> None:
+    """Remove the spill folder of the build in ``folder`` (its processes have ended)."""
+    spill = _SPILLS.pop(folder, None)
+    if spill is not None:
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def fresh_build(home: Home, include_typed_text: bool = False, days: Iterable[str] | None = None) -> FreshBuild:
@@ -266,6 +282,7 @@ def fresh_build(home: Home, include_typed_text: bool = False, days: Iterable[str
         data = json.loads((part / DIGESTS).read_text(encoding="utf-8"))
         digests.update(data["days"])
         env = data["env"]
+    _drop_spill(folder)  # every process has ended
     build = FreshBuild(folder, digests, folder / "published", env, built_days)
     for old in _CACHE.values():  # one build kept: the newest log state
         shutil.rmtree(old.folder, ignore_errors=True)
@@ -285,7 +302,7 @@ def clear() -> None:
 
 def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path | None = None,
                 first: str | None = None, last: str | None = None, progress: bool = False,
-                only: Sequence[str] | None = None) -> dict[str, Any]:
+                only: Sequence[str] | None = None, spill: Path | None = None) -> dict[str, Any]:
     """Build the days ``only`` (else the calendar days in [first, last], default all) into
     ``out`` (runs in the child).
 
@@ -304,9 +321,13 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
     # In memory: this warehouse lives only until its digests are taken, so its write-ahead log,
     # fsyncs and checkpoints would be pure cost (a third of loading a day). Past the memory limit
     # DuckDB spills to a folder on disk (not to the memory file system the build may be in),
-    # so a year of days still fits. One thread: the parts already keep every core busy, and
+    # so a year of days still fits (``spill``, made by the certify process, which removes it
+    # however this process ends). One thread: the parts already keep every core busy, and
     # DuckDB's own threads would only contend with them.
-    spill = Path(tempfile.mkdtemp(prefix="af-rebuild-spill-"))
+    if spill is None:
+        spill = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX))
+    else:
+        spill.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(":memory:", config={"threads": 1, "memory_limit": MEMORY_LIMIT,
                                              "temp_directory": str(spill)})
     store.use_documents_dir(con, out / "documents")  # thrown away with the build, like the warehouse
@@ -353,12 +374,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from", dest="first", metavar="DAY", help="first day to build (default: the log's first)")
     p.add_argument("--to", dest="last", metavar="DAY", help="last day to build (default: the log's last)")
     p.add_argument("--days", metavar="DAY,DAY,...", help="exactly these days (instead of --from/--to)")
+    p.add_argument("--spill", metavar="DIR", help="folder DuckDB spills into (default: a new temporary one)")
     args = p.parse_args(argv)
     _die_with_parent()
     out = Path(args.out)
     data = _build_here(Home(args.home), out, args.typed_text, Path(args.published) if args.published else None,
                        args.first, args.last, progress=True,
-                       only=None if args.days is None else [d for d in args.days.split(",") if d])
+                       only=None if args.days is None else [d for d in args.days.split(",") if d],
+                       spill=Path(args.spill) if args.spill else None)
     (out / DIGESTS).write_text(json.dumps(data, sort_keys=True) + "\n", encoding="utf-8")
     return 0
 
