@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
+import socket
+import struct
+import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -156,13 +161,21 @@ def test_views_in_chromium_match_goldens_show_evidence_and_request_nothing(pages
     assert left_page == []
 
 
-@pytest.fixture()
-def served(tmp_path, doc):
-    home = Home(tmp_path / "home")
+def _published_home(root: Path, doc, view_html: bytes | None = None) -> tuple[Home, dict[str, bytes]]:
+    """A data folder with ``doc``'s day published (its view.html replaced by ``view_html`` if given)."""
+    home = Home(root)
     home.init(tz="Europe/Paris")
     files = day_work.artifact_bytes(doc, "AF-CONTEXT v1\n")
+    if view_html is not None:
+        files["view.html"] = view_html
     publish.publish_day(home.published_dir, doc["day"], files, canonical_sha256="x" * 64, sealed=True,
                         segments={}, code_version="test")
+    return home, files
+
+
+@pytest.fixture()
+def served(tmp_path, doc):
+    home, files = _published_home(tmp_path / "home", doc)
     from af_pipeline.interfaces.commands.view import make_server
 
     server = make_server(home, 0)  # bound and listening once constructed: no waiting needed
@@ -204,3 +217,206 @@ def test_published_day_lists_view_html_in_its_manifest(served, doc):
     assert "view.html" in manifest["files"]
     assert publish.verify_day(home.published_dir, doc["day"]) == []
     assert files["view.html"] == view.render_day(doc, "AF-CONTEXT v1\n").encode()
+
+
+# -- af serve answers its own origin only (issue 36) ----------------------------------------------
+
+AF = str(Path(sys.executable).with_name("af"))
+READY_S = 60.0  # the longest `af serve` may take to listen (imports on a loaded machine)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _until(condition, seconds: float, what: str):
+    """Poll ``condition`` until it returns something truthy; fail after ``seconds``."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: not within {seconds:g} s")
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture()
+def af_serve(tmp_path, doc):
+    """`af serve` itself, in its own process on a free port; (port, its stderr file, published day's files)."""
+    home, files = _published_home(tmp_path / "home", doc, b"<!doctype html><p>" + b"x" * (8 << 20) + b"</p>\n")
+    port = _free_port()
+    err_path = tmp_path / "serve.err"
+    with err_path.open("wb") as err:
+        proc = subprocess.Popen([AF, "serve", "--port", str(port), "--home", str(home.root)],
+                                stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        _until(lambda: proc.poll() is not None or _listening(port), READY_S, "af serve listening")
+        assert proc.poll() is None, err_path.read_text()
+        yield port, err_path, files, proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)  # Ctrl-C, as a user stops it
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _raw(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send ``request`` as bytes; the status, the headers (lower-case names) and the body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(request)
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := s.recv(1 << 16):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    return int(status_line.split()[1]), headers, body
+
+
+def _get(port: int, target: str, host: str | None) -> tuple[int, dict[str, str], bytes]:
+    return _raw(port, f"GET {target} HTTP/1.1\r\n".encode() + (f"Host: {host}\r\n".encode() if host is not None else b"")
+                + b"Connection: close\r\n\r\n")
+
+
+def test_serve_answers_only_to_its_own_host(af_serve, doc):
+    port, _err, files, _proc = af_serve
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
+        status, headers, body = _get(port, f"/day/{doc['day']}", host)
+        assert status == 200 and body == files["view.html"]
+    for target in (f"/day/{doc['day']}", "/days.json", "/", f"/week/{view.week_of(doc['day'])}"):
+        for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1:{port + 1}", "127.0.0.1", "", None,
+                     f"127.0.0.1:{port}.evil.example"):
+            status, headers, body = _get(port, target, host)
+            assert status == 421, (target, host)
+            assert headers["content-type"].startswith("text/plain")
+            assert body.count(b"\n") == 1 and doc["day"].encode() not in body and b"<" not in body
+    # two Host headers, one of them ours, are not ours either
+    status, _h, _b = _raw(port, f"GET /days.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nHost: evil.example\r\n\r\n"
+                          .encode())
+    assert status == 421
+
+
+@pytest.mark.parametrize("target", [
+    "/day?d=2026-03-16%0d%0aSet-Cookie:%20injected=1",
+    "/day?d=2026-03-16%0aSet-Cookie:%20injected=1",
+    "/day?d=2026-03-16%0d%0a%0d%0a<script>injected</script>",
+    "/day?d=2026-02-30", "/day?d=2026-3-16", "/day?d=16-03-2026", "/day?d=", "/day", "/day?d",
+    "/day?d=2026-03-16&d=2026-03-17", "/day?d=2026-03-16&x=1", "/day?d=%EF%BC%92026-03-16",
+    "/day?d=" + "2" * 5000, "/?x=1", "/days.json?callback=injected",
+    "/day/2026-03-16%0d%0aSet-Cookie:%20injected=1", "/day/..%2f..%2fetc%2fpasswd", "/day/2026-13-01",
+    "/week/2026-W99", "/week/2026-W12%0d%0ainjected", "/week/" + "9" * 3000,
+])
+def test_serve_refuses_every_parameter_not_in_its_exact_form(af_serve, target):
+    port, *_ = af_serve
+    status, headers, body = _get(port, target, f"127.0.0.1:{port}")
+    assert status == 400, target
+    assert headers["content-type"].startswith("text/plain")
+    assert "set-cookie" not in headers and "location" not in headers
+    assert body.count(b"\n") == 1 and b"injected" not in body and b"passwd" not in body
+
+
+def test_serve_redirects_a_real_day_and_never_copies_input_into_a_header(af_serve, doc):
+    port, *_ = af_serve
+    status, headers, _body = _get(port, f"/day?d={doc['day']}", f"localhost:{port}")
+    assert status == 303 and headers["location"] == f"/day/{doc['day']}"
+    # a raw CR LF inside the request line ends it: an HTTP/0.9 request, answered without any
+    # header (its "header" lines are read as its headers): nothing of it comes back
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(f"GET /day?d=2026-03-16\r\nSet-Cookie: injected=1 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+                  .encode())
+        answer = s.makefile("rb").read()
+    assert not answer.startswith(b"HTTP/") and b"injected" not in answer and b"Set-Cookie" not in answer
+    # http.server's own errors (a malformed request line) say the standard phrase, not the line
+    status, headers, body = _raw(port, b"GET /x injected HTTP/1.1\r\n\r\n")
+    assert status == 400 and b"injected" not in body and all("injected" not in v for v in headers.values())
+
+
+def test_serve_timeouts_are_named_and_bounded():
+    from af_pipeline.interfaces.commands import view as serve
+
+    assert 10 <= serve.IDLE_TIMEOUT_S <= 30 and serve.IDLE_TIMEOUT_S <= serve.REQUEST_DEADLINE_S <= 60
+
+
+def _closed_by_server(sock: socket.socket, drip: bytes = b"") -> bool:
+    """Whether the server has closed ``sock`` (after sending ``drip`` again, if given)."""
+    try:
+        if drip:
+            sock.sendall(drip)
+        return sock.recv(1 << 16) == b""
+    except TimeoutError:
+        return False
+    except OSError:  # reset: closed too
+        return True
+
+
+@pytest.mark.parametrize("drip", [b"", b"X"], ids=["silent", "dripping"])
+def test_serve_closes_a_connection_that_sends_nothing_or_drips(monkeypatch, tmp_path, doc, drip):
+    from af_pipeline.interfaces.commands import view as serve
+
+    # the real constants are 15 and 30 s: the test shortens them to keep the suite fast
+    monkeypatch.setattr(serve, "IDLE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(serve, "REQUEST_DEADLINE_S", 1.5)
+    home, _files = _published_home(tmp_path / "home", doc)
+    server = serve.make_server(home, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as slow:
+            slow.settimeout(0.1)
+            slow.sendall(b"GET / HTTP/1.1\r\nX-Slow: ")
+            started = time.monotonic()
+            _until(lambda: _closed_by_server(slow, drip), 10, "the server closing a slow connection")
+            took = time.monotonic() - started
+        limit = serve.IDLE_TIMEOUT_S if not drip else serve.REQUEST_DEADLINE_S
+        assert took < limit + 2.0
+        if drip:  # each byte came sooner than the idle timeout: the request deadline cut it
+            assert took >= serve.REQUEST_DEADLINE_S - 0.5
+        # and the server still answers others
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/days.json", timeout=10) as r:
+            assert r.status == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_client_leaving_mid_answer_leaves_no_traceback(af_serve, doc):
+    port, err_path, files, proc = af_serve
+    fds = Path(f"/proc/{proc.pid}/fd")
+    idle = _until(lambda: len(list(fds.iterdir())), 5, "reading the server's open files")
+    for _ in range(3):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the 8 MB page cannot fit: the server blocks
+        s.connect(("127.0.0.1", port))
+        s.sendall(f"GET /day/{doc['day']} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        assert s.recv(64).startswith(b"HTTP/1.0 200")
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()  # a reset in the middle of the body
+    # the connections are closed by the server (its open files are back to what they were)
+    _until(lambda: len(list(fds.iterdir())) <= idle, 30, "the server closing the reset connections")
+    # a request that is cut off before its end is no error either
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"GET / HTT")
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    _until(lambda: len(list(fds.iterdir())) <= idle, 30, "the server closing the cut-off request")
+    status, _h, body = _get(port, "/days.json", f"127.0.0.1:{port}")
+    assert status == 200 and doc["day"].encode() in body
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    err = err_path.read_text()
+    assert f"GET /day/{doc['day']} HTTP/1.1\" 200" in err  # it did start answering
+    assert "Traceback" not in err and "Error" not in err, err

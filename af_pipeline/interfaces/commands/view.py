@@ -4,15 +4,19 @@ pages over HTTP on 127.0.0.1 (read-only)."""
 from __future__ import annotations
 
 import argparse
-import html
+import io
 import json
 import os
+import re
+import socket
 import sys
+import time
 from collections.abc import Callable
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from af_pipeline.compiler import view
 from af_pipeline.interfaces import cli
@@ -131,6 +135,76 @@ def _index(home: Home) -> str:
             f"{picker}<h2>Days</h2><ul>{items}</ul><h2>Weeks</h2><ul>{wk}</ul></body></html>\n")
 
 
+# What `af serve` accepts. The pages hold what was on the user's screen, so the server answers
+# its own origin only and reads nothing before the request is known to be well formed:
+# - Host must name this server (127.0.0.1:PORT or localhost:PORT): a page on another site that
+#   rebinds its DNS name to 127.0.0.1 sends its own name and gets 421 (DNS rebinding);
+# - every path part and query value has one exact form (a day, a week); anything else is 400,
+#   and no request byte is ever copied into a header or an answer;
+# - a connection that sends nothing waits IDLE_TIMEOUT_S at most, and the whole request (line and
+#   headers) must arrive within REQUEST_DEADLINE_S, so slow clients cannot hold threads;
+# - a client that goes away mid-answer is not an error of the server: nothing is printed.
+IDLE_TIMEOUT_S = 15.0  # seconds a read or a write of one connection may wait
+REQUEST_DEADLINE_S = 30.0  # seconds for the request line and headers, however slowly they drip
+MAX_TARGET_CHARS = 200  # the longest request target (path and query) served; ours are < 40
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_WEEK = re.compile(r"[0-9]{4}-W[0-9]{2}")
+_ESCAPED = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}  # control characters in a log line
+_GONE = (ConnectionError, TimeoutError)  # BrokenPipe, ConnectionReset/Aborted; a timed-out socket
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A connection's bytes, each read waiting at most IDLE_TIMEOUT_S and all of them arriving
+    before the deadline: a client dripping a byte at a time is cut off like a silent one."""
+
+    def __init__(self, sock: socket.socket, seconds: float):
+        self._sock = sock
+        self._end = time.monotonic() + seconds
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self._sock.settimeout(min(left, IDLE_TIMEOUT_S))
+        return self._sock.recv_into(buffer)
+
+
+def _day_or_none(text: str) -> str | None:
+    return text if _DAY.fullmatch(text) and view.is_day(text) else None
+
+
+def _week_or_none(text: str) -> str | None:
+    if not _WEEK.fullmatch(text):
+        return None
+    try:
+        view.week_days(text)
+    except ValueError:
+        return None
+    return text
+
+
+def _query(query: str, expected: set[str]) -> dict[str, str] | None:
+    """The query's parameters when each is one of ``expected`` and given once, else None."""
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query), max_num_fields=len(expected))
+    except ValueError:
+        return None
+    found = dict(pairs)
+    return found if len(found) == len(pairs) and set(found) <= expected else None
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], _GONE):
+            return  # the client went away or stalled: nothing to report
+        super().handle_error(request, client_address)
+
+
 def make_server(home: Home, port: int) -> ThreadingHTTPServer:
     from af_pipeline.interfaces.memory import Memory  # the read model: not for `af --help`
 
@@ -144,14 +218,30 @@ def make_server(home: Home, port: int) -> ThreadingHTTPServer:
         doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         return doc
 
+    hosts: set[str] = set()  # filled once the port is bound (port 0 picks one)
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "af-serve"
+        timeout = IDLE_TIMEOUT_S  # set on the socket by StreamRequestHandler.setup
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile.close()  # the connection stays open: only this reader of it is replaced
+            self.rfile = io.BufferedReader(_DeadlineReader(self.connection, REQUEST_DEADLINE_S))
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except _GONE:
+                self.close_connection = True  # the client went away mid-request or mid-answer
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            print(f"  {self.address_string()} {format % args}", file=sys.stderr, flush=True)
+            line = (format % args).translate(_ESCAPED)  # no terminal escapes from a client
+            print(f"  {self.address_string()} {line}", file=sys.stderr, flush=True)
 
         def _send(self, status: int, body: bytes, ctype: str = "text/html; charset=utf-8",
                   extra: dict[str, str] | None = None) -> None:
+            self.connection.settimeout(IDLE_TIMEOUT_S)  # the request deadline is over: writes wait as long
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
@@ -166,31 +256,62 @@ def make_server(home: Home, port: int) -> ThreadingHTTPServer:
                 self.wfile.write(body)
 
         def _error(self, status: int, message: str) -> None:
-            self._send(status, f"<!doctype html><meta charset=\"utf-8\"><p>{html.escape(message)}</p>\n".encode())
+            """One plain sentence; ``message`` never holds request bytes that were not validated."""
+            self._send(status, (message + "\n").encode("utf-8"), "text/plain; charset=utf-8")
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            # http.server's own errors (a malformed request line, an unknown method) would put the
+            # raw request line into the status line and the page: only the standard phrase is said.
+            self.close_connection = True
+            status = HTTPStatus(code)
+            self._error(code, f"{status.phrase}: {status.description}.")
+
+        def parse_request(self) -> bool:
+            if not super().parse_request():
+                return False
+            given = self.headers.get_all("Host") or []
+            if len(given) != 1 or given[0].lower() not in hosts:
+                self.close_connection = True
+                self._error(421, f"this server answers only to {' and '.join(sorted(hosts))}")
+                return False
+            if len(self.path) > MAX_TARGET_CHARS:
+                self.close_connection = True
+                self._error(400, f"the address is longer than {MAX_TARGET_CHARS} characters; no page has one")
+                return False
+            return True
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             url = urlsplit(self.path)
             parts = [p for p in url.path.split("/") if p]
+            params = _query(url.query, {"d"} if parts == ["day"] else set())
+            if params is None:
+                return self._error(400, "unexpected query parameters: only /day takes one, d=YYYY-MM-DD")
             try:
                 if not parts:
                     return self._send(200, _index(home).encode("utf-8"))
                 if parts == ["day"]:
-                    day = (parse_qs(url.query).get("d") or [""])[0]
+                    day = _day_or_none(params.get("d", ""))
+                    if day is None:
+                        return self._error(400, "d must be a day written YYYY-MM-DD")
                     return self._send(303, b"", extra={"Location": f"/day/{day}"})
                 if len(parts) == 2 and parts[0] == "day":
-                    day = parts[1]
-                    if not view.is_day(day) or not (home.published_dir / day / "view.html").is_file():
+                    day = _day_or_none(parts[1])
+                    if day is None:
+                        return self._error(400, "a day is written YYYY-MM-DD, as in /day/2026-03-16")
+                    if not (home.published_dir / day / "view.html").is_file():
                         return self._error(404, f"{day} has no published view (run af build)")
                     problems = verify_day(home.published_dir, day)
                     if problems:
                         return self._error(409, "; ".join(problems))
                     return self._send(200, (home.published_dir / day / "view.html").read_bytes())
                 if len(parts) == 2 and parts[0] == "week":
-                    page = week_page(memory, parts[1], lambda d: f"/day/{d}" if
+                    week = _week_or_none(parts[1])
+                    if week is None:
+                        return self._error(400, "a week is written YYYY-Www, as in /week/2026-W12")
+                    page = week_page(memory, week, lambda d: f"/day/{d}" if
                                      (home.published_dir / d / "view.html").is_file() else None, published)
                     return self._send(200, page.encode("utf-8"))
                 if parts == ["days.json"]:
-
                     return self._send(200, json.dumps(published_days(home.published_dir)).encode(), "application/json")
             except UserError as exc:
                 return self._error(400, str(exc))
@@ -204,7 +325,10 @@ def make_server(home: Home, port: int) -> ThreadingHTTPServer:
 
         do_POST = do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
 
-    return ThreadingHTTPServer((HOST, port), Handler)
+    server = _Server((HOST, port), Handler)
+    bound = server.server_address[1]
+    hosts.update({f"{HOST}:{bound}", f"localhost:{bound}"})  # HOST is IPv4 only: no [::1]
+    return server
 
 
 def _serve(args: argparse.Namespace) -> int:
