@@ -49,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _team_arg(a)
     a.add_argument("user", metavar="USER", help="lowercase letters, digits, '-', '_', '.' (at most 64)")
     a.add_argument("path", metavar="PATH", help="the user's data folder (an existing one joins unchanged)")
-    a.add_argument("--create", action="store_true", help="make a new, empty data folder at PATH if there is none")
+    a.add_argument("--create", action="store_true", help="make a new, empty data folder at PATH if there is none (PATH must not exist "
+                   "or be an empty folder: a non-empty folder without af.json is refused, untouched)")
     a.add_argument("--tz", metavar="ZONE", help="the new folder's IANA zone (with --create; default the machine's)")
     a.add_argument("--json", action="store_true", help="print machine-readable JSON")
     a.set_defaults(func=run_add, command="team add")

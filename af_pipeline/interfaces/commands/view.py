@@ -51,7 +51,9 @@ def register(sub: Any) -> None:
     s = sub.add_parser("serve", help="serve the published day pages on 127.0.0.1 (read-only)",
                        description="Serve published/DAY/view.html (checked against its manifest), week pages "
                        "rendered from the published documents, and a day picker, on 127.0.0.1 only. Nothing "
-                       "is writable: every method but GET and HEAD is refused. Ctrl-C stops it.")
+                       "is writable: every method but GET and HEAD is refused. Only requests addressed to "
+                       "127.0.0.1:PORT or localhost:PORT are answered, days and weeks only in their exact form, "
+                       "idle connections closed (docs/security.md). Ctrl-C stops it.")
     s.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 picks a free one)")
     cli.common(s, json_flag=False)
     s.set_defaults(func=_serve)
