@@ -108,6 +108,15 @@ def _failures(result: Any) -> list[str]:
     return out
 
 
+def _interrupted(result: Any) -> bool:
+    """Whether a run stopped because of a SIGINT (Ctrl-C): Dagster catches it and fails the
+    step it interrupted with DagsterExecutionInterruptedError, then ends the run."""
+    from assets.dagster_adapter import interruption
+
+    return any(ev.event_type_value == "STEP_FAILURE" and interruption(ev.step_failure_data.error)
+               for ev in result.all_events)
+
+
 def _no_space_in(err: Any) -> str | None:
     """A full disk anywhere in a step error's chain (Dagster wraps the OSError / DuckDB error)."""
     seen = 0
@@ -186,6 +195,10 @@ def run_build(
             if full is None:
                 raise
             return BuildOutcome(False, days, time.monotonic() - started, "not stored", [full], skipped)
+    if _interrupted(result):
+        # Ctrl-C: nothing failed; `af` says "interrupted" and exits 130, the run stays in the
+        # instance (the UI) as failed, and the next build does what this one did not
+        raise KeyboardInterrupt
     failures = _failures(result)
     published, withheld = _published(result)
     return BuildOutcome(result.success and not failures, days, time.monotonic() - started, result.run_id, failures,
@@ -309,6 +322,8 @@ def run_certify(
             instance=inst, tags=_tags(days), raise_on_error=False,
             run_config=_QUIET_RUN if verbose else _run_config(False, False),
         )
+    if _interrupted(result):
+        raise KeyboardInterrupt  # no certificate: the checks were cut short, not failed
     checks_by_day, other_env = _day_checks(result, days)
     failed_steps = [f for f in _failures(result) if f.startswith("step ")]
     per_day: dict[str, Any] = {}

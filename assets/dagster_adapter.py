@@ -434,6 +434,24 @@ def pool_holders(instance: dg.DagsterInstance) -> list[tuple[str, str]]:
     return out
 
 
+# --- interruptions (SIGINT / Ctrl-C during a run) ----------------------------------------------
+
+# What Dagster's in-process executor turns a SIGINT into, inside the step it interrupts.
+_INTERRUPTS = ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
+
+
+def interruption(error: Any) -> bool:
+    """Whether a step's error (Dagster's SerializableErrorInfo) is an interruption anywhere in its
+    chain: the user pressed Ctrl-C (SIGINT), nothing failed."""
+    seen = 0
+    while error is not None and seen < 20:
+        if getattr(error, "cls_name", None) in _INTERRUPTS:
+            return True
+        error = getattr(error, "cause", None) or getattr(error, "context", None)
+        seen += 1
+    return False
+
+
 # --- one line per stage (af build) --------------------------------------------------------------
 
 
@@ -456,6 +474,8 @@ class _StageLines(logging.Handler):
         elif kind in ("STEP_SUCCESS", "STEP_FAILURE"):
             took = time.monotonic() - self.started.pop(step, time.monotonic())
             outcome = "done" if kind == "STEP_SUCCESS" else "FAILED"
+            if kind == "STEP_FAILURE" and interruption(getattr(event.step_failure_data, "error", None)):
+                outcome = "interrupted"
             print(f"  {step:<28} {outcome} ({took:.1f} s)", file=sys.stderr, flush=True)
 
 
