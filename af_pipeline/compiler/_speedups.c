@@ -127,11 +127,17 @@ static int plain(PyObject *s)
     return !yaml_word(c, n);
 }
 
+/* emit.BIDI: the bidirectional controls (embeddings, overrides, isolates, marks) */
+static inline int bidi(Py_UCS4 c)
+{
+    return c == 0x061c || c == 0x200e || c == 0x200f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+}
+
 /* emit.py's _UNPRINTABLE: written as \uXXXX inside double quotes */
 static inline int unprintable(Py_UCS4 c)
 {
     return (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029 || (c >= 0xd800 && c <= 0xdfff) || c == 0xfeff ||
-           c == 0xfffe || c == 0xffff;
+           c == 0xfffe || c == 0xffff || bidi(c);
 }
 
 static int put_u(Out *o, Py_UCS4 c)
@@ -974,10 +980,10 @@ static int t_ascii(Text *t, const char *s)
     return 0;
 }
 
-/* emit._CONTROL: control characters and bidirectional overrides, shown as spaces */
+/* emit._CONTROL: control characters and bidirectional controls, shown as spaces */
 static inline int control(Py_UCS4 c)
 {
-    return c <= 0x1f || (c >= 0x7f && c <= 0x9f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+    return c <= 0x1f || (c >= 0x7f && c <= 0x9f) || bidi(c);
 }
 
 enum { RAW, MD, CELL };
