@@ -198,6 +198,24 @@ class ElementSource(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line of the log's open segments that its reader (capture.log.opensegments) left out:
+    its file (from the data folder), its line number (from 1), the reason in words and the
+    start of its text."""
+
+    file: str
+    line: int
+    reason: str
+    text: str = field(default="", compare=False, repr=False)
+
+    def sentence(self) -> str:
+        return f"{self.file} line {self.line} {self.reason}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "reason": self.reason}
+
+
 @dataclass
 class DayCapture:
     """Every row of one local day, as the compiler receives it (sorted by the log)."""
@@ -216,6 +234,9 @@ class DayCapture:
     # Set instead of ``elements`` by readers that fetch element trees on demand (they are most
     # of a day's rows, and only the trees under anonymous clicks are ever looked at).
     element_source: ElementSource | None = field(default=None, compare=False, repr=False)
+    # Lines of an open segment the reader left out (SkippedLine: file, line, reason): a damaged
+    # line, or one of a newer capture schema. Empty for a sealed day.
+    skipped: list[SkippedLine] = field(default_factory=list, compare=False, repr=False)
 
     def element_count(self) -> int:
         return self.element_source.count if self.element_source is not None else len(self.elements)

@@ -60,6 +60,15 @@ def emit_json(payload: Any) -> None:
     print(json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False))
 
 
+def warn_skipped(command: str, skipped: Sequence[Any]) -> None:
+    """One sentence on stderr when the log left lines of an open day out of what was printed
+    (capture.log.opensegments.SkippedLine; Memory.noting_skipped collects them)."""
+    if skipped:
+        from capture.log.opensegments import skipped_sentence  # with the log, which the caller read
+
+        print(f"af {command}: {skipped_sentence(skipped)}", file=sys.stderr)
+
+
 def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="af",

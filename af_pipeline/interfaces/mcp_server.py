@@ -30,6 +30,7 @@ from af_pipeline.interfaces.memory import (
     Memory,
     Period,
     fit,
+    with_skipped,
 )
 from capture.errors import AfError, UserError
 from capture.files import canonical_json
@@ -99,8 +100,9 @@ def build_server(memory: Memory) -> Any:
     def answer(fn: Callable[[], Any]) -> str:
         """Run a tool body: compact JSON out, our errors as tool errors (one clear sentence)."""
         try:
-            with memory.lock:
+            with memory.lock, memory.noting_skipped() as skipped:
                 out = fn()
+            out = with_skipped(out, skipped)  # lines of an open day the log could not read: named
         except AfError as exc:
             raise ToolError(str(exc)) from None
         except (ValueError, OSError) as exc:

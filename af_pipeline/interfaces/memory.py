@@ -31,11 +31,12 @@ import re
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from af_pipeline.compiler import emit, layouts, tokens
@@ -44,8 +45,11 @@ from af_pipeline.compiler.emit import DEFAULT_BUDGET, context_block
 from capture.errors import AfError, UserError
 from capture.files import canonical_json, sha256_file
 from capture.home import Home
-from capture.model import CLASS_OF, ROW_KINDS, DayCapture, StreamInfo
+from capture.model import DayCapture, SkippedLine, StreamInfo
 from capture.timeutil import US, day_bounds, hhmmss, local_day, parse_day, to_datetime
+
+if TYPE_CHECKING:  # the log's reader: imported with the log, off `af mcp`'s start-up path
+    from capture.log.opensegments import OpenSegmentFile
 
 MAX_PERIOD_DAYS = 31
 MAX_HOURS = 24.0 * MAX_PERIOD_DAYS
@@ -55,6 +59,7 @@ DEFAULT_MAX_TOKENS = 20_000  # under the 25k output cap of common MCP clients
 MIN_MAX_TOKENS = 5000  # a busy day's ledger and coverage alone are ~3.5k tokens
 MAX_STEPS = 500
 CACHED_DAYS = 8  # day captures kept in memory (a busy day is tens of MB of rows)
+SKIPPED_SHOWN = 20  # unreadable open-segment lines an answer names (its sentence counts them all)
 CACHED_DOCS = 70  # day documents (a few hundred kB each): two months of search
 FORMAT_FILES = {"json": "document.json", "yaml": "document.yaml", "md": "document.md", "context": "context.txt"}
 
@@ -76,16 +81,6 @@ CHAT_SITES = ("slack.com", "app.slack.com", "teams.microsoft.com", "teams.live.c
               "chat.google.com", "app.element.io")
 MAIL_PAGE_KINDS = ("email", "mail", "inbox")
 CHAT_PAGE_KINDS = ("messaging", "chat", "channel")
-
-# The log's total row orders (capture/log.py), so live reads equal EventLog.read_day.
-_ROW_KEY: dict[str, Callable[[Any], tuple[Any, ...]]] = {
-    "snapshots": lambda r: (r.ts_us, r.stream or "", r.ref),
-    "inputs": lambda r: (r.ts_us, r.stream or "", r.ref),
-    "elements": lambda r: (r.ts_us, r.snapshot_frame_id, r.ref),
-    "presence": lambda r: (r.ts_us, r.ref),
-    "streams": lambda r: (r.ts_us, r.ref),
-}
-
 
 class BadArgument(UserError):
     """An argument that cannot be used; the message says which and why."""
@@ -189,7 +184,8 @@ class Memory:
         # One lock: the MCP server warms caches in a thread while the first call may arrive.
         self.lock = threading.RLock()
         self._captures: dict[str, tuple[tuple[Any, ...], DayCapture]] = {}
-        self._open: dict[str, dict[str, tuple[int, list[Any]]]] = {}
+        self._open: dict[str, dict[str, OpenSegmentFile]] = {}  # open days' files, followed
+        self._touched: set[str] | None = None  # open days read while noting_skipped
         self._ts: dict[tuple[str, str], tuple[list[Any], list[int]]] = {}
         self._docs: dict[tuple[Any, ...], tuple[dict[str, Any], str]] = {}
         self._index: dict[tuple[Any, ...], _DayIndex] = {}
@@ -330,6 +326,8 @@ class Memory:
         folder = self.log.open_dir / day
         if not folder.is_dir():
             return ("absent",)
+        if self._touched is not None:
+            self._touched.add(day)  # an open day an answer read: its skipped lines are noted
         return tuple(
             sorted((p.name, st.st_size, st.st_mtime_ns) for p in folder.iterdir() if (st := p.stat()))
         )
@@ -358,48 +356,34 @@ class Memory:
             return cap
 
     def _read_open(self, day: str) -> DayCapture:
-        """An open day's JSON-lines segments, parsing only what was appended since the last read
-        (a live recorder appends every few seconds). A file that got shorter (a writer cut a torn
-        tail) is read again whole."""
-        folder = self.log.open_dir / day
-        state = self._open.setdefault(day, {})
-        cap = DayCapture(day=day, tz=self.tz, sealed=False)
-        for kind in ROW_KINDS:
-            path = folder / f"{kind}.jsonl"
-            offset, rows = state.get(kind, (0, []))
+        """An open day's rows, by the log's one open-segment reader, which follows the day's
+        files and parses only what was appended since the last read (a live recorder appends
+        every few seconds). A line it cannot read is left out and named in ``skipped``."""
+        from capture.log.opensegments import read_open_day  # with the log: not before `af mcp` answers
+
+        return read_open_day(self.log.open_dir, day, self.tz, self._open.setdefault(day, {}))
+
+    # ------------------------------------------------------------------ lines the reader left out
+
+    @contextmanager
+    def noting_skipped(self) -> Iterator[list[SkippedLine]]:
+        """Collect the open-segment lines left out of the answers given inside the block: the
+        list yielded is filled when the block ends, with the skipped lines of every open day the
+        answers read (a damaged line, or one of a newer capture schema). Take ``lock`` around
+        it when other threads share this Memory."""
+        outer, self._touched = self._touched, set()
+        found: list[SkippedLine] = []
+        try:
+            yield found
+        finally:
+            touched, self._touched = self._touched, outer
+            if outer is not None:
+                outer.update(touched)
+        for day in sorted(touched):
             try:
-                size = path.stat().st_size
-            except FileNotFoundError:
-                size = 0
-            if size < offset:
-                offset, rows = 0, []
-            if size > offset:
-                with open(path, "rb") as fh:
-                    fh.seek(offset)
-                    data = fh.read(size - offset)
-                end = data.rfind(b"\n") + 1  # a torn last line is not a record yet
-                cls = CLASS_OF[kind]
-                key = _ROW_KEY[kind]
-                new = sorted((cls(**json.loads(ln)) for ln in data[:end].split(b"\n") if ln.strip()), key=key)
-                if new and rows and key(new[0]) < key(rows[-1]):
-                    rows = sorted(rows + new, key=key)
-                else:
-                    rows = rows + new
-                offset += end
-            state[kind] = (offset, rows)
-            setattr(cap, kind, rows)  # shared, never mutated: a change makes a new list
-        sources = folder / "sources.jsonl"
-        if sources.exists():
-            recorders = set()
-            for ln in sources.read_bytes().split(b"\n"):
-                if not ln.strip():
-                    continue
-                try:
-                    recorders.add(str(json.loads(ln)["recorder"]))
-                except (ValueError, KeyError, TypeError):
-                    continue
-            cap.recorders = sorted(recorders)
-        return cap
+                found.extend(self.day_capture(day).skipped)
+            except (AfError, OSError, ValueError):
+                continue  # the day went away (sealed meanwhile): nothing of it was left out
 
     def _times(self, day: str, kind: str, rows: list[Any]) -> list[int]:
         hit = self._ts.get((day, kind))
@@ -428,6 +412,7 @@ class Memory:
         out.streams = sorted(streams.values(), key=lambda s: (s.ts_us, s.ref))
         out.recorders = list(cap.recorders)
         out.segment_hashes = dict(cap.segment_hashes)
+        out.skipped = list(cap.skipped)
         return out
 
     # ------------------------------------------------------------------ published artifacts (trust rule)
@@ -1433,6 +1418,22 @@ def _shrink_frame(frame: dict[str, Any]) -> dict[str, Any]:
     keep = sorted(sorted(range(len(its)), key=lambda i: (-float(its[i].get("seconds", 0)), i))
                   [:MAX_LISTED_INTERRUPTIONS])
     return dict(frame, interruptions=[its[i] for i in keep], interruptions_not_listed=len(its) - len(keep))
+
+
+def with_skipped(answer: Any, skipped: Sequence[SkippedLine]) -> Any:
+    """An answer with the open-segment lines its reads left out named (Memory.noting_skipped):
+    a JSON answer gains ``log_warning`` (one sentence) and ``skipped_lines`` (file, line and
+    reason of the first SKIPPED_SHOWN); a text answer ends with the sentence."""
+    if not skipped:
+        return answer
+    from capture.log.opensegments import skipped_sentence
+
+    sentence = skipped_sentence(skipped)
+    if isinstance(answer, str):
+        return f"{answer.rstrip(chr(10))}\n\n{sentence}\n"
+    if isinstance(answer, dict):
+        return {**answer, "log_warning": sentence, "skipped_lines": [s.to_json() for s in skipped[:SKIPPED_SHOWN]]}
+    return answer
 
 
 def fit(payload: dict[str, Any], max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:

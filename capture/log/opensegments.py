@@ -1,51 +1,75 @@
-"""Open segments (open/<day>/<kind>.jsonl), read tolerantly.
+"""Open segments (open/<day>/<kind>.jsonl), read tolerantly: the one reader of open/.
 
-A damaged or hand-edited line, or one written by a newer capture schema, is reported with its
-line number and left out; every other row is served. Sealing quarantines the reported lines.
+A damaged or hand-edited line, a line of the wrong types, or one written by a newer capture
+schema is reported with its file, line number and reason and left out; every other row is
+served. Every path reads open/ here: the log (read_day, verify, seal, append), the read model
+(``af day``, ``af context``, the MCP server, the views), which follows a growing file with
+OpenSegmentFile. Sealing quarantines the reported lines.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from capture.log.layout import SOURCES_OPEN
 from capture.log.quarantine import excerpt
 from capture.log.rows import columns_ok, row_problem
-from capture.log.schema import NAMES, REQUIRED
-from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS
+from capture.log.schema import NAMES, REQUIRED, sort_key
+from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS, DayCapture, SkippedLine
+
+# A line may name the capture schema version that wrote it; one newer than this code's is left
+# out whatever its fields (they may mean something else in that version).
+VERSION_FIELD = "capture_schema"
+# What a last line without its line end is: a write still under way, or one a crash cut short
+# (the next writer cuts it). Not a row yet, and not a problem of the log.
+INCOMPLETE = "is incomplete (no line end: a write under way, or cut short by a crash; the next write removes it)"
 
 
-def parse_open(path: Path, kind: str) -> tuple[list[Any], list[tuple[int, str, str]]]:
-    """The rows of an open segment file, and its lines that are not rows: (line, reason, text).
+def skipped_sentence(lines: Sequence[SkippedLine], named: int = 3) -> str:
+    """One sentence for a reader's user: how many lines were left out, the first ``named`` of them."""
+    shown = "; ".join(s.sentence() for s in lines[:named])
+    more = f"; and {len(lines) - named} more" if len(lines) > named else ""
+    return (f"warning: {len(lines)} line(s) of the log's open segments could not be read and were left out "
+            f"({shown}{more}); everything else is answered, and `af log verify` lists them")
 
-    Read tolerantly: a damaged or hand-edited line, or one written by a newer capture schema
-    (fields this version does not know), is reported and left out; every other row is served.
-    Sealing quarantines the reported lines with their file and line number.
-    """
-    if not path.exists():
-        return [], []
+
+def _text(line: bytes) -> str:
+    return line.decode("utf-8", "replace")[:300]
+
+
+def parse_lines(data: bytes, kind: str, first_line: int = 1) -> tuple[list[Any], list[tuple[int, str, str]]]:
+    """The rows of complete JSON lines ``data`` (numbered from ``first_line``), in file order, and
+    the lines that are not rows: (line, reason, text)."""
     cls = CLASS_OF[kind]
     known = NAMES[kind]
     known_set = frozenset(known)
     rows: list[Any] = []
     linenos: list[int] = []
     problems: list[tuple[int, str, str]] = []
-    data = path.read_bytes()
-    end = data.rfind(b"\n")  # a torn tail is not a record (the next writer cuts it)
-    for lineno, line in enumerate(data[: end + 1].split(b"\n")[:-1] if end >= 0 else [], start=1):
+    for lineno, line in enumerate(data.split(b"\n")[:-1] if data else [], start=first_line):
         if not line:
             continue
         try:
             obj = json.loads(line)
-        except ValueError as exc:
-            problems.append((lineno, f"is not valid JSON ({getattr(exc, 'msg', exc)})",
-                             line.decode("utf-8", "replace")))
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+            problems.append((lineno, f"is not valid JSON ({getattr(exc, 'msg', exc)})", _text(line)))
             continue
         if not isinstance(obj, dict):
-            problems.append((lineno, "is not a JSON object", line.decode("utf-8", "replace")))
+            problems.append((lineno, "is not a JSON object", _text(line)))
             continue
+        if VERSION_FIELD in obj:
+            version = obj.pop(VERSION_FIELD)
+            if type(version) is not int or version < 1:
+                problems.append((lineno, f"has {VERSION_FIELD} {version!r}, not a capture schema version", _text(line)))
+                continue
+            if version > CAPTURE_SCHEMA_VERSION:
+                problems.append((lineno, f"was written by capture schema v{version}, newer than this version's "
+                                 f"v{CAPTURE_SCHEMA_VERSION} (a newer activity-frames reads it)", _text(line)))
+                continue
         if obj.keys() != known_set:
             extra = sorted(set(obj) - known_set)
             # A field added to the schema later is absent from an older writer's lines: its default.
@@ -57,9 +81,13 @@ def parse_open(path: Path, kind: str) -> tuple[list[Any], list[tuple[int, str, s
             if missing:
                 why.append(f"lacks the fields {', '.join(missing[:5])}")
             if why:
-                problems.append((lineno, "; ".join(why), line.decode("utf-8", "replace")))
+                problems.append((lineno, "; ".join(why), _text(line)))
                 continue
-            rows.append(cls(**obj))
+            try:
+                rows.append(cls(**obj))
+            except TypeError:
+                problems.append((lineno, f"is not a {kind} row", _text(line)))
+                continue
             linenos.append(lineno)
             continue
         rows.append(cls(**{n: obj[n] for n in known}))
@@ -75,6 +103,108 @@ def parse_open(path: Path, kind: str) -> tuple[list[Any], list[tuple[int, str, s
         rows = good
         problems.sort()
     return rows, problems
+
+
+def parse_open(path: Path, kind: str) -> tuple[list[Any], list[tuple[int, str, str]]]:
+    """The rows of an open segment file, and its lines that are not rows: (line, reason, text).
+
+    Read tolerantly (parse_lines): a damaged or hand-edited line, or one written by a newer
+    capture schema, is reported and left out; every other row is served. A torn tail is not a
+    record (the next writer cuts it). Sealing quarantines the reported lines with their file
+    and line number.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return [], []
+    return parse_lines(data[: data.rfind(b"\n") + 1], kind)
+
+
+class OpenSegmentFile:
+    """One open segment file followed as it grows: each ``refresh()`` parses only the lines
+    appended since the last (a live recorder appends every few seconds). A file that got shorter
+    or was replaced (a writer cut a torn tail, a seal removed the day) is read again whole.
+
+    ``rows`` is sorted in the log's order and replaced, never changed in place, so a capture
+    holding it keeps what it read. ``skipped`` names every line left out, the incomplete last
+    line included."""
+
+    def __init__(self, path: Path, kind: str, name: str):
+        self.path = path
+        self.kind = kind
+        self.name = name  # the file as skipped lines name it: log/open/<day>/<kind>.jsonl
+        self.rows: list[Any] = []
+        self._problems: list[SkippedLine] = []
+        self._tail: SkippedLine | None = None
+        self._offset = 0
+        self._lines = 0
+        self._inode: int | None = None
+
+    @property
+    def skipped(self) -> list[SkippedLine]:
+        return self._problems + ([self._tail] if self._tail is not None else [])
+
+    def refresh(self) -> None:
+        try:
+            st = self.path.stat()
+            size, inode = st.st_size, st.st_ino
+        except FileNotFoundError:
+            size, inode = 0, None
+        if size < self._offset or inode != self._inode:
+            self.rows, self._problems, self._tail, self._offset, self._lines = [], [], None, 0, 0
+            self._inode = inode
+        if size <= self._offset:
+            self._tail = None
+            return
+        with open(self.path, "rb") as fh:
+            fh.seek(self._offset)
+            data = fh.read(size - self._offset)
+        end = data.rfind(b"\n") + 1
+        new, problems = parse_lines(data[:end], self.kind, self._lines + 1)
+        if problems:
+            self._problems = self._problems + [SkippedLine(self.name, n, why, text) for n, why, text in problems]
+        if new:
+            key = sort_key(self.kind)
+            new.sort(key=key)
+            self.rows = sorted(self.rows + new, key=key) if self.rows and key(new[0]) < key(self.rows[-1]) \
+                else self.rows + new
+        self._offset += end
+        self._lines += data.count(b"\n", 0, end)
+        torn = data[end:]
+        self._tail = SkippedLine(self.name, self._lines + 1, INCOMPLETE, _text(torn)) if torn.strip() else None
+
+
+def read_open_day(open_dir: Path, day: str, tz: str, follow: dict[str, OpenSegmentFile] | None = None) -> DayCapture:
+    """An open day's rows, sorted, with the lines left out in ``skipped``. ``follow`` keeps the
+    day's files between calls (a reader following a live day passes the same dict each time)."""
+    folder = open_dir / day
+    follow = {} if follow is None else follow
+    cap = DayCapture(day=day, tz=tz, sealed=False)
+    skipped: list[SkippedLine] = []
+    for kind in ROW_KINDS:
+        seg = follow.get(kind)
+        if seg is None:
+            seg = follow[kind] = OpenSegmentFile(folder / f"{kind}.jsonl", kind, f"log/open/{day}/{kind}.jsonl")
+        seg.refresh()
+        setattr(cap, kind, seg.rows)  # shared, never mutated: a change makes a new list
+        skipped.extend(seg.skipped)
+    recorders: set[str] = set()
+    try:
+        data = (folder / SOURCES_OPEN).read_bytes()
+    except FileNotFoundError:
+        data = b""
+    name = f"log/open/{day}/{SOURCES_OPEN}"
+    for lineno, line in enumerate(data[: data.rfind(b"\n") + 1].split(b"\n")[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            recorders.add(str(json.loads(line)["recorder"]))
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+            skipped.append(SkippedLine(name, lineno, "is not a source note (a JSON object with a recorder)",
+                                       _text(line)))
+    cap.recorders = sorted(recorders)
+    cap.skipped = skipped
+    return cap
 
 
 def open_sizes(folder: Path) -> tuple[int, ...]:

@@ -22,9 +22,9 @@ from typing import Any
 from capture.errors import CheckFailed, UserError
 from capture.home import Home
 from capture.log.files import complete_lines, sha256_file, sql_list
-from capture.log.layout import SOURCES_OPEN, SOURCES_SEALED, amendment_of
+from capture.log.layout import SOURCES_SEALED, amendment_of
 from capture.log.manifest import ManifestChain
-from capture.log.opensegments import parse_open
+from capture.log.opensegments import read_open_day
 from capture.log.rows import (
     REPEATED,
     ArrowRows,
@@ -37,7 +37,7 @@ from capture.log.rows import (
     order_keys,
     order_keys_of,
 )
-from capture.log.schema import COLUMNS, NAMES, SELECT_SQL, SORT_SQL, sort_key
+from capture.log.schema import COLUMNS, NAMES, SELECT_SQL, SORT_SQL
 from capture.model import CLASS_OF, ROW_KINDS, DayCapture, names_no_element
 from capture.timeutil import local_day, next_day, parse_day
 
@@ -411,20 +411,8 @@ class Reading(ManifestChain):
         return data
 
     def _read_open(self, day: str) -> DayCapture:
-        folder = self.open_dir / day
-        cap = DayCapture(day=day, tz=self.tz, sealed=False)
-        if not folder.is_dir():
-            return cap
-        for kind in ROW_KINDS:
-            f = folder / f"{kind}.jsonl"
-            if f.exists():
-                rows = parse_open(f, kind)[0]
-                rows.sort(key=sort_key(kind))
-                setattr(cap, kind, rows)
-        src = folder / SOURCES_OPEN
-        if src.exists():
-            cap.recorders = sorted({json.loads(ln)["recorder"] for ln in complete_lines(src.read_bytes())})
-        return cap
+        """An open day's rows, sorted; the lines the reader left out are in ``skipped``."""
+        return read_open_day(self.open_dir, day, self.tz)
 
     def read_range(self, start_us: int, end_us: int) -> DayCapture:
         """Rows with start_us <= ts_us < end_us across days; ``day`` is the local day of start_us."""
@@ -445,6 +433,7 @@ class Reading(ManifestChain):
                     getattr(out, kind).extend(r for r in getattr(cap, kind) if start_us <= r.ts_us < end_us)
                 recorders.update(cap.recorders)
                 out.segment_hashes.update(cap.segment_hashes)
+                out.skipped.extend(cap.skipped)
                 out.sealed = out.sealed and cap.sealed
             day = next_day(day)
         out.sealed = out.sealed and any_day

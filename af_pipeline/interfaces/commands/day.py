@@ -108,10 +108,12 @@ def _day(args: argparse.Namespace) -> int:
         if text is not None:
             _write(text)
             return 0
-    doc, source = memory.day_document(day, args.min_minutes, live=args.live)
+    with memory.noting_skipped() as skipped:
+        doc, source = memory.day_document(day, args.min_minutes, live=args.live)
     if not source.startswith("published/"):
         doc = _stamp(doc)
     _write(memory.render(doc, args.format, budget_tokens=args.budget))
+    cli.warn_skipped("day", skipped)
     return 0
 
 
@@ -123,6 +125,8 @@ def _context(args: argparse.Namespace) -> int:
         raise UserError("--end needs --start")
     memory = _memory(args)
     period = memory.period(day=args.day, hours=args.hours, start=args.start, end=args.end)
-    text, _source = memory.context(period, args.budget, args.min_minutes)
+    with memory.noting_skipped() as skipped:
+        text, _source = memory.context(period, args.budget, args.min_minutes)
     _write(text)
+    cli.warn_skipped("context", skipped)
     return 0

@@ -100,21 +100,23 @@ def _view(args: argparse.Namespace) -> int:
         raise UserError("give a DAY or --week YYYY-Www (one of them)")
     home = resolve_home(args.home)
     memory = Memory(home)
-    if args.week:
-        out = Path(args.out or f"view-{args.week}.html")
+    with memory.noting_skipped() as skipped:
+        if args.week:
+            out = Path(args.out or f"view-{args.week}.html")
 
-        def href(day: str) -> str | None:
-            page = home.published_dir / day / "view.html"
-            return os.path.relpath(page, out.resolve().parent) if page.is_file() else None
+            def href(day: str) -> str | None:
+                page = home.published_dir / day / "view.html"
+                return os.path.relpath(page, out.resolve().parent) if page.is_file() else None
 
-        text = week_page(memory, args.week, href)
-    else:
-        day = memory.parse_day(args.day)
-        out = Path(args.out or f"view-{day}.html")
-        doc, _source = memory.day_document(day)
-        text = view.render_day(doc)
+            text = week_page(memory, args.week, href)
+        else:
+            day = memory.parse_day(args.day)
+            out = Path(args.out or f"view-{day}.html")
+            doc, _source = memory.day_document(day)
+            text = view.render_day(doc)
     atomic_write(out, text.encode("utf-8"))
     print(out)
+    cli.warn_skipped("view", skipped)
     return 0
 
 
