@@ -100,6 +100,9 @@ def _failures(result: Any) -> list[str]:
         elif ev.event_type_value == "STEP_FAILURE":
             err = ev.step_failure_data.error
             msg = err.message.strip().splitlines()[0] if err else "failed"
+            said = _user_error_in(err)  # a sentence of ours (a bad categories.json, ...), not Dagster's wrapper
+            if said:
+                msg = said
             full = _no_space_in(err)
             if full:
                 msg = full
@@ -115,6 +118,24 @@ def _interrupted(result: Any) -> bool:
 
     return any(ev.event_type_value == "STEP_FAILURE" and interruption(ev.step_failure_data.error)
                for ev in result.all_events)
+
+
+# The errors whose message is a sentence for the user (capture/errors.py and its subclasses).
+_SENTENCES = ("UserError", "SettingsError", "CheckFailed")
+
+
+def _user_error_in(err: Any) -> str | None:
+    """The message of one of our own errors in a step error's chain (Dagster wraps what a step
+    raises in DagsterExecutionStepExecutionError, whose message names only the op)."""
+    seen = 0
+    while err is not None and seen < 20:
+        if getattr(err, "cls_name", None) in _SENTENCES:
+            text = (getattr(err, "message", "") or "").strip()
+            # "capture.errors.UserError: <sentence>\n": the sentence
+            return text.split(": ", 1)[1] if ": " in text.splitlines()[0] else text
+        err = getattr(err, "cause", None) or getattr(err, "context", None)
+        seen += 1
+    return None
 
 
 def _no_space_in(err: Any) -> str | None:

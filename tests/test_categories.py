@@ -182,3 +182,68 @@ def test_the_pick_is_the_deepest_rule_whose_every_pattern_matches_then_the_first
     fitting = [r for r in rules.rules if matches(r)]
     want = min(fitting, key=lambda r: (-len(r.category), rules.rules.index(r))) if fitting else None
     assert C._Matcher(rules).pick_values(values) == want
+
+
+# -- issue 36: a malformed file is a sentence naming the file; no rule can make the build spin ---
+
+
+@pytest.mark.parametrize("rx", ["(a+)+$", "(x*y)*", "(a{2,})+z", "(?:(ab)+c)*", "(a|b+)*$", "^(\\w+\\s?)*$"])
+def test_a_pattern_that_backtracks_catastrophically_is_refused_at_load(tmp_path, rx):
+    path = tmp_path / C.RULES_FILE
+    path.write_text(json.dumps({"rules": [{"category": "A", "app": "x"}, {"category": "B", "title": rx}]}),
+                    encoding="utf-8")
+    with pytest.raises(UserError) as err:
+        C.rules_in(tmp_path)
+    said = str(err.value)
+    assert said.startswith(f"{path}: rule 2: the title pattern /{rx}/") and "exponential time" in said
+
+
+@pytest.mark.parametrize("rx", ["a+b+", "gimp(-[0-9.]+)?", "(?:ab)+", "(a++)+", "(?>a+)+", "^(ab|cd){2,5}$"])
+def test_patterns_without_nested_repetition_are_kept(tmp_path, rx):
+    (tmp_path / C.RULES_FILE).write_text(json.dumps({"rules": [{"category": "A", "title": rx}]}), encoding="utf-8")
+    assert C.rules_in(tmp_path).rules[0].patterns == (("title", rx),)
+
+
+def test_the_defaults_pass_the_backtracking_check():
+    assert all(not C._nested_repeat(rx, r.ignore_case) for r in C.default_rules().rules for _f, rx in r.patterns)
+
+
+def test_matching_a_long_title_is_quick_once_loaded(tmp_path):
+    """What the check is for: /(a+)+$/ against 40 a's and a b takes minutes in Python's re."""
+    import time
+
+    doc = {"frames": [{"id": "f1", "app": "x", "windows": [{"title": "a" * 40 + "b"}], "active_min": 1.0}]}
+    started = time.monotonic()
+    rules = C.parse_rules({"rules": [{"category": "A", "title": "a+$"}, {"category": "B", "any": "^(a|b)*b$"}]}, "t")
+    assert C.frame_categories(doc, rules)["f1"].label == "B"
+    assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize("text, says", [
+    ('{"rules": [\n {"category": "X", "app": "a"}\n {"category": "Y"}]}', "line 3 column 2"),
+    ('{"categories": [{"name": ["A"], "rule": {"type": "regex", "regex": "a", "ignore_case": "yes"}}]}',
+     "category 1 (A): ignore_case must be true or false"),
+    ("\xff\xfe", "is not readable JSON"),
+])
+def test_a_malformed_file_is_named_by_its_path_with_the_line_or_rule(tmp_path, text, says):
+    path = tmp_path / C.RULES_FILE
+    path.write_bytes(text.encode("latin-1") if text.startswith("\xff") else text.encode("utf-8"))
+    with pytest.raises(UserError) as err:
+        C.rules_in(tmp_path)
+    assert str(err.value).startswith(str(path)) and says in str(err.value)
+
+
+def test_af_build_says_what_is_wrong_with_categories_json_not_a_dagster_error(tmp_path):
+    from dagster_support import corpus, days_of, new_home
+
+    from assets import certify as harness
+    from capture.log import EventLog
+
+    home = new_home(tmp_path)
+    EventLog(home).append(corpus())
+    (home.root / C.RULES_FILE).write_text(json.dumps({"rules": [{"category": "A", "title": "(a+)+$"}]}),
+                                          encoding="utf-8")
+    out = harness.run_build(home, days_of(corpus()))
+    assert not out.ok
+    assert any(f"{home.root / C.RULES_FILE}: rule 1: the title pattern /(a+)+$/" in f for f in out.failures), out.failures
+    assert not any("Dagster" in f for f in out.failures), out.failures

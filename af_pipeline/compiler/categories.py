@@ -27,6 +27,7 @@ document and rules give the same bytes.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import re
 from dataclasses import dataclass
@@ -100,6 +101,48 @@ def _compiled(patterns: tuple[tuple[str, str], ...], ignore_case: bool, where: s
             re.compile(rx, re.IGNORECASE if ignore_case else 0)
         except re.error as exc:
             raise UserError(f"{where}: the {field} pattern /{rx}/ is not a valid regular expression ({exc})") from None
+        if _nested_repeat(rx, ignore_case):
+            raise UserError(
+                f"{where}: the {field} pattern /{rx}/ repeats a part that itself repeats: matching it "
+                "can take exponential time on some titles (Python's regular expressions backtrack), so it is "
+                "refused; write the part once (e.g. /(a+)+$/ as /a+$/, /(\\w+\\s?)*/ as /[\\w\\s]*/)")
+
+
+# A repetition whose count has no useful bound: {0,100} inside {0,100} backtracks as badly as * in *.
+_MANY = 32
+_sre: Any = importlib.import_module("re._parser")  # Python's own parser of the pattern (3.11+)
+_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT}
+
+
+def _nested_repeat(rx: str, ignore_case: bool) -> bool:
+    """Whether a repeated part of ``rx`` holds a repetition of its own, both unbounded
+    (``(a+)+``, ``(x*y)*``, ``(a{2,})+``): the shape of catastrophic backtracking. Possessive
+    repeats and atomic groups, which never backtrack into, are not counted. Decided from the
+    pattern alone, once when the rules are loaded: matching stays exactly Python's ``re``, with
+    no time limit, so the same capture and rules give the same bytes on any machine."""
+
+    def walk(items: Any, inside: bool) -> bool:
+        for op, av in items:
+            if op in _REPEATS:
+                _lo, hi, body = av
+                many = hi == _sre.MAXREPEAT or hi > _MANY
+                if (many and inside) or walk(body, inside or many):
+                    return True
+            elif op is _sre.SUBPATTERN:
+                if walk(av[3], inside):
+                    return True
+            elif op is _sre.BRANCH:
+                if any(walk(branch, inside) for branch in av[1]):
+                    return True
+            elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+                if walk(av[1], inside):
+                    return True
+            elif op is _sre.GROUPREF_EXISTS:
+                if any(walk(branch, inside) for branch in av[1:] if branch is not None):
+                    return True
+        return False
+
+    return walk(_sre.parse(rx, re.IGNORECASE if ignore_case else 0), False)
 
 
 def parse_rules(data: Any, source: str) -> CategoryRules:
@@ -139,7 +182,9 @@ def parse_rules(data: Any, source: str) -> CategoryRules:
             category = _path(raw.get("name"), where)
             rule = raw["rule"]
             kind = rule.get("type")
-            ignore_case = bool(rule.get("ignore_case", False))
+            ignore_case = rule.get("ignore_case", False)
+            if not isinstance(ignore_case, bool):
+                raise UserError(f"{where} ({SEP.join(category)}): ignore_case must be true or false")
             if kind == "regex":
                 rx = rule.get("regex")
                 if not isinstance(rx, str) or not rx:
@@ -161,14 +206,21 @@ def parse_rules(data: Any, source: str) -> CategoryRules:
 
 
 def load_rules(path: Path) -> CategoryRules:
-    """The rules of a file (UserError naming the file when it cannot be used)."""
+    """The rules of a file (UserError naming the file, by its full path, and where it can the
+    rule or the line, when it cannot be used)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{path} does not exist") from None
+    except json.JSONDecodeError as exc:  # its message names the line and column
+        raise UserError(f"{path} is not readable JSON ({exc})") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UserError(f"{path} is not readable JSON ({exc})") from None
-    return parse_rules(data, path.name)
+    try:
+        return parse_rules(data, path.name)
+    except UserError as exc:
+        text = str(exc)  # "<file name>: rule N ...": the rules keep the file's name, the sentence its path
+        raise UserError(str(path) + text[len(path.name):] if text.startswith(path.name) else text) from None
 
 
 def rules_in(folder: Path | str) -> CategoryRules:
