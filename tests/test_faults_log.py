@@ -17,6 +17,7 @@ from af_pipeline.interfaces import cli
 from af_pipeline.interfaces.memory import Memory
 from capture.home import Home
 from capture.log import EventLog
+from capture.log.opensegments import INCOMPLETE
 from capture.log.rows import checked_columns
 from capture.model import CAPTURE_SCHEMA_VERSION, ROW_KINDS, SkippedLine
 from capture.timeutil import day_bounds
@@ -121,6 +122,7 @@ def test_every_log_path_serves_the_good_rows_and_names_the_bad_lines(home, capsy
     report = log.verify()
     assert sorted(p.split(" line ")[0] for p in report.problems) == [f"open/{DAY}/inputs.jsonl"] + \
         [f"open/{DAY}/snapshots.jsonl"] * 2
+    assert report.notes == [f"open/{DAY}/snapshots.jsonl line 9 {INCOMPLETE}"]
     assert cli.main(["log", "verify", "--home", str(home.root)]) == 1
     assert "Traceback" not in capsys.readouterr().err
 

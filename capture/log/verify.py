@@ -17,7 +17,7 @@ import duckdb
 from capture.log.files import sha256_file
 from capture.log.layout import amendment_of, is_day, parse_segment_name, segment_name
 from capture.log.manifest import ManifestChain, entry_hash
-from capture.log.opensegments import parse_open
+from capture.log.opensegments import INCOMPLETE, OpenSegmentFile
 from capture.model import ROW_KINDS
 
 
@@ -119,11 +119,16 @@ class Verifying(ManifestChain):
                     problems.append(f"sealed/{child.name} is not in the manifest (added by hand, or its entry was removed)")
         # Open segments are not hashed (they still grow), but each line must be a row this version
         # can read: a damaged one is reported here and quarantined when the day is sealed.
+        # A last line without its line end is a write under way or cut short: a note.
         for day in self._open_days():
             for kind in ROW_KINDS:
-                for lineno, reason, _text in parse_open(self.open_dir / day / f"{kind}.jsonl", kind)[1]:
-                    problems.append(f"open/{day}/{kind}.jsonl line {lineno} {reason} "
-                                    "(it will be quarantined when the day is sealed)")
+                segment = OpenSegmentFile(self.open_dir / day / f"{kind}.jsonl", kind, f"open/{day}/{kind}.jsonl")
+                segment.refresh()
+                for skipped in segment.skipped:
+                    if skipped.reason == INCOMPLETE:
+                        notes.append(skipped.sentence())
+                    else:
+                        problems.append(f"{skipped.sentence()} (it will be quarantined when the day is sealed)")
         head = entries[-1].get("hash") if entries else None
         return VerifyReport(ok=not problems, problems=problems, entries=len(entries),
                             head=head if isinstance(head, str) else None, notes=notes)
