@@ -148,7 +148,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
                                          data_folder.include_typed_text, rules_in(data_folder.root))
             with store.batch(con):
                 for i, day in enumerate(days):
-                    per_day[day] = steps.raw_day(con, log, day, _run(context))
+                    per_day[day] = steps.raw_day(con, log, day, _run(context), data_folder.include_typed_text)
                     _progress(context, "raw_day", days, i)
         return _result(context, per_day, _sum("rows_total"), skip)
 

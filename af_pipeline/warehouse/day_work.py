@@ -275,10 +275,12 @@ def frame_rows(refs: Sequence[str], segments: Iterable[Any]) -> list[tuple]:
     return rows
 
 
-def raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str, run: RunParts | None = None) -> dict[str, Any]:
+def raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str, run: RunParts | None = None,
+            include_typed_text: bool = False) -> dict[str, Any]:
     if run is not None:
         run.drop(day)  # what this run held for the day was read before this reload
-    loaded = store.load_raw_day(con, log, day)
+    # typed text stays in the log unless the build opts in (store.TYPED_KINDS)
+    loaded = store.load_raw_day(con, log, day, include_typed_text)
     counts = loaded["counts"]
     return {f"rows_{k}": int(v) for k, v in counts.items()} | {
         "rows_total": int(sum(counts.values())),
@@ -540,7 +542,7 @@ def build_day(
 ) -> None:
     """Every step of one day, in the assets' order, each on the one before (one capture read)."""
     run = RunParts()
-    raw_day(con, log, day, run)
+    raw_day(con, log, day, run, include_typed_text)
     frames(con, day, run)
     enriched_input(con, day, include_typed_text, run)
     page_refs(con, day, run)

@@ -93,6 +93,30 @@ RAW_DAYS_COLUMNS = {
     "segment_hashes": "VARCHAR",  # JSON object, path -> sha256 of the sealed segment read
 }
 
+# Typed text (what input events of these kinds carry in ``text``: keys, typed text, clipboard
+# contents) is kept out of the warehouse unless the build opts in (DataFolder.include_typed_text):
+# a copied day's rows hold a mask of the same length instead (the compile counts typed characters
+# without the opt-in, never reads them), and the raw_inputs view shows the registered files' rows
+# masked too. The log keeps the text; a compile reads it from there (day_relation) when opted in.
+TYPED_KINDS = ("key", "text", "clipboard")
+TYPED_MASK = "\u2022"  # one per character: len(mask) == len(text)
+_MASKED_TEXT = (f"CASE WHEN \"kind\" IN ({', '.join(repr(k) for k in TYPED_KINDS)}) "
+                f"THEN repeat('{TYPED_MASK}', length(\"text\")) ELSE \"text\" END AS \"text\"")
+
+
+def _select(kind: str, typed_text: bool) -> str:
+    """SELECT_SQL[kind], with the typed text masked (inputs, without the opt-in)."""
+    if kind != "inputs" or typed_text:
+        return SELECT_SQL[kind]
+    return SELECT_SQL[kind].replace('"text"', _MASKED_TEXT, 1)
+
+
+def _masked(rows: Sequence[Any]) -> list[Any]:
+    """Input events with their typed text masked (what _MASKED_TEXT does in SQL)."""
+    return [dataclasses.replace(r, text=TYPED_MASK * len(r.text)) if r.kind in TYPED_KINDS and r.text else r
+            for r in rows]
+
+
 # day -> captures read by load_capture in this process (row kinds read, not just the day's
 # meta): how tests and benchmarks see that a build reads each day's rows once
 LOADS: collections.Counter[str] = collections.Counter()
@@ -439,8 +463,8 @@ def _root(con: duckdb.DuckDBPyConnection) -> str | None:
 _DAY_OF_FILE = r"regexp_extract(filename, '([0-9]{4}-[0-9]{2}-[0-9]{2})/[^/]+$', 1)"
 
 
-def _files_select(kind: str, paths: Sequence[str]) -> str:
-    return (f"SELECT {_DAY_OF_FILE} AS day, file_row_number AS seq, {SELECT_SQL[kind]} "
+def _files_select(kind: str, paths: Sequence[str], typed_text: bool = True) -> str:
+    return (f"SELECT {_DAY_OF_FILE} AS day, file_row_number AS seq, {_select(kind, typed_text)} "
             f"FROM read_parquet([{', '.join(_lit(p) for p in paths)}], filename = true, file_row_number = true)")
 
 
@@ -453,7 +477,7 @@ def _view_sql(kind: str, root: str | None, with_files: bool) -> str:
     glob = _lit(f"{root}/sealed/*/{kind}.parquet")
     listed = (f"SELECT r.log_dir || '/' || f.file FROM {RAW_FILES} f, {RAW_ROOT} r "
               f"WHERE f.kind = {_lit(kind)}")
-    files = (f"SELECT {_DAY_OF_FILE} AS day, file_row_number AS seq, {SELECT_SQL[kind]} "
+    files = (f"SELECT {_DAY_OF_FILE} AS day, file_row_number AS seq, {_select(kind, False)} "
              f"FROM read_parquet({glob}, filename = true, file_row_number = true) WHERE filename IN ({listed})")
     return f"{copied} UNION ALL {files}"
 
@@ -473,7 +497,8 @@ def _refresh_views(con: duckdb.DuckDBPyConnection, everything: bool) -> None:
     for kind in ROW_KINDS:
         sql = current.get(RAW_TABLES[kind])
         reads_files = sql is not None and "read_parquet" in sql
-        if everything or old_parts or sql is None or reads_files != (kind in with_files):
+        unmasked = reads_files and kind == "inputs" and "repeat(" not in str(sql)  # a view made before the mask
+        if everything or old_parts or sql is None or reads_files != (kind in with_files) or unmasked:
             con.execute(f"CREATE OR REPLACE VIEW {_quote(RAW_TABLES[kind])} AS "
                         f"{_view_sql(kind, root, kind in with_files)}")
     if old_parts:  # the per-month views of the layout before
@@ -508,7 +533,8 @@ def day_relation(con: duckdb.DuckDBPyConnection, day: str, kind: str,
 
 
 def days_relation(con: duckdb.DuckDBPyConnection, kind: str, days: Sequence[str]) -> str:
-    """What ``raw_<kind> WHERE day IN days`` holds, reading only those days' files."""
+    """What ``raw_<kind> WHERE day IN days`` holds (typed text masked, as the view shows it),
+    reading only those days' files."""
     ensure_layout(con)
     wanted = sorted(set(days))
     root = _root(con)
@@ -519,12 +545,13 @@ def days_relation(con: duckdb.DuckDBPyConnection, kind: str, days: Sequence[str]
     inside = ", ".join(_lit(d) for d in wanted) or "NULL"
     copied = f"SELECT * FROM {_quote(COPIED_TABLES[kind])} WHERE day IN ({inside})"
     # a file's rows carry the day of its folder: only the days asked for, whatever is registered
-    files = f"SELECT * FROM ({_files_select(kind, paths)}) WHERE day IN ({inside})"
+    files = f"SELECT * FROM ({_files_select(kind, paths, False)}) WHERE day IN ({inside})"  # as the view shows them
     return f"({copied} UNION ALL {files})" if paths else f"({copied})"
 
 
-def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dict[str, Any]:
+def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str, typed_text: bool = False) -> dict[str, Any]:
     """Make one day of the event log the raw_* rows of the day; returns counts and provenance.
+    Copied input events keep their typed text only with ``typed_text`` (the build's opt-in).
 
     A sealed day's segments are first checked against the sha256 their manifest entries record.
     A day of one segment with the current columns is registered (its files are the rows); other
@@ -537,7 +564,10 @@ def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dic
     if not segments:
         capture = log.read_day(day)
         for kind in ROW_KINDS:
-            counts[kind] = replace_records(con, COPIED_TABLES[kind], day, CLASS_OF[kind], getattr(capture, kind))
+            rows = getattr(capture, kind)
+            if kind == "inputs" and not typed_text:
+                rows = _masked(rows)
+            counts[kind] = replace_records(con, COPIED_TABLES[kind], day, CLASS_OF[kind], rows)
         sealed, recorders = False, capture.recorders
         with _transaction(con):
             _register(con, day, [], str(Path(log.dir).resolve()))  # no longer registered, if it was
@@ -561,7 +591,7 @@ def load_raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str) -> dic
                     counts[kind] = int(n)
                     continue
                 # A day with amendments (or sealed before a column existed): merged in the log's order.
-                select = (f"SELECT ?, row_number() OVER (ORDER BY {SORT_SQL[kind]}) - 1, {SELECT_SQL[kind]} "
+                select = (f"SELECT ?, row_number() OVER (ORDER BY {SORT_SQL[kind]}) - 1, {_select(kind, typed_text)} "
                           f"FROM {log.sealed_relation(day, kind)}")
                 (counts[kind],) = con.execute(  # an INSERT answers with the number of rows it wrote
                     f"INSERT INTO {_quote(table)} {select}", [day]
