@@ -10,13 +10,17 @@ exactly what ``dagster job execute -m assets.definitions -a defs -j certify --ta
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
+import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from af_pipeline.warehouse import publish
@@ -208,9 +212,10 @@ def run_build(
 
             tags[FORCE_TAG] = "true"
         try:
-            result = job.execute_in_process(
-                instance=inst, tags=tags, raise_on_error=False, run_config=_run_config(verbose, stages)
-            )
+            with _without_storage_noise(verbose):
+                result = job.execute_in_process(
+                    instance=inst, tags=tags, raise_on_error=False, run_config=_run_config(verbose, stages)
+                )
         except Exception as exc:  # the run's own storage failed: a full disk is said as such
             full = _disk_full(home, exc)
             if full is None:
@@ -249,10 +254,16 @@ _FULL_BELOW_BYTES = 1 << 20
 
 
 def _disk_full(home: Home, exc: BaseException) -> str | None:
-    found = no_space(exc)
-    if found:
-        return found
-    if "disk I/O error" in str(exc) or "database or disk is full" in str(exc):
+    seen: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and len(seen) < 20 and cause not in seen:  # Dagster and SQLAlchemy wrap it
+        seen.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for e in seen:
+        found = no_space(e)
+        if found:
+            return found
+    if any("disk I/O error" in str(e) or "database or disk is full" in str(e) for e in seen):
         try:
             free = shutil.disk_usage(home.root).free
         except OSError:
@@ -260,6 +271,70 @@ def _disk_full(home: Home, exc: BaseException) -> str | None:
         if free < _FULL_BELOW_BYTES:
             return f"no space left on device at {home.root} ({free:,} bytes free; the Dagster run's storage could not grow)"
     return None
+
+
+def full_disk_sentence(home: Home, found: str) -> str:
+    """One sentence naming the folder that is full, from no_space's "no space left on device at
+    PATH" (PATH the file being written, a folder, or none known: the data folder)."""
+    where = found.removeprefix("no space left on device at ").strip()
+    extra = ""
+    if " (" in where:
+        where, extra = where.split(" (", 1)
+        extra = " (" + extra
+    if not where or where == "the data folder":
+        path = Path(home.root)
+    else:
+        path = Path(where)
+    folder = path if path.is_dir() else path.parent
+    what = f" (writing {path.name})" if path != folder else ""
+    return (f"no space left on device: the file system holding {folder} is full{what}{extra}; "
+            "free some space and run it again")
+
+
+def disk_full(home: Home, exc: BaseException) -> str | None:
+    """full_disk_sentence of an exception that is a full disk (anywhere in its chain), else None."""
+    found = _disk_full(home, exc)
+    return full_disk_sentence(home, found) if found else None
+
+
+class _StorageNoise(io.TextIOBase):
+    """sys.stderr during a run, without the lines Dagster writes itself when it cannot store a
+    log record or an event batch (SQLAlchemy's "database or disk is full", its SQL and its link:
+    Dagster then stores them one by one, or fails the run): af build and af certify
+    say what happened in one sentence instead. Everything else goes through."""
+
+    NOISE = ("Exception while writing logger call to event log", "Exception while storing event batch",
+             "Falling back to storing multiple single-event storage requests")
+
+    def __init__(self, out: Any) -> None:
+        super().__init__()
+        self.out = out
+        self.dropped = 0
+
+    def write(self, text: str) -> int:
+        if any(n in text for n in self.NOISE):
+            self.dropped += 1
+            return len(text)
+        return int(self.out.write(text))
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def fileno(self) -> int:
+        return int(self.out.fileno())
+
+
+@contextlib.contextmanager
+def _without_storage_noise(verbose: bool) -> Iterator[None]:
+    if verbose:  # Dagster's own console log, all of it
+        yield
+        return
+    kept = sys.stderr
+    sys.stderr = _StorageNoise(kept)
+    try:
+        yield
+    finally:
+        sys.stderr = kept
 
 
 def _artifacts(home: Home, day: str) -> dict[str, Any]:
@@ -338,7 +413,7 @@ def run_certify(
     # One run for the whole range: Dagster's per-run overhead (~1.7 s) is paid once and each check
     # reads the warehouse once; every check still evaluates every day and can fail any of them.
 
-    with exclusive_run(home, inst, "af certify", progress), quick_run_storage(inst):
+    with exclusive_run(home, inst, "af certify", progress), quick_run_storage(inst), _without_storage_noise(verbose):
         result = job.execute_in_process(
             instance=inst, tags=_tags(days), raise_on_error=False,
             run_config=_QUIET_RUN if verbose else _run_config(False, False),

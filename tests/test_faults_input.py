@@ -216,8 +216,10 @@ def test_disk_full_during_build_names_the_file_and_keeps_the_log(small_disk, one
     manifest = (home / "log" / "manifest.jsonl").read_bytes()
     capsys.readouterr()
     assert cli.main(["build", "--home", str(home)]) == 1
-    out = capsys.readouterr().out
-    assert f"no space left on device at {home}" in out, out
+    said = capsys.readouterr()
+    # one sentence naming the full folder (issue 36), on stderr, no "FAILED" summary before it
+    assert f"af build: no space left on device: the file system holding {home} is full" in said.err, said
+    assert "FAILED" not in said.out, said
     assert (home / "log" / "manifest.jsonl").read_bytes() == manifest
     assert cli.main(["log", "verify", "--home", str(home)]) == 0
 

@@ -87,7 +87,16 @@ def run_build(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     days = harness.select_days(home, args.first, args.last)
     _skipped(args.first, args.last, days)
-    out = harness.run_build(home, days, _say, verbose=args.verbose, stages=not args.json, force=args.force)
+    try:
+        out = harness.run_build(home, days, _say, verbose=args.verbose, stages=not args.json, force=args.force)
+    except Exception as exc:  # a full disk before or around the run: one sentence naming the folder
+        full = harness.disk_full(home, exc)
+        if full is None:
+            raise
+        raise CheckFailed(full) from None
+    full_disk = next((f for f in out.failures if "no space left on device" in f), None)
+    if full_disk is not None:  # what failed for want of space, said once; the rest followed from it
+        raise CheckFailed(harness.full_disk_sentence(home, full_disk[full_disk.index("no space left on device"):]))
     if args.json:
         cli.emit_json({"ok": out.ok, "days": out.days, "seconds": round(out.seconds, 2), "run_id": out.run_id,
                        "failures": out.failures, "skipped_unchanged": out.skipped, "published": out.published,
@@ -126,7 +135,16 @@ def run_certify(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     days = harness.select_days(home, args.first, args.last)
     _say(f"certifying {len(days)} day(s) {days[0]} .. {days[-1]} in one Dagster run")
-    cert = harness.run_certify(home, days, _say, verbose=args.verbose)
+    try:
+        cert = harness.run_certify(home, days, _say, verbose=args.verbose)
+    except Exception as exc:  # a full disk (the run's storage, the warehouse, the certificate): one sentence
+        full = harness.disk_full(home, exc)
+        if full is None:
+            raise
+        raise CheckFailed(full) from None
+    full_disk = next((e for v in cert["days"].values() for e in v["errors"] if "no space left on device" in e), None)
+    if full_disk is not None:
+        raise CheckFailed(harness.full_disk_sentence(home, full_disk[full_disk.index("no space left on device"):]))
     if args.json:
         cli.emit_json(cert)
     else:
