@@ -14,8 +14,9 @@ only grows. Two things screenpipe (and its users) do break that, and are handled
   ``<ref>@<start us>`` (:func:`rekey_reused_ids`) with its elements and input links. The same
   ref at the same time is the same event: skipped (or, if its content differs, a conflict).
 
-Rules (units in the names): RETENTION_PROBE_ROWS first frames are compared with the log; one
-present with another time, or none present, means another database.
+Rules (units in the names): RETENTION_PROBE_ROWS first frames are looked up in the log; the
+lowest one present must be there at the same time (none present, or another time: another
+database).
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ def retained_source(log: EventLog, first_frames: Sequence[tuple[int, int]], cand
         if not present:
             continue
         logged = _logged_times(log, [(r, ts) for r, ts in refs if r in present], tz)
-        if all(logged.get(r) == ts for r, ts in refs if r in present):
+        # the lowest present frame decides: later ones may be ids a restore reused (tails_changed)
+        ref, ts = next((r, t) for r, t in refs if r in present)
+        if logged.get(ref) == ts:
             return sid
     return None
 

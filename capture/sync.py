@@ -250,6 +250,12 @@ def _same_row(kind: str, row: Any) -> tuple[Any, ...]:
     return (row.stream, row.ts_us, row.status)
 
 
+def _content(kind: str, row: Any) -> tuple[Any, ...]:
+    """A row's key without its start: what an event clipped at a later start still shares."""
+    key = _same_row(kind, row)
+    return (key[0], *key[2:])
+
+
 def adopt_logged_refs(log: EventLog, batch: CaptureBatch, tz: str) -> int:
     """Give rows the log already holds under another ref that ref; return how many were given one.
 
@@ -275,17 +281,28 @@ def adopt_logged_refs(log: EventLog, batch: CaptureBatch, tz: str) -> int:
     days = sorted({local_day(r.ts_us, zone_of) for k in kinds for r in unknown[k]}
                   | {local_day(r.ts_us, zone_of) for r in new_streams})
     logged: dict[str, dict[tuple[Any, ...], str]] = {k: {} for k in kinds}
+    # per kind and content (the row's key but its start): (start, end covered, ref) of logged events
+    spans: dict[str, dict[tuple[Any, ...], list[tuple[int, int, str]]]] = {k: {} for k in kinds}
     described: set[tuple[str, str]] = set()
     for day in days:
         cap = log.read_day(day, lazy_elements=True)
         for k in kinds:
             table = logged[k]
+            reach: dict[str, int] = {}  # event ref -> the end of its last logged piece
             for row in getattr(cap, k):
-                if getattr(row, "end_us", None) is None or CONTINUATION in row.ref:
+                end = getattr(row, "end_us", None)
+                if end is None:
+                    continue
+                base = row.ref.split(CONTINUATION, 1)[0]
+                reach[base] = max(reach.get(base, end), end)
+                if CONTINUATION in row.ref:
                     continue
                 key = _same_row(k, row)
                 if key not in table or row.ref < table[key]:
                     table[key] = row.ref  # two logged copies (landed before this check): the least ref
+            for row in getattr(cap, k):
+                if getattr(row, "end_us", None) is not None and CONTINUATION not in row.ref:
+                    spans[k].setdefault(_content(k, row), []).append((row.ts_us, reach[row.ref], row.ref))
         described |= {(r.stream, day) for r in cap.streams}
     adopted = 0
     for k in kinds:
@@ -293,9 +310,15 @@ def adopt_logged_refs(log: EventLog, batch: CaptureBatch, tz: str) -> int:
         out = []
         for row in batch.rows(k):
             ref = logged[k].get(_same_row(k, row)) if row.ref not in present else None
+            start = None
+            if ref is None and row.ref not in present:
+                # aw-server-rust clips an event to the asked range: a long event read again from
+                # inside it comes with a later start. It is the logged event that covers that start.
+                start, ref = next(((a, r) for a, b, r in spans[k].get(_content(k, row), [])
+                                   if a < row.ts_us < b), (None, None))
             if ref is not None and ref not in taken:
                 taken.add(ref)
-                row = dataclasses.replace(row, ref=ref)
+                row = dataclasses.replace(row, ref=ref) if start is None else dataclasses.replace(row, ref=ref, ts_us=start)
                 adopted += 1
             out.append(row)
         setattr(batch, k, out)
@@ -410,7 +433,9 @@ def _activitywatch_batches(home: Home, source: Source, state: dict[str, Any], no
         meta = buckets[bid] if isinstance(buckets[bid], dict) else {}
         query = {}
         if bid in marks:
-            query["start"] = iso_utc(max(0, int(marks[bid]) - AW_OVERLAP_US))
+            # From the watermark, or from now if the clock went back since (events written after
+            # a backwards jump end before the watermark): less the overlap either way.
+            query["start"] = iso_utc(max(0, min(int(marks[bid]), now_us) - AW_OVERLAP_US))
         url = f"{base}/api/0/buckets/{urllib.parse.quote(bid, safe='')}/events"
         if query:
             url += "?" + urllib.parse.urlencode(query)

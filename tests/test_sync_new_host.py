@@ -212,3 +212,40 @@ def test_each_event_lands_once_whatever_hosts_each_pass_sees(tmp_path_factory: p
                              int((T0 + timedelta(seconds=a + d)).timestamp()) * US) for a, d, _ in events[: seen[-1]])
     for h in ("phone", "desk"):
         assert len([s for s in snaps if s.stream == f"aw:{h}"]) in (0, 2)
+
+
+def test_a_long_event_read_again_clipped_at_a_later_start_lands_once(tmp_path: Path) -> None:
+    """aw-server-rust clips events to the range a pass asks for: an event held longer than the
+    pass's overlap comes back with a later start. It is the logged event, grown: its new part
+    lands as a continuation, never as a second, overlapping row."""
+    home = _home(tmp_path)
+    path = tmp_path / "aw.json"
+    _export(path, {"laptop": [(0, 900, "Code")]})
+    src = sync.register(home, "activitywatch", str(path))
+    now = int(T0.timestamp()) * US + 86_400 * US
+    assert sync.sync_once(home, src, now_us=now).ok
+    _export(path, {"laptop": [(300, 900, "Code")]})  # [300, 1200): clipped at 300, grown to 1200
+    r = sync.sync_once(home, src, now_us=now)
+    assert r.ok and r.continued == 1, r
+    _export(path, {"laptop": [(600, 500, "Code")]})  # an older, clipped version: nothing new
+    assert sync.sync_once(home, src, now_us=now).ok
+    snaps, _ = _rows(home)
+    spans = sorted(((s.ts_us - int(T0.timestamp()) * US) // US, ((s.end_us or 0) - int(T0.timestamp()) * US) // US)
+                   for s in snaps)
+    assert spans == [(0, 900), (900, 1200)]
+    assert _credited(snaps)[("aw:laptop", "Code")] == pytest.approx(1200.0)
+
+
+def test_events_written_after_the_clock_went_back_are_not_lost(tmp_path: Path, server: AwServer) -> None:
+    """The machine's clock jumps back 30 minutes: the events written then end before the
+    watermark of the last pass. The next pass asks from the clock, not only from the watermark."""
+    home = _home(tmp_path)
+    t0 = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+    _bucket(server, "aw-watcher-window_laptop", "currentwindow", "laptop", _work(t0, ["Code"], 40))  # to t0+20 min
+    src = sync.register(home, "activitywatch", server.url)
+    assert sync.sync_once(home, src, now_us=int((t0 + timedelta(minutes=20)).timestamp()) * US).ok
+    back = t0 - timedelta(minutes=10)  # the clock now reads 30 minutes earlier
+    _bucket(server, "aw-watcher-window_laptop", "currentwindow", "laptop", _work(back, ["Slack"], 10))
+    r = sync.sync_once(home, src, now_us=int((back + timedelta(minutes=6)).timestamp()) * US)
+    assert r.ok and r.landed == 10, r
+    assert _credited(_rows(home)[0])[("aw:laptop", "Slack")] == pytest.approx(10 * 25.0)
