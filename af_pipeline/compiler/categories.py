@@ -27,13 +27,14 @@ document and rules give the same bytes.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import re2
 
 from capture.errors import UserError
 
@@ -95,54 +96,100 @@ def _path(value: Any, where: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _compiled(patterns: tuple[tuple[str, str], ...], ignore_case: bool, where: str) -> None:
+# Rules run on Google's RE2, which matches in time linear in the text whatever the pattern (no
+# backtracking): no rule can make a build spin on a long title, and no heuristic has to guess
+# which patterns might. What RE2 cannot run in linear time (look-around, back-references,
+# possessive or atomic repeats) is refused when the rules are loaded.
+_LINEAR = "which category rules do not support: rules run in linear time (RE2 syntax)"
+
+
+def _unsupported(why: str) -> str | None:
+    """What the sentence says of a feature RE2 refuses for being nonlinear, from RE2's own
+    message ("<what>: <the part of the pattern>"); None for plain syntax errors."""
+    what, _, part = why.partition(": ")
+    if (what == "invalid perl operator" and part.startswith(("(?=", "(?!", "(?<=", "(?<!", "(?P"))) or (
+            what == "invalid escape sequence" and part[1:2].isdigit() and part[1:2] != "0"):
+        return f"uses a look-around or back-reference, {_LINEAR}"
+    if (what == "invalid perl operator" and part.startswith("(?>")) or (
+            what == "bad repetition operator" and part.endswith("+")):
+        return f"uses a possessive repeat or an atomic group, {_LINEAR}: write a+ for a++"
+    return None
+
+
+# Python's \d, \w and \s know all of Unicode (what rules were written against), RE2's only ASCII:
+# each is written out as the Unicode classes Python means (the same characters, for every code
+# point Python's Unicode knows); \Z, \uXXXX and {,n} become RE2's spelling of the same.
+_WORD, _SPACE = r"\p{L}\p{N}_", r"\t-\r\x1c-\x1f\x85\p{Z}"
+_IN_CLASS = {"d": r"\p{Nd}", "D": r"\P{Nd}", "w": _WORD, "s": _SPACE}
+_OUTSIDE = {"d": r"\p{Nd}", "D": r"\P{Nd}", "w": f"[{_WORD}]", "W": f"[^{_WORD}]", "s": f"[{_SPACE}]",
+            "S": f"[^{_SPACE}]", "Z": r"\z"}
+_HEXES = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8}))")
+_UPTO = re.compile(r"\{,(\d*)\}")
+
+
+def _re2_syntax(rx: str) -> str:
+    r"""``rx`` (Python's syntax, as rules are written) in RE2's syntax, meaning the same; a
+    ``\W`` or ``\S`` inside a character class has no RE2 spelling: ValueError."""
+    out: list[str] = []
+    i, n, in_class = 0, len(rx), False
+    while i < n:
+        c = rx[i]
+        if c == "\\" and i + 1 < n:
+            e = rx[i + 1]
+            if m := _HEXES.match(rx, i):
+                out.append("\\x{" + (m.group(1) or m.group(2)) + "}")
+                i = m.end()
+                continue
+            if in_class and e in "WS":
+                raise ValueError(f"uses \\{e} inside a character class [...], which RE2 cannot spell with "
+                                 "Unicode's letters and spaces; write it outside the class (e.g. (?:\\W|x))")
+            out.append((_IN_CLASS if in_class else _OUTSIDE).get(e, rx[i:i + 2]))
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            start = i + 1 + (rx[i + 1:i + 2] == "^")
+            lead = rx[i:start] + ("]" if rx[start:start + 1] == "]" else "")  # a leading ] is itself
+            out.append(lead)
+            i += len(lead)
+            continue
+        if c == "]" and in_class:
+            in_class = False
+        elif c == "{" and not in_class and (m := _UPTO.match(rx, i)):
+            out.append("{0," + m.group(1) + "}")
+            i = m.end()
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _options(ignore_case: bool) -> Any:
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.never_capture = True  # only whether it matches is asked
+    options.log_errors = False  # the refusal is a UserError sentence, not RE2's line on stderr
+    return options
+
+
+def _re2(rx: str, ignore_case: bool) -> Any:
+    return re2.compile(_re2_syntax(rx), _options(ignore_case))
+
+
+def _compiled(patterns: tuple[tuple[str, str], ...], ignore_case: bool, where: str,
+              category: tuple[str, ...]) -> None:
     for field, rx in patterns:
         try:
-            re.compile(rx, re.IGNORECASE if ignore_case else 0)
-        except re.error as exc:
-            raise UserError(f"{where}: the {field} pattern /{rx}/ is not a valid regular expression ({exc})") from None
-        if _nested_repeat(rx, ignore_case):
-            raise UserError(
-                f"{where}: the {field} pattern /{rx}/ repeats a part that itself repeats: matching it "
-                "can take exponential time on some titles (Python's regular expressions backtrack), so it is "
-                "refused; write the part once (e.g. /(a+)+$/ as /a+$/, /(\\w+\\s?)*/ as /[\\w\\s]*/)")
-
-
-# A repetition whose count has no useful bound: {0,100} inside {0,100} backtracks as badly as * in *.
-_MANY = 32
-_sre: Any = importlib.import_module("re._parser")  # Python's own parser of the pattern (3.11+)
-_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT}
-
-
-def _nested_repeat(rx: str, ignore_case: bool) -> bool:
-    """Whether a repeated part of ``rx`` holds a repetition of its own, both unbounded
-    (``(a+)+``, ``(x*y)*``, ``(a{2,})+``): the shape of catastrophic backtracking. Possessive
-    repeats and atomic groups, which never backtrack into, are not counted. Decided from the
-    pattern alone, once when the rules are loaded: matching stays exactly Python's ``re``, with
-    no time limit, so the same capture and rules give the same bytes on any machine."""
-
-    def walk(items: Any, inside: bool) -> bool:
-        for op, av in items:
-            if op in _REPEATS:
-                _lo, hi, body = av
-                many = hi == _sre.MAXREPEAT or hi > _MANY
-                if (many and inside) or walk(body, inside or many):
-                    return True
-            elif op is _sre.SUBPATTERN:
-                if walk(av[3], inside):
-                    return True
-            elif op is _sre.BRANCH:
-                if any(walk(branch, inside) for branch in av[1]):
-                    return True
-            elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
-                if walk(av[1], inside):
-                    return True
-            elif op is _sre.GROUPREF_EXISTS:
-                if any(walk(branch, inside) for branch in av[1:] if branch is not None):
-                    return True
-        return False
-
-    return walk(_sre.parse(rx, re.IGNORECASE if ignore_case else 0), False)
+            _re2(rx, ignore_case)
+        except (re2.error, ValueError) as exc:
+            why = exc.args[0].decode("utf-8", "replace") if isinstance(exc.args[0], bytes) else str(exc)
+            if not isinstance(exc, re2.error):
+                raise UserError(f"{where} ({SEP.join(category)}): the {field} pattern /{rx}/ {why}") from None
+            said = _unsupported(why)
+            if said is not None:
+                raise UserError(f"{where} ({SEP.join(category)}): the {field} pattern /{rx}/ {said}") from None
+            raise UserError(f"{where}: the {field} pattern /{rx}/ is not a valid regular expression "
+                            f"(RE2 syntax: {why})") from None
 
 
 def parse_rules(data: Any, source: str) -> CategoryRules:
@@ -167,7 +214,7 @@ def parse_rules(data: Any, source: str) -> CategoryRules:
             if not isinstance(ignore_case, bool):
                 raise UserError(f"{where}: ignore_case must be true or false")
             color = raw.get("color")
-            _compiled(patterns, ignore_case, where)
+            _compiled(patterns, ignore_case, where, category)
             rules.append(Rule(f"{source}#{i}", category, patterns, ignore_case,
                               color if isinstance(color, str) else None))
     else:
@@ -194,7 +241,7 @@ def parse_rules(data: Any, source: str) -> CategoryRules:
                 patterns = ()
             else:
                 raise UserError(f"{where} ({SEP.join(category)}) has rule type {kind!r}; known: regex, none")
-            _compiled(patterns, ignore_case, where)
+            _compiled(patterns, ignore_case, where, category)
             color = (raw.get("data") or {}).get("color") if isinstance(raw.get("data"), dict) else None
             rules.append(Rule(f"{source}#{i}", category, patterns, ignore_case,
                               color if isinstance(color, str) else None))
@@ -318,7 +365,7 @@ class _Matcher:
     def __init__(self, rules: CategoryRules):
         self.rules = rules.rules
         self.compiled = [
-            [(field, re.compile(rx, re.IGNORECASE if r.ignore_case else 0)) for field, rx in r.patterns]
+            [(field, _re2(rx, r.ignore_case)) for field, rx in r.patterns]
             for r in rules.rules
         ]
         # whether any rule reads window titles: if none does, frames differing only in their titles
@@ -329,7 +376,9 @@ class _Matcher:
         return self.pick_values(_values(frame))
 
     def pick_values(self, values: dict[str, list[str]]) -> Rule | None:
-        every = values["app"] + values["title"] + values["site"]
+        # RE2 reads UTF-8; a lone surrogate (a title cut mid-pair) is passed through, never an error
+        utf8 = {k: [v.encode("utf-8", "surrogatepass") for v in vs] for k, vs in values.items()}
+        every = utf8["app"] + utf8["title"] + utf8["site"]
         best: Rule | None = None
         depth = -1  # the depth of best
         # loops, not nested generators: this runs for every distinct frame of a day
@@ -337,7 +386,7 @@ class _Matcher:
             if not pats or len(rule.category) <= depth:
                 continue  # an equally deep earlier rule already won
             for field, p in pats:  # every pattern must match one of its field's values
-                for v in every if field == "any" else values[field]:
+                for v in every if field == "any" else utf8[field]:
                     if p.search(v):
                         break
                 else:
