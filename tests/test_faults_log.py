@@ -208,3 +208,21 @@ def test_mcp_tools_answer_and_name_the_skipped_lines(home, tmp_path):
     assert f"{SNAPS} line 7 is not valid JSON" in context[1]
     assert "warning" not in sealed[1]  # a sealed day's answer has nothing to note
     assert "Traceback" not in errlog.read_text()
+
+
+def test_af_log_status_counts_the_rows_read_and_names_the_lines_left_out_apart(home, capsys):
+    expected = _damaged_day(home)  # 6 snapshots and 6 inputs, then 4 lines that are not rows
+    assert cli.main(["log", "status", "--home", str(home.root)]) == 0
+    out = capsys.readouterr()
+    header, row = (line.split() for line in out.out.splitlines() if line.startswith(("day ", DAY)))
+    served = EventLog(home).read_day(DAY)  # the rows every reader serves: the count of each kind
+    assert dict(zip(header, row, strict=True)) == {"day": DAY, "state": "open",
+                                                   **{k: str(len(getattr(served, k))) for k in ROW_KINDS}}
+    assert row[2 + ROW_KINDS.index("snapshots")] == "6" and row[2 + ROW_KINDS.index("inputs")] == "6"
+    (line,) = out.err.strip().splitlines()
+    assert line.startswith("af log status: warning: 4 line(s) of the log's open segments could not be read")
+    assert f"{SNAPS} line 7 is not valid JSON" in line and "Traceback" not in out.err
+    assert cli.main(["log", "status", "--json", "--home", str(home.root)]) == 0
+    (day,) = json.loads(capsys.readouterr().out)["days"]
+    assert day["counts"]["snapshots"] == 6 and day["counts"]["inputs"] == 6
+    _names_every_line([SkippedLine(**s) for s in day["skipped_lines"]], expected)

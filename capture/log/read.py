@@ -21,7 +21,7 @@ from typing import Any
 
 from capture.errors import CheckFailed, UserError
 from capture.home import Home
-from capture.log.files import complete_lines, sha256_file, sql_list
+from capture.log.files import sha256_file, sql_list
 from capture.log.layout import SOURCES_SEALED, amendment_of
 from capture.log.manifest import ManifestChain
 from capture.log.opensegments import read_open_day
@@ -38,7 +38,7 @@ from capture.log.rows import (
     order_keys_of,
 )
 from capture.log.schema import COLUMNS, NAMES, SELECT_SQL, SORT_SQL
-from capture.model import CLASS_OF, ROW_KINDS, DayCapture, names_no_element
+from capture.model import CLASS_OF, ROW_KINDS, DayCapture, SkippedLine, names_no_element
 from capture.timeutil import local_day, next_day, parse_day
 
 
@@ -48,6 +48,7 @@ class DayStatus:
     sealed: bool
     counts: dict[str, int]
     amendments: int = 0  # sealed segments added after the day's first
+    skipped: tuple[SkippedLine, ...] = ()  # an open day's lines that are not rows (not in counts)
 
 
 # Reader threads per process, by task: a day's first columns never wait behind element trees.
@@ -234,11 +235,9 @@ class Reading(ManifestChain):
         for day, counts in counts_of.items():
             out.append(DayStatus(day, True, counts, amendments.get(day, 0)))
         for day in self._open_days():
-            counts = {}
-            for k in ROW_KINDS:
-                f = self.open_dir / day / f"{k}.jsonl"
-                counts[k] = len(complete_lines(f.read_bytes())) if f.exists() else 0
-            out.append(DayStatus(day, False, counts))
+            # the rows the open segments' one reader serves; the lines it leaves out apart
+            cap = read_open_day(self.open_dir, day, self.tz)
+            out.append(DayStatus(day, False, {k: len(getattr(cap, k)) for k in ROW_KINDS}, skipped=tuple(cap.skipped)))
         return sorted(out, key=lambda s: s.day)
 
     def segment_paths(self, day: str) -> dict[str, Path]:

@@ -103,8 +103,8 @@ def _status(args: argparse.Namespace) -> int:
         cli.emit_json(
             {
                 "tz": log.tz,
-                "days": [{"day": d.day, "sealed": d.sealed, "amendments": d.amendments, "counts": d.counts}
-                         for d in days],
+                "days": [{"day": d.day, "sealed": d.sealed, "amendments": d.amendments, "counts": d.counts,
+                          "skipped_lines": [s.to_json() for s in d.skipped]} for d in days],
                 "quarantined": quarantined,
                 "quarantine_reasons": dict(sorted(reasons.items())),
                 "chain_head": head,
@@ -128,6 +128,7 @@ def _status(args: argparse.Namespace) -> int:
     if len(reasons) > 5:
         print(f"  ... {len(reasons) - 5} more reasons (--json lists them all; rows in {log.quarantine_path})")
     print(f"chain head: {head or '(no sealed day yet)'}")
+    cli.warn_skipped("log status", [s for d in days for s in d.skipped])  # not counted as rows above
     return 0
 
 
