@@ -50,7 +50,8 @@ def common(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
         "--home",
         metavar="DIR",
         help="data folder holding the log, the DuckDB warehouse and published/ "
-        "(default: $AF_HOME or ~/.activity-frames)",
+        "(default: $AF_HOME or ~/.activity-frames); a new or empty folder, or an existing data folder: "
+        "a folder that already holds something but no af.json is refused",
     )
     if json_flag:
         parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
