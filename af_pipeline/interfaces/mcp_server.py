@@ -19,6 +19,7 @@ from pydantic import Field
 
 from af_pipeline.about import __version__
 from af_pipeline.compiler import tokens
+from af_pipeline.compiler.emit import escape_bidi
 from af_pipeline.interfaces.memory import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_TOKENS,
@@ -104,17 +105,19 @@ def build_server(memory: Memory) -> Any:
                 out = fn()
             out = with_skipped(out, skipped)  # lines of an open day the log could not read: named
         except AfError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(escape_bidi(str(exc))) from None
         except (ValueError, OSError) as exc:
-            raise ToolError(f"could not answer: {exc}") from None
+            raise ToolError(escape_bidi(f"could not answer: {exc}")) from None
         if isinstance(out, str):
-            return out
-        text = canonical_json(out)
+            return escape_bidi(out)
+        # captured titles may hold bidi controls: every answer carries them as \uXXXX escapes,
+        # as `-f json` does (the JSON reads back the same; nothing else in the text changes)
+        text = escape_bidi(canonical_json(out))
         # a last guard for every tool: no answer over the cap (the read model pages the big ones;
         # a token is at least one character, so only long answers need counting)
         if len(text) <= DEFAULT_MAX_TOKENS or tokens.count(text) <= DEFAULT_MAX_TOKENS:
             return text
-        return canonical_json(fit(out))
+        return escape_bidi(canonical_json(fit(out)))
 
     def period(day: str | None, hours: float | None, start: str | None, end: str | None) -> Period:
         return memory.period(day=day, hours=hours, start=start, end=end)
@@ -296,7 +299,7 @@ def build_server(memory: Memory) -> Any:
     @server.resource("activity://capabilities", name="capabilities", mime_type="application/json",
                      description="What this memory covers: days, time zone, limits.")
     def capabilities() -> str:
-        return canonical_json(memory.capabilities())
+        return escape_bidi(canonical_json(memory.capabilities()))
 
     @server.resource("activity://days", name="days", mime_type="application/json",
                      description="Days in the log (sealed or open) and which are published.")
@@ -304,7 +307,7 @@ def build_server(memory: Memory) -> Any:
         published = set(memory.published_days())
         rows = [{"day": s.day, "sealed": s.sealed, "published": s.day in published,
                  "snapshots": s.counts.get("snapshots", 0)} for s in memory.log.days()]
-        return canonical_json({"tz": memory.tz, "days": rows})
+        return escape_bidi(canonical_json({"tz": memory.tz, "days": rows}))
 
     def published(day: str, name: str) -> str:
         try:
@@ -317,7 +320,9 @@ def build_server(memory: Memory) -> Any:
             raise ResourceError(str(exc)) from None
         if path is None:
             raise ResourceError(f"{d} has no published {name} (see activity://days)")
-        return path.read_text(encoding="utf-8")
+        # published by to_json / context_block, already without a raw bidi control; a file from
+        # an older build is escaped here (its JSON reads back the same)
+        return escape_bidi(path.read_text(encoding="utf-8"))
 
     @server.resource("activity://day/{day}/document.json", name="day-document", mime_type="application/json",
                      description="A published day's schema v1 document (verified against its manifest).")
@@ -339,7 +344,7 @@ def build_server(memory: Memory) -> Any:
         path = memory.published_dir(d) / "manifest.json"
         if not path.is_file():
             raise ResourceError(f"{d} is not published (see activity://days)")
-        return path.read_text(encoding="utf-8")
+        return escape_bidi(path.read_text(encoding="utf-8"))
 
     _list_published_resources(server, memory)
     return server
