@@ -1,0 +1,1 @@
+"""Held-out fault trial (issue 36): bench/faults/run_faults.py."""
