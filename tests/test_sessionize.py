@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from af_pipeline.compiler.compile import compile_day
@@ -137,13 +137,16 @@ def test_row_order_does_not_matter(spec, rnd: random.Random):
 
 @settings(max_examples=60, deadline=None)
 @given(timeline)
+@example([(0, "A", "m1"), (58, "A", "m2"), (32, "A", "m1"), (26, "A", "m2")])  # the rounding case
 def test_document_active_not_above_covered_wall(spec):
     rows = _rows(spec)
     doc = compile_day(DayCapture(day="2026-03-16", tz="Europe/Paris", snapshots=rows))
     cov = doc["coverage"]
     # per stream, credit never exceeds the wall time it covers; across streams only the
-    # dual-monitor overlap is counted twice
-    assert cov["active_min"] <= round(cov["covered_min"] + cov["dual_monitor_min"], 2) + 0.01
+    # dual-monitor overlap is counted twice. Each of the three is rounded to 0.01 min on its own,
+    # so equal exact sums may differ by up to 0.015 in the document (148 s = 116 s + 32 s reads
+    # 2.47 > 1.93 + 0.53).
+    assert cov["active_min"] <= cov["covered_min"] + cov["dual_monitor_min"] + 0.015 + 1e-9
     for f in doc["frames"]:
         assert f["active_min"] + f.get("interruption_s", 0) / 60 <= f["wall_min"] + 0.01
 
