@@ -15,8 +15,8 @@ only grows. Two things screenpipe (and its users) do break that, and are handled
   ref at the same time is the same event: skipped (or, if its content differs, a conflict).
 
 Rules (units in the names): RETENTION_PROBE_ROWS first frames are looked up in the log; the
-lowest one present must be there at the same time (none present, or another time: another
-database).
+lowest one present must be there at the same time, under its ref or rekeyed (none present, or
+another time: another database).
 """
 
 from __future__ import annotations
@@ -66,13 +66,16 @@ def retained_source(log: EventLog, first_frames: Sequence[tuple[int, int]], cand
         return None
     for sid in candidates:
         refs = [(f"{sid}:frames:{fid}", ts) for fid, ts in probe]
-        present = log.refs_present([r for r, _ in refs])
+        # a frame under an id a restore reused landed as <ref>@<ts> (rekey_reused_ids): its time
+        # is in its ref, so it is the same frame at the same time
+        rekeyed = {ref: f"{ref}{REUSED}{ts}" for ref, ts in refs}
+        present = log.refs_present([r for r, _ in refs] + list(rekeyed.values()))
         if not present:
             continue
         logged = _logged_times(log, [(r, ts) for r, ts in refs if r in present], tz)
         # the lowest present frame decides: later ones may be ids a restore reused (tails_changed)
-        ref, ts = next((r, t) for r, t in refs if r in present)
-        if logged.get(ref) == ts:
+        ref, ts = next((r, t) for r, t in refs if r in present or rekeyed[r] in present)
+        if rekeyed[ref] in present or logged.get(ref) == ts:
             return sid
     return None
 

@@ -344,7 +344,9 @@ def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tu
     landed under before, as long as the database is the same one: grown (ids above the
     watermark), its oldest rows deleted (retention: the natural identity changes, its first
     rows are still the logged ones), or rolled back (the rows at the watermark changed: read
-    whole, reused ids rekeyed). A different database at the path starts over under its own id."""
+    whole, reused ids rekeyed), or put back (a copy the log holds under another id: read whole
+    under that id, reused ids rekeyed). A database the log does not hold starts over under its
+    own id."""
     # deferred: only the importer of the source synced
     from capture.importers import screenpipe
 
@@ -354,18 +356,24 @@ def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tu
     identity = screenpipe.source_identity(path)
     landed_as = state.get("source_id") or state.get("identity")  # states before ids were kept: the identity
     change = None
-    if landed_as is None or identity == state.get("identity"):
-        sid = landed_as or identity
+    if landed_as is not None and identity == state.get("identity"):
+        sid = landed_as
     else:
-        found = rewrites.retained_source(log, screenpipe.first_frames(path, rewrites.RETENTION_PROBE_ROWS),
-                                         [str(landed_as)], tz)
+        # A first pass, or the database's first frame changed: it may be one the log holds under
+        # an earlier id (retention deleted its oldest rows, or a restore put back a copy synced
+        # before), the one followed so far first.
+        known = [str(landed_as)] if landed_as is not None else []
+        known += [i for i in [*screenpipe_source_ids(home), identity] if i not in known]
+        found = rewrites.retained_source(log, screenpipe.first_frames(path, rewrites.RETENTION_PROBE_ROWS), known, tz)
         sid = found or identity
-        change = "retention" if found else None
-    if landed_as is None:  # a first pass: the database may be one the log holds under another id
-        found = rewrites.retained_source(log, screenpipe.first_frames(path, rewrites.RETENTION_PROBE_ROWS),
-                                         screenpipe_source_ids(home), tz)
-        if found and found != identity:
-            sid, change = found, "retention"
+        if found is not None and found == landed_as:
+            change = "retention"
+        elif found is not None and landed_as is not None:
+            # another database the log holds (a restored copy synced before, maybe since
+            # trimmed): read whole, and ids it reused since are told apart
+            change = "rewritten"
+        elif found is not None and found != identity:
+            change = "retention"  # a first pass over a database the log holds under an earlier id
     since = state.get("since") if sid == landed_as else None  # another database: from the start
     marks = state.get("tails")
     if isinstance(since, dict) and isinstance(marks, dict):
@@ -377,13 +385,19 @@ def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tu
     marks_now = {t: max(0, int(m["max_id"]) - SP_OVERLAP_ROWS) for t, m in tails.items()}
     batches = screenpipe.iter_screenpipe(path, tz=tz, progress=None, source_id=sid,
                                          since=since if isinstance(since, dict) else None)
-    new_state = {**state, "identity": identity, "source_id": sid, "since": marks_now, "tails": tails}
+    new_state = {**state, "identity": identity, "source_id": sid, "since": marks_now, "tails": tails,
+                 # every id this path's rows landed under: a database put back later is one of them
+                 "source_ids": sorted({*_str_list(state.get("source_ids")), sid})}
     if change is not None:
         new_state["changed"] = {"what": change, "at": iso_utc(time.time_ns() // 1000),
                                 "says": rewrites.source_changes_note(change)}
     if change == "rewritten" or state.get("reused_ids"):
         new_state["reused_ids"] = True  # ids below the watermark may name two events: check every pass
     return batches, new_state
+
+
+def _str_list(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def screenpipe_source_ids(home: Home) -> list[str]:
@@ -402,6 +416,7 @@ def screenpipe_source_ids(home: Home) -> list[str]:
         sid = st.get("source_id") or st.get("identity")
         if isinstance(sid, str):
             found.add(sid)
+        found |= set(_str_list(st.get("source_ids")))
     return sorted(found)
 
 

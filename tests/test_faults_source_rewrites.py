@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from screenpipe_eras import EraDB, sample_tree
 
@@ -177,10 +177,15 @@ OPS = st.lists(st.tuples(st.sampled_from(["capture", "capture", "delete_oldest",
 
 
 @given(OPS)
-# derandomize: CI runs the same examples each time. Known open case (issue 36 note): a restore,
-# then a sync that reads a reused id at a different time on a day the log amends, can land one
-# event twice; found with --hypothesis-seed=4.
-@settings(max_examples=25, deadline=None, derandomize=True,
+# a restore of the copy synced before, after the path was followed under another id (the first
+# frames all deleted), with and without its own oldest row deleted: found with seeds 4 and 5
+@example([("capture", 1, False), ("delete_oldest", 5, False), ("delete_oldest", 8, True), ("restore", 1, False)])
+@example([("capture", 1, False), ("delete_oldest", 5, False), ("delete_oldest", 8, True), ("restore", 1, False),
+          ("delete_oldest", 1, False)])
+@example([("restore", 1, False), ("capture", 1, True), ("delete_oldest", 4, False), ("delete_oldest", 8, False)])
+# derandomize: CI runs the same examples each time (other seeds: --hypothesis-seed with
+# derandomize off; seeds 4-13 pass)
+@settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_any_sequence_of_rewrites_and_syncs_lands_each_event_once(tmp_path_factory: pytest.TempPathFactory,
                                                                   ops: list[tuple[str, int, bool]]) -> None:
@@ -225,4 +230,27 @@ def test_a_folder_synced_by_the_previous_release_lands_nothing_again(tmp_path: P
     seen |= db.events()
     r = _sync(home, db)
     assert r.landed == 2 * (1 + 5 + 1) and r.changed is None, r
+    _once(home, seen)
+
+
+def test_retention_after_a_restore_keeps_the_rekeyed_first_frame(tmp_path: Path) -> None:
+    """After a restore a new frame took an id the log held (it landed as <ref>@<ts>); retention
+    then deleted every frame below it, so it is the database's first frame. That frame is in the
+    log at its time: the database is the same source and nothing lands again (found by the
+    property below with --hypothesis-seed=4)."""
+    home, db = _home(tmp_path), Db(tmp_path / "db.sqlite")
+    db.capture(12)
+    db.backup(tmp_path / "backup.sqlite")
+    db.capture(1)
+    seen = db.events()
+    _sync(home, db)
+    db.restore(tmp_path / "backup.sqlite")
+    db.capture(1)  # w13 under the id w12 had
+    seen |= db.events()
+    _sync(home, db)
+    db.delete_oldest(12)  # only w13 is left: its id is the reused one
+    db.capture(1)
+    seen |= db.events()
+    r = _sync(home, db)
+    assert r.landed == 1 + 5 + 1, r  # w14, its tree and its click
     _once(home, seen)
