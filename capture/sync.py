@@ -35,13 +35,14 @@ import dataclasses
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -353,7 +354,23 @@ def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tu
     path = Path(source.location)
     tz = home.settings().tz
     log = EventLog(home)
-    identity = screenpipe.source_identity(path)
+    # One read transaction for the whole pass: identity, watermark checks and every table's rows
+    # are what the database held at one instant (a frame is never read without its events).
+    con = screenpipe.open_snapshot(path)
+    try:
+        return _screenpipe_pass(home, source, state, con, log, tz)
+    except BaseException:
+        con.close()
+        raise
+
+
+def _screenpipe_pass(home: Home, source: Source, state: dict[str, Any], con: sqlite3.Connection, log: EventLog,
+                     tz: str) -> tuple[Iterable[CaptureBatch], dict[str, Any]]:
+    # deferred: only the importer of the source synced
+    from capture.importers import screenpipe
+
+    path = Path(source.location)
+    identity = screenpipe.source_identity(path, con)
     landed_as = state.get("source_id") or state.get("identity")  # states before ids were kept: the identity
     change = None
     if landed_as is not None and identity == state.get("identity"):
@@ -364,7 +381,8 @@ def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tu
         # before), the one followed so far first.
         known = [str(landed_as)] if landed_as is not None else []
         known += [i for i in [*screenpipe_source_ids(home), identity] if i not in known]
-        found = rewrites.retained_source(log, screenpipe.first_frames(path, rewrites.RETENTION_PROBE_ROWS), known, tz)
+        found = rewrites.retained_source(log, screenpipe.first_frames(path, rewrites.RETENTION_PROBE_ROWS, con),
+                                         known, tz)
         sid = found or identity
         if found is not None and found == landed_as:
             change = "retention"
@@ -377,14 +395,14 @@ def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tu
     since = state.get("since") if sid == landed_as else None  # another database: from the start
     marks = state.get("tails")
     if isinstance(since, dict) and isinstance(marks, dict):
-        now_tails = screenpipe.tail_marks(path, marks)
+        now_tails = screenpipe.tail_marks(path, marks, con)
         if rewrites.tails_changed(marks, now_tails):
             since, change = None, "rewritten"
-    # Taken before reading: rows written while this pass reads are above it and read next time.
-    tails = screenpipe.tail_marks(path)
+    # In the pass's snapshot: rows written while this pass reads are above it and read next time.
+    tails = screenpipe.tail_marks(path, None, con)
     marks_now = {t: max(0, int(m["max_id"]) - SP_OVERLAP_ROWS) for t, m in tails.items()}
-    batches = screenpipe.iter_screenpipe(path, tz=tz, progress=None, source_id=sid,
-                                         since=since if isinstance(since, dict) else None)
+    batches = _closing(screenpipe.iter_screenpipe(path, tz=tz, progress=None, source_id=sid,
+                                                  since=since if isinstance(since, dict) else None, con=con), con)
     new_state = {**state, "identity": identity, "source_id": sid, "since": marks_now, "tails": tails,
                  # every id this path's rows landed under: a database put back later is one of them
                  "source_ids": sorted({*_str_list(state.get("source_ids")), sid})}
@@ -394,6 +412,14 @@ def _screenpipe_batches(home: Home, source: Source, state: dict[str, Any]) -> tu
     if change == "rewritten" or state.get("reused_ids"):
         new_state["reused_ids"] = True  # ids below the watermark may name two events: check every pass
     return batches, new_state
+
+
+def _closing(batches: Iterator[CaptureBatch], con: sqlite3.Connection) -> Iterator[CaptureBatch]:
+    """The batches, then the pass's read transaction ends (its connection closed)."""
+    try:
+        yield from batches
+    finally:
+        con.close()
 
 
 def _str_list(value: Any) -> list[str]:

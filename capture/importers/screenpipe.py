@@ -148,6 +148,7 @@ def iter_screenpipe(
     source_id: str | None = None,
     progress: ProgressFn | None = None,
     since: dict[str, int] | None = None,
+    con: sqlite3.Connection | None = None,
 ) -> Iterator[ImportBatch]:
     """The same rows as :func:`read_screenpipe`, as one batch per local day (in ``tz``).
 
@@ -157,15 +158,40 @@ def iter_screenpipe(
 
     ``since`` (continuous sync): read only rows whose id is above ``since[table]`` for frames,
     ui_events and accessibility (elements and trees follow their frames); see :func:`watermarks`.
+
+    ``con``: a connection of :func:`open_snapshot` (the caller's, left open): the rows are read
+    in its read transaction, with what the caller read before. Without it the reader holds its
+    own: every table is read as of one instant either way.
     """
     path = _resolve(path)
-    con = open_sqlite_readonly(path, WHAT)
+    own = con is None
+    con = open_snapshot(path) if con is None else con
     try:
         yield from _Reader(con, path, tz, screens or {}, source_id, progress, since or {}).chunks()
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # corrupt pages / damaged schema text
         raise read_failure(path, exc) from None
     finally:
+        if own:
+            con.close()
+
+
+def open_snapshot(path: Path) -> sqlite3.Connection:
+    """A read-only connection inside one read transaction, begun now: every query through it
+    sees the database as it was at this instant. screenpipe commits a frame together with its
+    ui_events and elements; read in separate snapshots, a commit falling between the frames query
+    and the next would give events without their frame (an unknown stream) and elements pointing
+    at a frame "that does not exist". In WAL mode (screenpipe's) writers go on meanwhile; in
+    rollback-journal mode the shared lock makes them wait until the connection is closed."""
+    path = _resolve(path)
+    con = open_sqlite_readonly(path, WHAT)
+    try:
+        if not con.in_transaction:
+            con.execute("BEGIN")
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot starts at a read
+    except sqlite3.DatabaseError as exc:
         con.close()
+        raise read_failure(path, exc) from None
+    return con
 
 
 SINCE_TABLES = ("frames", "ui_events", "accessibility")
@@ -189,15 +215,17 @@ def watermarks(path: Path, overlap: int = 0) -> dict[str, int]:
         con.close()
 
 
-def source_identity(path: Path) -> str:
-    """The source id a database would be imported under (its identity, see screenpipe_source_id)."""
-    con = open_sqlite_readonly(Path(path), WHAT)
+def source_identity(path: Path, con: sqlite3.Connection | None = None) -> str:
+    """The source id a database would be imported under (its identity, see screenpipe_source_id);
+    ``con``: read through the caller's connection (left open)."""
+    use = open_sqlite_readonly(Path(path), WHAT) if con is None else con
     try:
-        return screenpipe_source_id(con, Path(path))
+        return screenpipe_source_id(use, Path(path))
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         raise read_failure(path, exc) from None
     finally:
-        con.close()
+        if con is None:
+            use.close()
 
 
 # -- the source watermark ------------------------------------------------------------------------
@@ -282,16 +310,19 @@ SYNC_TAIL_ROWS = 8  # rows at a sync watermark whose content is checked at the n
 # retention deleting into them would read as a rewrite, which costs a whole read, never a row)
 
 
-def tail_marks(path: Path, marks: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+def tail_marks(path: Path, marks: dict[str, Any] | None = None,
+               con: sqlite3.Connection | None = None) -> dict[str, dict[str, Any]]:
     """Per table a sync pass reads by id: {"min_id", "max_id", "tail"}, a hash of the rows with
     ids in [min_id, max_id]: the table's last SYNC_TAIL_ROWS rows now, or (``marks``) the same id
     ranges as recorded at the last pass. Different hashes mean the rows at the watermark were
     rewritten (a restore or rollback), so new rows may sit below it. Retention, which deletes
-    the oldest rows, leaves them alone."""
-    con = open_sqlite_readonly(_resolve(path), WHAT)
+    the oldest rows, leaves them alone. ``con``: read through the caller's connection (left
+    open); without it the tables are read in one read transaction of their own."""
+    use = open_snapshot(path) if con is None else con
+    decode = use.text_factory
     try:
-        tables = {str(r[0]) for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        con.text_factory = bytes
+        tables = {str(r[0]) for r in use.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        use.text_factory = bytes
         out: dict[str, dict[str, Any]] = {}
         for table in SINCE_TABLES:
             if table not in tables:
@@ -302,13 +333,13 @@ def tail_marks(path: Path, marks: dict[str, Any] | None = None) -> dict[str, dic
             if isinstance(was, dict):
                 lo, top = int(was.get("min_id", 0)), int(was.get("max_id", 0))
             else:
-                (found,) = con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
+                (found,) = use.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
                 top = int(found or 0)
-                row = con.execute(f'SELECT rowid FROM "{table}" WHERE rowid <= ? ORDER BY rowid DESC LIMIT 1 '
+                row = use.execute(f'SELECT rowid FROM "{table}" WHERE rowid <= ? ORDER BY rowid DESC LIMIT 1 '
                                   f"OFFSET {SYNC_TAIL_ROWS - 1}", (top,)).fetchone()
                 lo = int(row[0]) if row else 0
             h = hashlib.sha256()
-            for values in con.execute(f'SELECT rowid, * FROM "{table}" WHERE rowid BETWEEN ? AND ? ORDER BY rowid',
+            for values in use.execute(f'SELECT rowid, * FROM "{table}" WHERE rowid BETWEEN ? AND ? ORDER BY rowid',
                                       (lo, top)):
                 _hash_row(h, values)
             out[table] = {"min_id": lo, "max_id": top, "tail": h.hexdigest()}
@@ -316,18 +347,22 @@ def tail_marks(path: Path, marks: dict[str, Any] | None = None) -> dict[str, dic
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         raise read_failure(path, exc) from None
     finally:
-        con.close()
+        use.text_factory = decode
+        if con is None:
+            use.close()
 
 
-def first_frames(path: Path, n: int) -> list[tuple[int, int]]:
-    """(row id, UTC microseconds) of the database's lowest frame ids whose time is readable."""
-    con = open_sqlite_readonly(_resolve(path), WHAT)
+def first_frames(path: Path, n: int, con: sqlite3.Connection | None = None) -> list[tuple[int, int]]:
+    """(row id, UTC microseconds) of the database's lowest frame ids whose time is readable;
+    ``con``: read through the caller's connection (left open)."""
+    use = open_sqlite_readonly(_resolve(path), WHAT) if con is None else con
     try:
-        rows = con.execute("SELECT id, timestamp FROM frames ORDER BY id LIMIT ?", (4 * n,)).fetchall()
+        rows = use.execute("SELECT id, timestamp FROM frames ORDER BY id LIMIT ?", (4 * n,)).fetchall()
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         raise read_failure(path, exc) from None
     finally:
-        con.close()
+        if con is None:
+            use.close()
     out = []
     for fid, raw in rows:
         try:
