@@ -6,6 +6,7 @@ stream"). Each pass now reads every table as of one instant."""
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import threading
 from pathlib import Path
@@ -105,3 +106,95 @@ def test_passes_while_screenpipe_writes_land_no_event_without_its_frame(tmp_path
     con.close()
     assert all(i.stream is not None for i in _inputs(home))
     _once(home, seen)
+
+
+WRITE_S = 60.0  # how long the writer runs (issue 43: a minute)
+EVERY_S = 0.02  # a frame and its two clicks, committed together, this often
+
+
+def test_af_sync_watch_follows_a_writer_for_a_minute_then_is_quiet(tmp_path: Path) -> None:
+    """A real SQLite writer commits a frame with its element tree and two clicks in one transaction
+    every 20 ms for a minute while `af sync --watch --interval 1` follows it: every frame and click
+    lands once, each click with its frame's stream, nothing but the one bad row is quarantined,
+    and the compiled frames carry every click. Once the writer stops, the watch prints nothing
+    (its passes re-read the bad row below the watermark: not counted again)."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from datetime import UTC, datetime
+
+    from screenpipe_eras import sample_tree
+
+    from af_pipeline.compiler.compile import compile_day
+    from af_pipeline.interfaces import cli
+    from capture import sync
+
+    home, db = _home(tmp_path), Db(tmp_path / "db.sqlite")
+    _wal(db)
+    db.era.snapshot(datetime.now(UTC), "Code", "first", sample_tree("first"))
+    # a row screenpipe wrote that cannot be used, inside every pass's re-read overlap
+    db.era.con.execute("INSERT INTO ui_events (timestamp, event_type, x, y, button, frame_id) "
+                       "VALUES (?, 'wobble', 1, 2, 0, 1)", (datetime.now(UTC).isoformat(),))
+    db.era.con.commit()
+    assert cli.main(["sync", "screenpipe", str(db.path), "--home", str(home.root)]) == 0
+    db.close()
+    out_path = tmp_path / "watch.out"
+    env = {**os.environ, "AF_HOME": str(home.root)}
+    with out_path.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "af_pipeline.interfaces.cli", "sync", "--watch", "--interval", "1"],
+                                env=env, stdout=out, stderr=subprocess.PIPE)
+    written = 0
+    try:
+        con = sqlite3.connect(db.path)
+        con.create_function("vec_length", 1, lambda blob: len(blob or b"") // 4)
+        era = type(db.era).__new__(type(db.era))
+        era.con = con
+        end = time.monotonic() + WRITE_S
+        while time.monotonic() < end:  # screenpipe's pace: commits as they come, not on a schedule
+            at = datetime.now(UTC)
+            fid = era.snapshot(at, ["Code", "Firefox", "Slack"][written % 3], f"w{written}", sample_tree(f"t{written}"))
+            for k in (1, 2):
+                con.execute("INSERT INTO ui_events (timestamp, event_type, x, y, button, frame_id) "
+                            "VALUES (?, 'click', ?, 20, 0, ?)", (at.isoformat(), 10 * k, fid))
+            con.commit()  # the frame, its tree and its clicks: one transaction
+            written += 1
+            time.sleep(EVERY_S)  # the writer's pace (the test waits on conditions below)
+        con.close()
+        log = EventLog(home)
+
+        def landed() -> int:
+            return sum(len(log.read_day(d.day).snapshots) for d in log.days())
+
+        deadline = time.monotonic() + 120
+        while landed() < written + 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert landed() == written + 1
+        # idle: three more passes, and nothing printed
+        printed = out_path.read_bytes()
+        first = sync.status(home)[0]["last_pass"]
+        passes = {first}
+        deadline = time.monotonic() + 60
+        while len(passes) < 4 and time.monotonic() < deadline:
+            passes.add(sync.status(home)[0]["last_pass"])
+            time.sleep(0.1)
+        assert len(passes) >= 4, "the watch made no further passes"
+        assert out_path.read_bytes() == printed, out_path.read_text()[len(printed):]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    log = EventLog(home)
+    caps = [log.read_day(d.day) for d in log.days()]
+    snaps = [s for c in caps for s in c.snapshots]
+    clicks = [i for c in caps for i in c.inputs]
+    assert len({s.window for s in snaps}) == len(snaps) == written + 1
+    assert len(clicks) == len({i.ref for i in clicks}) == 2 * written
+    assert all(i.stream is not None for i in clicks)
+    reasons = [q["reason"] for q in log.quarantine_rows()]
+    assert len(reasons) == 1 and "event type" in reasons[0], reasons
+    carried = sum(f["input"]["clicks"] for c in caps for f in compile_day(c)["frames"])
+    assert carried == 2 * written
+    lines = out_path.read_text().splitlines()
+    assert lines and all("quarantined" in ln for ln in lines) and not any("already in the log" in ln for ln in lines)
+    assert all(ln[:4].isdigit() and ln[19] in "+-Z" for ln in lines), lines[:3]  # the zone's offset is written

@@ -65,6 +65,7 @@ class AppendReport:
     days_sealed: list[str]
     recovered: list[str] = field(default_factory=list)  # repairs made after an earlier crash
     days_amended: list[str] = field(default_factory=list)  # sealed days that received an amendment
+    quarantined_new: int = 0  # of quarantined, rows the quarantine did not hold already
 
 
 def _refs(rows: Any) -> list[Any]:
@@ -191,11 +192,11 @@ class Appending(Sealing, Reading):
         skipped = 0
         seen: set[tuple[str, str, str, str]] | None = None
 
-        def store(rows: list[dict[str, Any]]) -> None:
+        def store(rows: list[dict[str, Any]]) -> int:
             nonlocal seen
             if seen is None:
                 seen = {quarantine_key(r) for r in self.quarantine_rows()}
-            self._append_quarantine(rows, seen)
+            return self._append_quarantine(rows, seen)
 
         refused = Refusals(batch.source_id, store)
         for q in batch.quarantined:
@@ -312,6 +313,7 @@ class Appending(Sealing, Reading):
             days_sealed=sorted(days_sealed),
             recovered=recovered,
             days_amended=sorted(amended),
+            quarantined_new=refused.new,
         )
 
     def _group(self, batch: CaptureBatch, refused: Refusals) -> dict[str, dict[str, Any]]:

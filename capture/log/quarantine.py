@@ -33,11 +33,12 @@ class Refusals:
 
     FLUSH_EVERY = 10_000
 
-    def __init__(self, source_id: str, sink: Callable[[list[dict[str, Any]]], None]):
+    def __init__(self, source_id: str, sink: Callable[[list[dict[str, Any]]], int | None]):
         self.source_id = source_id
         self.sink = sink
         self.pending: list[dict[str, Any]] = []
         self.count = 0
+        self.new = 0  # of count, rows the quarantine did not hold yet (a re-read row is stored once)
         self.reasons: dict[str, int] = {}
 
     def add(self, reason: str, *, row: str, raw: str | None = None, source: str | None = None,
@@ -59,7 +60,7 @@ class Refusals:
 
     def flush(self) -> None:
         if self.pending:
-            self.sink(self.pending)
+            self.new += self.sink(self.pending) or 0
             self.pending = []
 
 
@@ -82,8 +83,9 @@ class Quarantine(LogCore):
                 continue
         return out
 
-    def _append_quarantine(self, rows: list[dict[str, Any]], seen: set[tuple[str, str, str, str]]) -> None:
-        """Store quarantined rows once: re-importing the same source does not repeat them."""
+    def _append_quarantine(self, rows: list[dict[str, Any]], seen: set[tuple[str, str, str, str]]) -> int:
+        """Store quarantined rows once: re-importing the same source does not repeat them.
+        Returns how many were new."""
         fresh: list[bytes] = []
         for r in rows:
             key = quarantine_key(r)
@@ -92,7 +94,8 @@ class Quarantine(LogCore):
                 # ASCII-escaped: a raw excerpt may hold text that is not valid UTF-8.
                 fresh.append(json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode() + b"\n")
         append_bytes(self.quarantine_path, b"".join(fresh))
+        return len(fresh)
 
-    def _store_refused(self, rows: list[dict[str, Any]]) -> None:
+    def _store_refused(self, rows: list[dict[str, Any]]) -> int:
         seen = {quarantine_key(r) for r in self.quarantine_rows()}
-        self._append_quarantine(rows, seen)
+        return self._append_quarantine(rows, seen)

@@ -6,8 +6,9 @@ import argparse
 import signal
 import sys
 import threading
-import time
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from af_pipeline.interfaces import cli
 from capture import sync
@@ -95,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _pass_done(home: Any, r: sync.PassResult, as_json: bool) -> None:
-    _say(r, as_json, quiet=True)
+    _say(r, as_json, quiet=True, tz=home.settings().tz)
     _announce(home, [r])
 
 
@@ -107,7 +108,9 @@ def _announce(home: Any, results: list[sync.PassResult]) -> None:
         announce_days(home)
 
 
-def _say(r: sync.PassResult, as_json: bool, quiet: bool = False) -> None:
+def _say(r: sync.PassResult, as_json: bool, quiet: bool = False, tz: str | None = None) -> None:
+    if quiet and r.ok and not (r.landed or r.quarantined or r.days_sealed or r.changed):
+        return  # --watch prints only passes that landed, quarantined (new rows), sealed or saw a change
     if as_json:
         cli.emit_json({"source": r.source, "ok": r.ok, "landed": r.landed, "skipped": r.skipped,
                        "quarantined": r.quarantined, "continued": r.continued, "error": r.error,
@@ -115,14 +118,16 @@ def _say(r: sync.PassResult, as_json: bool, quiet: bool = False) -> None:
                        "source_changed": r.changed})
         sys.stdout.flush()
         return
+    # --watch: each line starts with the time in the data folder's zone, its offset written
+    stamp = f"{datetime.now(ZoneInfo(tz)).isoformat(timespec='seconds')} " if quiet and tz else ""
     if not r.ok:
-        print(f"{time.strftime('%H:%M:%S')} {r.source}: FAILED: {r.error} (retrying with back-off)"
+        print(f"{stamp}{r.source}: FAILED: {r.error} (retrying with back-off)"
               if quiet else f"{r.source}: FAILED: {r.error}", file=sys.stderr, flush=True)
         return
     if r.changed:
-        print(f"{time.strftime('%H:%M:%S ') if quiet else ''}{r.source}: {r.changed}", flush=True)
+        print(f"{stamp}{r.source}: {r.changed}", flush=True)
     if quiet and not r.landed and not r.quarantined and not r.days_sealed:
-        return  # --watch prints only passes that changed something
+        return  # the change is said: the pass itself did nothing to say
     extra = []
     if r.continued:
         extra.append(f"{r.continued} continue events that grew")
@@ -131,8 +136,9 @@ def _say(r: sync.PassResult, as_json: bool, quiet: bool = False) -> None:
     if r.days_amended:
         extra.append(f"amended {', '.join(r.days_amended)}")
     tail = f" ({'; '.join(extra)})" if extra else ""
-    stamp = f"{time.strftime('%H:%M:%S')} " if quiet else ""
-    print(f"{stamp}{r.source}: {r.landed:,} rows landed, {r.skipped:,} already in the log, "
+    # a watch's pass re-reads rows below its watermark on purpose: only new rows are counted
+    seen = "" if quiet else f"{r.skipped:,} already in the log, "
+    print(f"{stamp}{r.source}: {r.landed:,} rows landed, {seen}"
           f"{r.quarantined:,} quarantined in {r.seconds:.2f} s{tail}", flush=True)
 
 
