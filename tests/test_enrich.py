@@ -55,6 +55,20 @@ def test_event_without_stream_uses_all_streams_and_ties_go_earlier():
     assert (e.snapshot_ref, e.distance_ms) == ("t:frames:1", 5000)
 
 
+def test_event_without_stream_takes_the_stream_of_its_logged_frame():
+    """A click logged without a stream (an earlier sync release read it before its frame) but
+    with its frame id goes to its own frame's monitor, not to the nearer row of another."""
+    snaps = [snap(1, 0, "Editor", "m1"), snap(2, 4, "Mail", "m2"), snap(3, 30, "Editor", "m1")]
+    cap = day(snaps, [ev(1, 5, "click", None, source_frame_id="1", x=1, y=1)])
+    (e,) = enrich(cap)
+    assert (e.snapshot_ref, e.stream) == ("t:frames:1", "m1")
+    # without a frame the log holds, all streams are searched (as before)
+    (e,) = enrich(day(snaps, [ev(1, 5, "click", None, source_frame_id="99", x=1, y=1)]))
+    assert (e.snapshot_ref, e.stream) == ("t:frames:2", "m2")
+    doc = compile_day(day(snaps, [ev(1, 5, "click", None, source_frame_id="1", x=1, y=1)]))
+    assert [f["input"]["clicks"] for f in doc["frames"] if f["stream"] == "m1"] == [1]
+
+
 def test_no_snapshot_means_no_attribution():
     (e,) = enrich(day([], [ev(1, 5, "click", x=1, y=1)]))
     assert (e.snapshot_ref, e.app, e.resolution) == (None, None, "unresolved")

@@ -384,7 +384,7 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
     index = index if index is not None else SnapIndex.of(capture)
     # columns as arrays and codes, not a value per row: only the clicks' own fields are read
     pos_a, dist_a = index.attribute_codes(capture.array("inputs", "ts_us").astype(np.int64, copy=False),
-                                          capture.codes("inputs", "stream") if len(index.by_stream) > 1 else None)
+                                          _input_streams(capture, index) if len(index.by_stream) > 1 else None)
     kind_codes, kinds = capture.codes("inputs", "kind")
     is_click = np.zeros(len(kinds) + 1, dtype=bool)  # per kind code; code -1 (no kind) picks the last
     is_click[[k for k, v in enumerate(kinds) if v == "click"]] = True
@@ -424,6 +424,31 @@ def attribute_input(capture: DayCapture, index: SnapIndex | None = None) -> Attr
                 resolved = [resolve_click(x, y, size, boxes.of(fid, ts), fid) for x, y, size, fid, ts in requests]
             targets.update(zip(clicks[anon].tolist(), resolved, strict=True))
     return Attribution(index, pos_a, pos_a.tolist(), dist_a, targets)
+
+
+def _input_streams(capture: DayCapture, index: SnapIndex) -> tuple[np.ndarray, list[Any]]:
+    """The inputs' streams as codes; an input logged without one (a sync pass of an earlier
+    release could read a click before its frame) takes the stream of the day's snapshot of its
+    ``source_frame_id``, when the log holds that frame (the log itself is left as it is)."""
+    codes, names = capture.codes("inputs", "stream")
+    missing = np.flatnonzero(codes < 0)
+    if missing.size == 0:
+        return codes, names
+    (frames,) = capture.values_at("inputs", ("source_frame_id",), missing.tolist())
+    stream_of: dict[str, str] = {}
+    for frame, stream in zip(index.col("source_frame_id"), index.col("stream"), strict=True):
+        if frame is not None and stream is not None:
+            stream_of.setdefault(frame, stream)
+    names, codes = list(names), codes.copy()
+    place = {name: i for i, name in reversed(list(enumerate(names)))}
+    for row, frame in zip(missing.tolist(), frames, strict=True):
+        stream = stream_of.get(frame) if frame is not None else None
+        if stream is not None:
+            if stream not in place:
+                place[stream] = len(names)
+                names.append(stream)
+            codes[row] = place[stream]
+    return codes, names
 
 
 def input_values(capture: DayCapture, names: Sequence[str]) -> list[list[Any]]:
