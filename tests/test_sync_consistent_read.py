@@ -198,3 +198,34 @@ def test_af_sync_watch_follows_a_writer_for_a_minute_then_is_quiet(tmp_path: Pat
     lines = out_path.read_text().splitlines()
     assert lines and all("quarantined" in ln for ln in lines) and not any("already in the log" in ln for ln in lines)
     assert all(ln[:4].isdigit() and ln[19] in "+-Z" for ln in lines), lines[:3]  # the zone's offset is written
+
+
+def test_a_folder_holding_inputs_without_a_stream_builds_documents_with_every_click(tmp_path: Path, capsys) -> None:
+    """Clicks an earlier release landed before their frame (stream unknown) on a two-monitor day:
+    `af log status` says how many, and `af build` publishes documents whose frames carry every
+    click, each on its own frame's monitor."""
+    import json
+
+    from af_pipeline.interfaces import cli
+    from capture.model import CaptureBatch, InputEvent, Snapshot
+    from capture.timeutil import parse_ts
+
+    home = _home(tmp_path)
+    t0 = parse_ts("2026-03-16T10:00:00Z")
+    snaps = [Snapshot(ref=f"sp:frames:{i}", ts_us=t0 + i * 10_000_000, stream=f"m{i % 2 + 1}",
+                      app=["Code", "Mail"][i % 2], window=f"w{i}", source_frame_id=str(i)) for i in range(12)]
+    # each click 6 s after its frame: nearer the other monitor's next row, 4 s later
+    clicks = [InputEvent(ref=f"sp:ui_events:{i}", ts_us=s.ts_us + 6_000_000, kind="click", stream=None,
+                         source_frame_id=s.source_frame_id, x=5, y=5) for i, s in enumerate(snaps)]
+    EventLog(home).append(CaptureBatch(source_id="sp", recorder="screenpipe", snapshots=snaps, inputs=clicks),
+                          now_us=t0 + 3 * 86_400_000_000)
+    assert cli.main(["log", "status", "--json", "--home", str(home.root)]) == 0
+    (day,) = json.loads(capsys.readouterr().out)["days"]
+    assert day["inputs_without_stream"] == 12
+    assert cli.main(["build", "--home", str(home.root)]) == 0
+    capsys.readouterr()
+    doc = json.loads((home.published_dir / "2026-03-16" / "document.json").read_text())
+    per_stream: dict[str, int] = {}
+    for f in doc["frames"]:
+        per_stream[f["stream"]] = per_stream.get(f["stream"], 0) + f["input"]["clicks"]
+    assert per_stream == {"m1": 6, "m2": 6}

@@ -99,11 +99,15 @@ def _status(args: argparse.Namespace) -> int:
         reason = str(q.get("reason"))
         reasons[reason] = reasons.get(reason, 0) + 1
     head = log.chain_head()
+    # inputs an earlier sync release landed before their frame: the build attributes them through
+    # their frame id (af_pipeline/compiler/enrich.py); the log keeps them as they are
+    unstreamed = {d.day: n for d in days if d.counts.get("inputs") and (n := _without_stream(log, d.day))}
     if args.json:
         cli.emit_json(
             {
                 "tz": log.tz,
                 "days": [{"day": d.day, "sealed": d.sealed, "amendments": d.amendments, "counts": d.counts,
+                          "inputs_without_stream": unstreamed.get(d.day, 0),
                           "skipped_lines": [s.to_json() for s in d.skipped]} for d in days],
                 "quarantined": quarantined,
                 "quarantine_reasons": dict(sorted(reasons.items())),
@@ -127,9 +131,17 @@ def _status(args: argparse.Namespace) -> int:
         print(f"  {n:>8}  {reason}")
     if len(reasons) > 5:
         print(f"  ... {len(reasons) - 5} more reasons (--json lists them all; rows in {log.quarantine_path})")
+    if unstreamed:
+        print(f"{sum(unstreamed.values())} input rows have no stream (landed before their frame by an earlier "
+              f"sync release; builds attribute them through their frame): {', '.join(sorted(unstreamed))}")
     print(f"chain head: {head or '(no sealed day yet)'}")
     cli.warn_skipped("log status", [s for d in days for s in d.skipped])  # not counted as rows above
     return 0
+
+
+def _without_stream(log: EventLog, day: str) -> int:
+    codes, _values = log.read_day(day, lazy_elements=True).codes("inputs", "stream")
+    return int((codes < 0).sum())
 
 
 def _verify(args: argparse.Namespace) -> int:
