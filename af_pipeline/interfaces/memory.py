@@ -167,6 +167,7 @@ class Memory:
         include_typed_text: bool = False,
         clock: Callable[[], int] | None = None,
         layout: str | None = None,
+        write_cache: bool = False,
     ) -> None:
         self.home = home if isinstance(home, Home) else Home(Path(home))
         if not self.home.exists():
@@ -193,6 +194,10 @@ class Memory:
         self._published: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self._duck: Any = None
         self._actions: dict[tuple[Any, ...], list[Any]] = {}
+        # The open day's state on disk (open_cache): read by every Memory, written only by one
+        # made with write_cache (the MCP server never writes into the data folder).
+        self.write_cache = write_cache
+        self._disk_docs: dict[str, tuple[tuple[Any, ...], dict[str, str]]] = {}
 
     @property
     def log(self) -> Any:
@@ -359,9 +364,41 @@ class Memory:
         """An open day's rows, by the log's one open-segment reader, which follows the day's
         files and parses only what was appended since the last read (a live recorder appends
         every few seconds). A line it cannot read is left out and named in ``skipped``."""
+        from af_pipeline.interfaces import open_cache
         from capture.log.opensegments import read_open_day  # with the log: not before `af mcp` answers
 
+        if day not in self._open:  # a first read in this process: start from the cache when it holds
+            loaded = open_cache.load(self.home.root, day, self.log.open_dir / day)
+            if loaded is not None:
+                self._open[day], docs, state = loaded
+                self._disk_docs[day] = (state, docs)
         return read_open_day(self.log.open_dir, day, self.tz, self._open.setdefault(day, {}))
+
+    def _options_key(self, min_minutes: float, typed: bool, layout: str) -> str:
+        """The compile options a cached document must have been compiled with."""
+        from af_pipeline.compiler.categories import RULES_FILE
+
+        try:
+            rules = hashlib.sha256((self.home.root / RULES_FILE).read_bytes()).hexdigest()
+        except FileNotFoundError:
+            rules = "defaults"
+        return canonical_json({"min_minutes": min_minutes, "include_typed_text": typed, "layout": layout,
+                               "categories": rules})
+
+    def save_open_cache(self, day: str) -> bool:
+        """Write an open day's parsed rows and the documents compiled from them (open_cache);
+        False when the day is not open here or nothing is read yet."""
+        from af_pipeline.interfaces import open_cache
+
+        with self.lock:
+            follow = self._open.get(day)
+            if not follow or self.log.segment_paths(day):
+                return False
+            state = open_cache.files_state(follow)
+            disk = self._disk_docs.get(day)
+            docs = disk[1] if disk is not None and disk[0] == state else {}
+            open_cache.save(self.home.root, day, follow, docs)
+            return True
 
     # ------------------------------------------------------------------ lines the reader left out
 
@@ -535,9 +572,28 @@ class Memory:
             cap = self.day_capture(day)
             if not cap.snapshots and not cap.inputs:
                 raise self._no_capture(day)
-            doc = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=typed, layout=layout,
-                                                  categories=rules_in(self.home.root)))
             sealed = bool(self.log.segment_paths(day))
+            follow = None if sealed else self._open.get(day)
+            state = okey = None
+            if follow:  # an open day: a document compiled from exactly these rows by an earlier process
+                from af_pipeline.interfaces import open_cache
+
+                state, okey = open_cache.files_state(follow), self._options_key(min_minutes, typed, layout)
+                disk = self._disk_docs.get(day)
+                text = disk[1].get(okey) if disk is not None and disk[0] == state else None
+                doc = json.loads(text) if text is not None else None
+            else:
+                doc = None
+            if doc is None:
+                doc = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=typed,
+                                                      layout=layout, categories=rules_in(self.home.root)))
+                if follow and state is not None and okey is not None:
+                    disk = self._disk_docs.get(day)
+                    docs = dict(disk[1]) if disk is not None and disk[0] == state else {}
+                    docs[okey] = canonical_json(doc)
+                    self._disk_docs[day] = (state, docs)
+                    if self.write_cache:
+                        self.save_open_cache(day)
             source = "compiled from the sealed log" if sealed else "compiled live from the log (includes unsealed data)"
             self._docs = {k: v for k, v in self._docs.items() if k[:4] != key[:4]}  # older versions
             while len(self._docs) >= CACHED_DOCS:
