@@ -159,6 +159,16 @@ def test_another_code_version_or_options_compile_fresh(home: Home, monkeypatch: 
     assert open_cache.load(home.root, DAY, home.log_dir / "open" / DAY) is None
 
 
+def test_a_day_no_longer_open_loses_its_cache(home: Home) -> None:
+    _memory(home, write_cache=True).document(DAY)
+    stale = open_cache.cache_path(home.root, "2026-05-31")
+    stale.write_bytes(open_cache.cache_path(home.root, DAY).read_bytes())  # a day sealed (or removed) since
+    assert _memory(home, write_cache=True).save_open_cache(DAY) is False  # nothing read yet in this one
+    m = _memory(home, write_cache=True)
+    m.day_capture(DAY)
+    assert m.save_open_cache(DAY) and not stale.exists() and open_cache.cache_path(home.root, DAY).is_file()
+
+
 def test_a_fresh_server_answers_from_the_cache_as_without_it(home: Home) -> None:
     calls = [("get_context", {"hours": 3}), ("get_context", {})]
 

@@ -21,7 +21,8 @@ It is reused only when everything it was made from is unchanged:
 ``marshal`` holds only plain values here (no code is loaded or run; anything else is refused).
 The file lives in the private data folder (``cache/open/``, folder 0700, file 0600): it holds
 what the open segment beside it holds. It is written atomically, by readers that may write (the
-MCP server only reads the data folder and never writes it). Any doubt means no cache: a fresh read.
+MCP server only reads the data folder and never writes it), which also removes the caches of
+days no longer open (sealed, or removed by retention). Any doubt means no cache: a fresh read.
 """
 
 from __future__ import annotations
@@ -132,5 +133,14 @@ def save(home_root: Path, day: str, follow: dict[str, OpenSegmentFile], docs: di
         for p in (path.parent.parent, path.parent):
             p.mkdir(mode=0o700, exist_ok=True)
         atomic_write(path, marshal.dumps(body), mode=0o600)
+        # a day sealed or removed since (retention) keeps no copy of its rows here
+        open_days = folder_days(follow[ROW_KINDS[0]].path.parent.parent)
+        for old in path.parent.glob("*.marshal"):
+            if old.stem not in open_days:
+                old.unlink(missing_ok=True)
     except (OSError, ValueError):
         return
+
+
+def folder_days(open_dir: Path) -> set[str]:
+    return {p.name for p in open_dir.iterdir() if p.is_dir()} if open_dir.is_dir() else set()
