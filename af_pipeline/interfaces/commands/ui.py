@@ -3,20 +3,36 @@
 It points Dagster at the data folder (``DAGSTER_HOME=<home>/dagster`` as an absolute path,
 telemetry off, ``AF_HOME``), writes ``<home>/dagster/workspace.yaml`` naming the installed module
 ``assets.definitions`` (no working directory: it loads from wherever Python finds the package,
-site-packages or a checkout) and becomes ``dagster dev`` on it. The code location keeps the name
+site-packages or a checkout) and runs ``dagster dev`` on it. The code location keeps the name
 the checkout's workspace.yaml gives it, so run history and schedule state are the same either way.
+
+Stopping (issue 43): ``dagster dev`` is about five processes (itself, the webserver, the daemon and
+their code servers) plus, while a run is in progress, the run's process and its day workers. It
+runs as a child in a session of its own, so the whole tree is one process group. SIGTERM or
+SIGINT to ``af ui`` is passed to ``dagster dev`` as SIGINT (its own clean shutdown: measured
+2.3-2.9 s); what of the group is still there once it has ended (or after ``GRACE_S``) gets
+SIGTERM (the code servers would wait for their next heartbeat, a run's process would go on), and
+after ``TERM_S`` more SIGKILL. A second signal skips to SIGKILL. ``af ui`` then exits 0 (a requested
+stop, as ``af sync --watch`` and ``af record``), within ``GRACE_S + TERM_S + KILL_S`` of the signal.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.home import Home, resolve_home
+
+GRACE_S = 5.0  # dagster dev's own shutdown after SIGINT (measured 2.3-2.9 s with nothing running)
+TERM_S = 2.5  # then SIGTERM to the rest of its process group (a run's process, code servers)
+KILL_S = 1.0  # then SIGKILL, and this long for the group to be gone
 
 CODE_MODULE = "assets.definitions"
 LOCATION_NAME = "activity_frames"  # as in the checkout's workspace.yaml
@@ -72,6 +88,92 @@ def run_ui(args: argparse.Namespace) -> int:
     argv = command(prepare(home), args.host, args.port)
     print(f"af ui: http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']})", file=sys.stderr,
           flush=True)
-    # Replace this process: Ctrl-C and signals then reach dagster dev, which stops its children.
-    os.execv(argv[0], argv)
-    return 0  # not reached
+    return supervise(argv)
+
+
+def supervise(argv: list[str]) -> int:
+    """Run ``argv`` in a session of its own until it ends or this process gets SIGTERM / SIGINT;
+    then stop its whole process group (module docstring). Its exit code, or 0 after a stop."""
+    asked: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        asked.append(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        proc = subprocess.Popen(argv, start_new_session=True)  # its pgid is its pid
+        try:
+            while not asked:
+                try:
+                    return proc.wait(timeout=0.2)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            stop_group(proc, asked)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    print("af ui: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def stop_group(proc: subprocess.Popen[bytes], asked: list[int]) -> None:
+    """Stop ``proc`` (a process group leader) and every process of its group: SIGINT to the leader,
+    SIGTERM to the group after GRACE_S, SIGKILL after TERM_S more; a further signal in ``asked``
+    skips to SIGKILL. Returns when the group is gone, or KILL_S after the SIGKILL at the latest."""
+    pgid = proc.pid
+    seen = len(asked)
+    if proc.poll() is None:
+        _signal_leader(proc, signal.SIGINT)
+    deadline = time.monotonic() + GRACE_S
+    while proc.poll() is None and time.monotonic() < deadline and len(asked) == seen:
+        time.sleep(0.05)
+    # dagster dev has stopped its webserver and daemon; their code servers would follow only at
+    # their next heartbeat (~2.5 s), and a run's process not at all
+    if _gone_within(proc, pgid, 0.3, asked, seen):
+        return
+    if len(asked) == seen:  # no second signal: ask the rest to end
+        _signal_group(pgid, signal.SIGTERM)
+        if _gone_within(proc, pgid, TERM_S, asked, seen):
+            return
+    _signal_group(pgid, signal.SIGKILL)
+    _gone_within(proc, pgid, KILL_S, asked, len(asked))
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _gone_within(proc: subprocess.Popen[bytes], pgid: int, seconds: float, asked: list[int], seen: int) -> bool:
+    """Wait up to ``seconds`` for the group to be gone; False at the deadline or on a further signal."""
+    deadline = time.monotonic() + seconds
+    while _group_alive(proc, pgid):
+        if time.monotonic() >= deadline or len(asked) > seen:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _signal_leader(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        proc.send_signal(sig)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(proc: subprocess.Popen[bytes], pgid: int) -> bool:
+    """Whether any process of the group is left (the leader is reaped here as soon as it ends)."""
+    proc.poll()
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
