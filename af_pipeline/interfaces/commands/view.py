@@ -8,8 +8,10 @@ import io
 import json
 import os
 import re
+import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from http import HTTPStatus
@@ -344,8 +346,18 @@ def _serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UserError(f"cannot listen on {HOST}:{args.port} ({exc.strerror or exc})") from None
     print(f"serving http://{HOST}:{server.server_address[1]}/ (read-only; Ctrl-C stops)", flush=True)
+
+    # SIGTERM (a service manager's stop) and SIGINT end serve_forever and the command with 0, as
+    # for `af sync --watch` (issue 43). shutdown() waits for serve_forever: from another thread.
+    def on_signal(_signum: int, _frame: Any) -> None:
+        threading.Thread(target=server.shutdown, name="af-serve-stop", daemon=True).start()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         server.serve_forever()
     finally:
-        server.server_close()
+        server.server_close()  # request threads are daemons: a stalled client does not hold the exit
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    print("stopped", file=sys.stderr, flush=True)
     return 0
