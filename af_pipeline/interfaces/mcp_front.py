@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -86,6 +87,8 @@ class Front:
         self.version: str | None = None  # the protocol version this session agreed on
         self.lock = threading.Lock()
         self.dirty = False
+        self.input_lock = threading.Lock()  # a write to the SDK, or ending its input: one at a time
+        self.input_ended = False
 
     def _load(self) -> dict[str, Any]:
         if self.record_path is None:
@@ -128,13 +131,25 @@ class Front:
         try:
             for line in iter(self.client_in.readline, b""):
                 self._early_answer(line)
-                self.sdk_in.write(line)
-                self.sdk_in.flush()
+                with self.input_lock:
+                    if self.input_ended:
+                        break
+                    self.sdk_in.write(line)
+                    self.sdk_in.flush()
         except (OSError, ValueError):
             pass
         finally:
+            self.end_input()  # end of input: the SDK's session ends, and the process
+
+    def end_input(self) -> None:
+        """Close the SDK's input, as the client closing stdin does: its session ends and
+        ``serve`` returns. Safe from any thread, and again."""
+        with self.input_lock:
+            if self.input_ended:
+                return
+            self.input_ended = True
             try:
-                self.sdk_in.close()  # end of input: the SDK's session ends, and the process
+                self.sdk_in.close()
             except OSError:
                 pass
 
@@ -221,6 +236,15 @@ def start(settings: dict[str, Any]) -> Callable[[], None]:
     outbound = threading.Thread(target=front.from_sdk, name="af-mcp-out", daemon=True)
     inbound.start()
     outbound.start()
+
+    # SIGTERM / SIGINT (issue 43): end the SDK's input, as a client closing stdin does, from a
+    # thread (the pump may hold the lock). Left to their defaults, SIGTERM killed the process
+    # outright and SIGINT's KeyboardInterrupt left it waiting on the SDK's stdin reader thread.
+    def on_signal(_signum: int, _frame: Any) -> None:
+        threading.Thread(target=front.end_input, name="af-mcp-stop", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
 
     def finish() -> None:
         # The SDK is done: replace its end of the output pipe with /dev/null, so the pump reads
