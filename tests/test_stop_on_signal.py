@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 AF = [sys.executable, "-m", "af_pipeline.interfaces.cli"]
 STOP_S = 10.0  # the issue's bound, signal to exit and to the last process gone
 SHM = Path("/dev/shm")
+SESSIONS: dict[int, set[int]] = {}  # the sessions of each running command, for the cleanup
 
 
 def _until(condition: Callable[[], Any], seconds: float, what: str, proc: subprocess.Popen[Any] | None = None) -> Any:
@@ -103,17 +104,18 @@ def _left(sessions: set[int], known: list[psutil.Process]) -> list[str]:
 def running(argv: list[str], env: dict[str, str] | None = None, **kw: Any) -> Iterator[subprocess.Popen[Any]]:
     """``af argv`` in a session of its own; killed with its sessions if the test fails early."""
     proc = subprocess.Popen([*AF, *argv], cwd=ROOT, env=env, start_new_session=True, **kw)
+    SESSIONS[proc.pid] = {proc.pid}
     try:
         yield proc
     finally:
+        sessions = SESSIONS.pop(proc.pid) | {s for c in _children(proc) if (s := _sid(c.pid)) is not None}
+        for p in psutil.process_iter():  # a failed check leaves nothing running either
+            try:
+                if _sid(p.pid) in sessions and p.status() != psutil.STATUS_ZOMBIE:
+                    p.kill()
+            except psutil.Error:
+                pass
         if proc.poll() is None:
-            sessions = {proc.pid} | {s for c in _children(proc) if (s := _sid(c.pid)) is not None}
-            for p in [psutil.Process(proc.pid), *_children(proc)]:
-                try:
-                    if _sid(p.pid) in sessions:
-                        p.kill()
-                except psutil.Error:
-                    pass
             proc.wait()
 
 
@@ -129,6 +131,7 @@ def stop_and_check(proc: subprocess.Popen[Any], sig: int, shm_before: set[str]) 
     entry behind. The seconds it took."""
     known = _children(proc)
     sessions = {proc.pid} | {s for c in known if (s := _sid(c.pid)) is not None}
+    SESSIONS[proc.pid] |= sessions
     t0 = time.monotonic()
     proc.send_signal(sig)
     try:
@@ -154,11 +157,35 @@ def _home(tmp_path: Path) -> Home:
     return home
 
 
+def _tracker(proc: subprocess.Popen[Any]) -> bool:
+    """A multiprocessing resource tracker among the processes: the code server has spawned a run."""
+    for c in _children(proc):
+        try:
+            if "multiprocessing.resource_tracker" in " ".join(c.cmdline()):
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM-after-a-sensor-run", "SIGINT"])
 def test_af_ui_stops_with_every_dagster_process(tmp_path, sig):
-    """`af ui` (dagster dev: webserver, daemon, code servers) stops as a whole."""
-    home = _home(tmp_path)
+    """`af ui` (dagster dev: webserver, daemon, code servers) stops as a whole; under SIGTERM
+    with a sealed day to build, after the sensor has launched a run (its process, spawned by the
+    code server with multiprocessing, and the resource tracker that holds /dev/shm semaphores)."""
+    from af_pipeline.interfaces import cli
+
+    if sig == signal.SIGTERM:
+        # a Monday, long sealed: the sensor requests a build of it as soon as the daemon starts
+        sample = tmp_path / "sample"
+        assert cli.main(["synth", "--days", "1", "--start-day", "2026-11-02", "--tz", "UTC",
+                         "--out", str(sample)]) == 0
+        assert cli.main(["import", "screenpipe", str(sample / "screenpipe.sqlite"), "--home",
+                         str(tmp_path / "home"), "--tz", "UTC"]) == 0
+        home = Home(tmp_path / "home")
+    else:
+        home = _home(tmp_path)
     port = _free_port()
     before = _shm_entries()
     err = tmp_path / "ui.err"
@@ -167,6 +194,8 @@ def test_af_ui_stops_with_every_dagster_process(tmp_path, sig):
         _until(lambda: _listening(port), 150, "the Dagster webserver listening", proc)
         # the daemon and the code servers are up too: dagster dev, webserver, daemon, 2 code servers
         _until(lambda: len(_children(proc)) >= 5, 60, "dagster dev's processes", proc)
+        if sig == signal.SIGTERM:
+            _until(lambda: _tracker(proc), 90, "the sensor's run (a resource tracker)", proc)
         took = stop_and_check(proc, sig, before)
     assert "af ui: stopped" in err.read_text(errors="replace")
     assert took < STOP_S
