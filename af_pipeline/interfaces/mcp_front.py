@@ -29,6 +29,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from importlib import metadata
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -39,6 +40,8 @@ KEEP_RECORDS = 4  # records of other code versions or settings kept beside the c
 # resources/list is not among them (it lists the published days, which change).
 CACHEABLE = ("initialize", "tools/list", "prompts/list")
 RECORD_VERSION = 1
+# written into the SDK's output pipe once the SDK is done: no JSON-RPC message is this line
+SDK_DONE = b"\x00af-mcp: the SDK is done\x00\n"
 
 
 def record_key(settings: dict[str, Any]) -> str:
@@ -179,6 +182,8 @@ class Front:
         """SDK -> client: forwarded, except the SDK's answers to calls already answered."""
         try:
             for line in iter(self.sdk_out.readline, b""):
+                if line == SDK_DONE:
+                    break
                 if not self._late_answer(line):
                     self._to_client(line)
         except (OSError, ValueError):
@@ -247,9 +252,14 @@ def start(settings: dict[str, Any]) -> Callable[[], None]:
     signal.signal(signal.SIGINT, on_signal)
 
     def finish() -> None:
-        # The SDK is done: replace its end of the output pipe with /dev/null, so the pump reads
-        # the last answers, then end of file, and records what it learned.
+        # The SDK is done: mark the end of its output and replace its end of the output pipe
+        # with /dev/null, so the pump reads the last answers, then the mark, and records what it
+        # learned. The mark, not end of file: the MCP SDK keeps a duplicate of fd 1 open for the
+        # life of the process (mcp/server/stdio.py, _claim_fd), so end of file came only with the
+        # join's 5 s timeout, and every stop of `af mcp` took 5 s (issue 43).
         sys.stdout.flush()
+        with suppress(OSError):
+            os.write(1, SDK_DONE)
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         os.close(null)
