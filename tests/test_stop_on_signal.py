@@ -101,9 +101,10 @@ def _left(sessions: set[int], known: list[psutil.Process]) -> list[str]:
 
 
 @contextmanager
-def running(argv: list[str], env: dict[str, str] | None = None, **kw: Any) -> Iterator[subprocess.Popen[Any]]:
+def running(argv: list[str], env: dict[str, str] | None = None, program: list[str] = AF,
+            **kw: Any) -> Iterator[subprocess.Popen[Any]]:
     """``af argv`` in a session of its own; killed with its sessions if the test fails early."""
-    proc = subprocess.Popen([*AF, *argv], cwd=ROOT, env=env, start_new_session=True, **kw)
+    proc = subprocess.Popen([*program, *argv], cwd=ROOT, env=env, start_new_session=True, **kw)
     SESSIONS[proc.pid] = {proc.pid}
     try:
         yield proc
@@ -277,3 +278,27 @@ def test_record_stops(tmp_path):
         os.close(read_fd)
         xvfb.terminate()
         xvfb.wait(10)
+
+
+STUBBORN = r"""
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # the leader ignores the polite SIGINT
+child = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+         "print('up', flush=True); time.sleep(600)")  # its child ignores SIGTERM
+subprocess.Popen([sys.executable, "-c", child])
+time.sleep(600)
+"""
+
+
+def test_af_ui_kills_a_tree_that_ignores_sigint_and_sigterm(tmp_path):
+    """`af ui`'s supervision (ui.supervise) on a stand-in for dagster dev whose leader ignores
+    SIGINT and whose child ignores SIGTERM: SIGHUP (the terminal closed) still ends the whole
+    tree, by SIGKILL, within the bound; af ui itself exits 0."""
+    out = tmp_path / "tree.out"
+    code = ("import sys; from af_pipeline.interfaces.commands.ui import supervise; "
+            f"sys.exit(supervise([sys.executable, '-c', {STUBBORN!r}]))")
+    before = _shm_entries()
+    with running([], program=[sys.executable, "-c", code], stdout=out.open("wb"), stderr=subprocess.DEVNULL) as proc:
+        _until(lambda: "up" in out.read_text() and len(_children(proc)) >= 2, 30, "the stand-in tree", proc)
+        took = stop_and_check(proc, signal.SIGHUP, before)
+    assert took > 5.0  # it waited for the leader (GRACE_S) before signalling the group

@@ -14,6 +14,9 @@ SIGINT to ``af ui`` is passed to ``dagster dev`` as SIGINT (its own clean shutdo
 SIGTERM (the code servers would wait for their next heartbeat, a run's process would go on), and
 after ``TERM_S`` more SIGKILL. A second signal skips to SIGKILL. ``af ui`` then exits 0 (a requested
 stop, as ``af sync --watch`` and ``af record``), within ``GRACE_S + TERM_S + KILL_S`` of the signal.
+SIGHUP (the terminal closed) stops it the same way: ``dagster dev``, in a session of its own, no
+longer gets the terminal's hang-up itself. Only SIGKILL to ``af ui`` leaves the group running
+(a service manager's control group still ends it: docs/systemd/af-ui.service).
 """
 
 from __future__ import annotations
@@ -92,14 +95,14 @@ def run_ui(args: argparse.Namespace) -> int:
 
 
 def supervise(argv: list[str]) -> int:
-    """Run ``argv`` in a session of its own until it ends or this process gets SIGTERM / SIGINT;
+    """Run ``argv`` in a session of its own until it ends or this process gets SIGTERM / SIGINT / SIGHUP;
     then stop its whole process group (module docstring). Its exit code, or 0 after a stop."""
     asked: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
         asked.append(signum)
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         proc = subprocess.Popen(argv, start_new_session=True)  # its pgid is its pid
         try:
