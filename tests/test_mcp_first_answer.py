@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from test_mcp_server import _session
 
 from af_pipeline.compiler import compile as compile_module
 from af_pipeline.compiler.emit import canonical_bytes
@@ -24,7 +25,6 @@ from capture.log import opensegments as opensegments_module
 from capture.log.schema import NAMES
 from capture.model import CLASS_OF, ROW_KINDS, CaptureBatch, InputEvent, Snapshot
 from capture.timeutil import parse_ts
-from tests.test_mcp_server import _session
 
 DAY = "2026-06-01"
 NOW = "2026-06-01T13:00:00+02:00"
