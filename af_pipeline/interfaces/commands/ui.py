@@ -33,8 +33,8 @@ from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.home import Home, resolve_home
 
-GRACE_S = 5.0  # dagster dev's own shutdown after SIGINT (measured 2.3-2.9 s with nothing running)
-TERM_S = 2.5  # then SIGTERM to the rest of its process group (a run's process, code servers)
+GRACE_S = 4.0  # dagster dev's own shutdown after SIGINT (measured 2.3-2.9 s with nothing running)
+TERM_S = 2.0  # then SIGTERM to the rest of its process group (a run's process, code servers)
 KILL_S = 1.0  # then SIGKILL, and this long for the group to be gone
 
 CODE_MODULE = "assets.definitions"
