@@ -34,6 +34,7 @@ What is mapped (docs/importers.md says the same for users):
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import hashlib
 import itertools
@@ -164,15 +165,23 @@ def iter_screenpipe(
     own: every table is read as of one instant either way.
     """
     path = _resolve(path)
-    own = con is None
-    con = open_snapshot(path) if con is None else con
+    with _reading(path, con, snapshot=True) as use:
+        yield from _Reader(use, path, tz, screens or {}, source_id, progress, since or {}).chunks()
+
+
+@contextlib.contextmanager
+def _reading(path: Path, con: sqlite3.Connection | None, snapshot: bool = False) -> Iterator[sqlite3.Connection]:
+    """The caller's connection (left open), or one opened here and closed after (``snapshot``:
+    in one read transaction, see open_snapshot); a database that fails part-way through is a
+    one-sentence UserError."""
+    use = con if con is not None else open_snapshot(path) if snapshot else open_sqlite_readonly(_resolve(path), WHAT)
     try:
-        yield from _Reader(con, path, tz, screens or {}, source_id, progress, since or {}).chunks()
+        yield use
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # corrupt pages / damaged schema text
         raise read_failure(path, exc) from None
     finally:
-        if own:
-            con.close()
+        if con is None:
+            use.close()
 
 
 def open_snapshot(path: Path) -> sqlite3.Connection:
@@ -218,14 +227,8 @@ def watermarks(path: Path, overlap: int = 0) -> dict[str, int]:
 def source_identity(path: Path, con: sqlite3.Connection | None = None) -> str:
     """The source id a database would be imported under (its identity, see screenpipe_source_id);
     ``con``: read through the caller's connection (left open)."""
-    use = open_sqlite_readonly(Path(path), WHAT) if con is None else con
-    try:
+    with _reading(Path(path), con) as use:
         return screenpipe_source_id(use, Path(path))
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-        raise read_failure(path, exc) from None
-    finally:
-        if con is None:
-            use.close()
 
 
 # -- the source watermark ------------------------------------------------------------------------
@@ -318,51 +321,41 @@ def tail_marks(path: Path, marks: dict[str, Any] | None = None,
     rewritten (a restore or rollback), so new rows may sit below it. Retention, which deletes
     the oldest rows, leaves them alone. ``con``: read through the caller's connection (left
     open); without it the tables are read in one read transaction of their own."""
-    use = open_snapshot(path) if con is None else con
-    decode = use.text_factory
-    try:
-        tables = {str(r[0]) for r in use.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        use.text_factory = bytes
-        out: dict[str, dict[str, Any]] = {}
-        for table in SINCE_TABLES:
-            if table not in tables:
-                continue
-            was = (marks or {}).get(table)
-            if marks is not None and not isinstance(was, dict):
-                continue
-            if isinstance(was, dict):
-                lo, top = int(was.get("min_id", 0)), int(was.get("max_id", 0))
-            else:
-                (found,) = use.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
-                top = int(found or 0)
-                row = use.execute(f'SELECT rowid FROM "{table}" WHERE rowid <= ? ORDER BY rowid DESC LIMIT 1 '
-                                  f"OFFSET {SYNC_TAIL_ROWS - 1}", (top,)).fetchone()
-                lo = int(row[0]) if row else 0
-            h = hashlib.sha256()
-            for values in use.execute(f'SELECT rowid, * FROM "{table}" WHERE rowid BETWEEN ? AND ? ORDER BY rowid',
-                                      (lo, top)):
-                _hash_row(h, values)
-            out[table] = {"min_id": lo, "max_id": top, "tail": h.hexdigest()}
-        return out
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-        raise read_failure(path, exc) from None
-    finally:
-        use.text_factory = decode
-        if con is None:
-            use.close()
+    with _reading(_resolve(path), con, snapshot=True) as use:
+        decode = use.text_factory  # (the caller's connection gets its own back)
+        try:
+            tables = {str(r[0]) for r in use.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            use.text_factory = bytes
+            out: dict[str, dict[str, Any]] = {}
+            for table in SINCE_TABLES:
+                if table not in tables:
+                    continue
+                was = (marks or {}).get(table)
+                if marks is not None and not isinstance(was, dict):
+                    continue
+                if isinstance(was, dict):
+                    lo, top = int(was.get("min_id", 0)), int(was.get("max_id", 0))
+                else:
+                    (found,) = use.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
+                    top = int(found or 0)
+                    row = use.execute(f'SELECT rowid FROM "{table}" WHERE rowid <= ? ORDER BY rowid DESC LIMIT 1 '
+                                      f"OFFSET {SYNC_TAIL_ROWS - 1}", (top,)).fetchone()
+                    lo = int(row[0]) if row else 0
+                h = hashlib.sha256()
+                for values in use.execute(f'SELECT rowid, * FROM "{table}" WHERE rowid BETWEEN ? AND ? ORDER BY rowid',
+                                          (lo, top)):
+                    _hash_row(h, values)
+                out[table] = {"min_id": lo, "max_id": top, "tail": h.hexdigest()}
+            return out
+        finally:
+            use.text_factory = decode
 
 
 def first_frames(path: Path, n: int, con: sqlite3.Connection | None = None) -> list[tuple[int, int]]:
     """(row id, UTC microseconds) of the database's lowest frame ids whose time is readable;
     ``con``: read through the caller's connection (left open)."""
-    use = open_sqlite_readonly(_resolve(path), WHAT) if con is None else con
-    try:
+    with _reading(path, con) as use:
         rows = use.execute("SELECT id, timestamp FROM frames ORDER BY id LIMIT ?", (4 * n,)).fetchall()
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-        raise read_failure(path, exc) from None
-    finally:
-        if con is None:
-            use.close()
     out = []
     for fid, raw in rows:
         try:
