@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from af_pipeline.compiler import tokens
-from af_pipeline.interfaces.mcp_server import MAX_HOURS, BadArgument, Memory
+from af_pipeline.interfaces.mcp_front import plain_arguments
+from af_pipeline.interfaces.mcp_server import MAX_HOURS, BadArgument, Memory, early_calls, open_memory
 from capture.home import Home
 from capture.log import EventLog
 from capture.model import CaptureBatch, InputEvent, Snapshot
@@ -375,6 +376,24 @@ def test_live_last_hour_sees_unsealed_capture_and_writes_nothing(home: Home) -> 
     steps = _ok(r, "get_steps", {"query": "live editor", "hours": 1})
     assert all("typed_text" not in s for s in steps["steps"]) and "excluded" in steps["typed_text"]
     assert _tree(home.root) == before  # nothing written: no lock, no cache, no published file
+
+
+def test_the_front_answers_tool_calls_as_the_sdk_does(home: Home, replay: dict[str, Any]) -> None:
+    """Before the SDK has loaded, `af mcp`'s front answers tool calls itself (mcp_front, issue 43)
+    with the same tool functions: for every call of the session whose arguments have exactly the
+    types of the SDK's own schema, the front's answer (text and error flag, errors included) is
+    the SDK's, byte for byte."""
+    schemas = {t.name: t.input_schema for t in replay["tools"]}
+    call = early_calls(open_memory(home, now=NOW))
+    checked = 0
+    for name, args, err, text in replay["results"]:
+        plain = plain_arguments(args, schemas[name])
+        if plain is None:  # left to the SDK's validation
+            assert (name, args) == ("get_context", {"hours": "soon"}), (name, args)
+            continue
+        assert call(name, plain) == {"content": [{"type": "text", "text": text}], "isError": err}, (name, args)
+        checked += 1
+    assert checked >= 40
 
 
 def test_a_restart_answers_the_handshake_as_the_sdk_did(home: Home, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import Field
 
@@ -38,7 +38,8 @@ from capture.files import canonical_json
 from capture.home import Home
 from capture.timeutil import parse_day, parse_ts
 
-__all__ = ["BadArgument", "INSTRUCTIONS", "MAX_HOURS", "Memory", "build_server", "serve"]
+__all__ = ["BadArgument", "INSTRUCTIONS", "MAX_HOURS", "Memory", "build_server", "early_calls", "open_memory", "serve",
+           "tool_specs"]
 
 INSTRUCTIONS = """\
 activity-frames: measured memory of what happened on this computer (apps, window titles, sites,
@@ -78,25 +79,26 @@ DaysArg = Annotated[int | None, Field(description=f"The last N local days up to 
                                                   "(instead of a period). Default: 7.")]
 
 
-def build_server(memory: Memory) -> Any:
-    """The MCPServer: tools, prompts and resources over one Memory."""
-    # deferred: the MCP SDK, so the tests and helpers that import this module do not pay for it
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-    from mcp.types import ToolAnnotations
+class ToolSpec(NamedTuple):
+    """One tool: its function (named as the tool, its parameters the tool's arguments), title and
+    description. Built without the SDK, so the stdio front can call a tool before the SDK loads."""
 
-    server = MCPServer(
-        name="activity-frames",
-        title="activity-frames memory",
-        version=__version__,
-        instructions=instructions(memory),
-        log_level="WARNING",
-    )
+    fn: Callable[..., str]
+    title: str
+    description: str
 
-    def ro(title: str) -> Any:
-        return ToolAnnotations(
-            title=title, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        )
+
+def tool_specs(memory: Memory, failure: Callable[[str], Exception]) -> list[ToolSpec]:
+    """The tools over one Memory. A tool that cannot answer raises ``failure(sentence)``: the
+    SDK's ToolError under the SDK, the front's own exception before it loads."""
+    specs: list[ToolSpec] = []
+
+    def tool(title: str, description: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
+        def register(fn: Callable[..., str]) -> Callable[..., str]:
+            specs.append(ToolSpec(fn, title, description))
+            return fn
+
+        return register
 
     def answer(fn: Callable[[], Any]) -> str:
         """Run a tool body: compact JSON out, our errors as tool errors (one clear sentence)."""
@@ -105,9 +107,9 @@ def build_server(memory: Memory) -> Any:
                 out = fn()
             out = with_skipped(out, skipped)  # lines of an open day the log could not read: named
         except AfError as exc:
-            raise ToolError(escape_bidi(str(exc))) from None
+            raise failure(escape_bidi(str(exc))) from None
         except (ValueError, OSError) as exc:
-            raise ToolError(escape_bidi(f"could not answer: {exc}")) from None
+            raise failure(escape_bidi(f"could not answer: {exc}")) from None
         if isinstance(out, str):
             return escape_bidi(out)
         # captured titles may hold bidi controls: every answer carries them as \uXXXX escapes,
@@ -122,30 +124,30 @@ def build_server(memory: Memory) -> Any:
     def period(day: str | None, hours: float | None, start: str | None, end: str | None) -> Period:
         return memory.period(day=day, hours=hours, start=start, end=end)
 
-    @server.tool(annotations=ro("Capabilities"), structured_output=False,
-                 description="What this memory covers: the first and last captured day, the user's time zone "
-                 "and today there, published days, limits and whether typed text is included. Call it first. "
-                 "Example answer: {\"tz\":\"Europe/Paris\",\"today\":\"2026-06-03\",\"covered\":{\"first_day\":"
-                 "\"2026-04-04\",\"last_day\":\"2026-06-03\",\"days\":61},...}.")
+    @tool("Capabilities",
+          "What this memory covers: the first and last captured day, the user's time zone "
+          "and today there, published days, limits and whether typed text is included. Call it first. "
+          "Example answer: {\"tz\":\"Europe/Paris\",\"today\":\"2026-06-03\",\"covered\":{\"first_day\":"
+          "\"2026-04-04\",\"last_day\":\"2026-06-03\",\"days\":61},...}.")
     def get_capabilities() -> str:
         return answer(memory.capabilities)
 
-    @server.tool(annotations=ro("Context block"), structured_output=False,
-                 description="The compact plaintext context block for a period (per-app ledger, domains, gaps, "
-                 f"then the longest frames; about {DEFAULT_BUDGET} tokens): the best first read for 'what was I "
-                 "doing'. Example: get_context(hours=2) or get_context(day='yesterday')." + DATA)
+    @tool("Context block",
+          "The compact plaintext context block for a period (per-app ledger, domains, gaps, "
+          f"then the longest frames; about {DEFAULT_BUDGET} tokens): the best first read for 'what was I "
+          "doing'. Example: get_context(hours=2) or get_context(day='yesterday')." + DATA)
     def get_context(
         day: DayArg = None, hours: HoursArg = None, start: StartArg = None, end: EndArg = None,
         budget_tokens: Annotated[int, Field(description="Token budget of the block, 200..20000.")] = DEFAULT_BUDGET,
     ) -> str:
         return answer(lambda: memory.context(period(day, hours, start, end), budget_tokens)[0])
 
-    @server.tool(annotations=ro("What was on screen at a time"), structured_output=False,
-                 description="What covered one instant, on each monitor: the frame (app, site, window title, "
-                 "pages, input) or the gap, with the frames just before and after. For 'what was I doing at "
-                 "14:05'. Example: get_activity_at(time='2026-06-03T14:05') -> {\"streams\":[{\"stream\":"
-                 "\"monitor_1\",\"at\":{\"id\":\"2026-06-03/f-0042\",\"app\":\"Mail\",...},\"before\":[...],"
-                 "\"after\":[...]}]}." + DATA)
+    @tool("What was on screen at a time",
+          "What covered one instant, on each monitor: the frame (app, site, window title, "
+          "pages, input) or the gap, with the frames just before and after. For 'what was I doing at "
+          "14:05'. Example: get_activity_at(time='2026-06-03T14:05') -> {\"streams\":[{\"stream\":"
+          "\"monitor_1\",\"at\":{\"id\":\"2026-06-03/f-0042\",\"app\":\"Mail\",...},\"before\":[...],"
+          "\"after\":[...]}]}." + DATA)
     def get_activity_at(
         time: Annotated[str, Field(description="The instant, ISO time in the user's zone, e.g. '2026-06-03T14:05' "
                                                "(or with an offset / Z).")],
@@ -153,14 +155,14 @@ def build_server(memory: Memory) -> Any:
     ) -> str:
         return answer(lambda: memory.activity_at(time, around))
 
-    @server.tool(annotations=ro("Search activity"), structured_output=False,
-                 description="Ranked frames across days matching words in apps, window titles, sites, typed page "
-                 "references (tickets, PRs, profiles, documents ...), clicked targets and mail/chat subjects; "
-                 "each word may match a different field, more matched words rank first. Each result has day, "
-                 "start/end, frame id, the matched fields and evidence rows. Frames holding the query as "
-                 "typed rank first. For 'when did I last open PROJ-42' use order='recent'; for 'find the "
-                 "expense form' the default. Default range: the "
-                 f"newest {MAX_SEARCH_DAYS} days of the log. Example: search_activity(query='PROJ-42')." + DATA)
+    @tool("Search activity",
+          "Ranked frames across days matching words in apps, window titles, sites, typed page "
+          "references (tickets, PRs, profiles, documents ...), clicked targets and mail/chat subjects; "
+          "each word may match a different field, more matched words rank first. Each result has day, "
+          "start/end, frame id, the matched fields and evidence rows. Frames holding the query as "
+          "typed rank first. For 'when did I last open PROJ-42' use order='recent'; for 'find the "
+          "expense form' the default. Default range: the "
+          f"newest {MAX_SEARCH_DAYS} days of the log. Example: search_activity(query='PROJ-42')." + DATA)
     def search_activity(
         query: Annotated[str, Field(description="Words to find, e.g. 'PROJ-42' or 'expense form'.")],
         start: Annotated[str | None, Field(description="Earliest time or date, ISO, e.g. '2026-05-01'. "
@@ -174,11 +176,11 @@ def build_server(memory: Memory) -> Any:
     ) -> str:
         return answer(lambda: memory.search(query, start, end, limit, cursor, order))
 
-    @server.tool(annotations=ro("Activity document"), structured_output=False,
-                 description="The schema v1 activity document of a period: coverage, per-app ledger (minutes on "
-                 "one timeline and per monitor), domains, then the frames (pages, input, clicked targets, "
-                 "interruptions, evidence as row ranges), paged to fit max_tokens: follow next_cursor. "
-                 "Example: get_activity(day='2026-06-03', evidence='none')." + DATA)
+    @tool("Activity document",
+          "The schema v1 activity document of a period: coverage, per-app ledger (minutes on "
+          "one timeline and per monitor), domains, then the frames (pages, input, clicked targets, "
+          "interruptions, evidence as row ranges), paged to fit max_tokens: follow next_cursor. "
+          "Example: get_activity(day='2026-06-03', evidence='none')." + DATA)
     def get_activity(
         day: DayArg = None, hours: HoursArg = None, start: StartArg = None, end: EndArg = None,
         min_minutes: Annotated[float, Field(description="Leave out frames shorter than this (0..1440); the "
@@ -191,11 +193,11 @@ def build_server(memory: Memory) -> Any:
         return answer(lambda: memory.activity(period(day, hours, start, end), min_minutes, evidence,
                                               max_tokens, cursor))
 
-    @server.tool(annotations=ro("Steps of a frame or task"), structured_output=False,
-                 description="The ordered steps (click / type / paste / copy / cut / focus / nav, each with its "
-                 "resolved target, app, time and evidence row ranges) of one frame, by its id from any tool "
-                 "(e.g. '2026-06-03/f-0012'), or of the frame of the period best matching a text query. Typed "
-                 "text only if the operator enabled it. Example: get_steps(frame_id='2026-06-03/f-0012')." + DATA)
+    @tool("Steps of a frame or task",
+          "The ordered steps (click / type / paste / copy / cut / focus / nav, each with its "
+          "resolved target, app, time and evidence row ranges) of one frame, by its id from any tool "
+          "(e.g. '2026-06-03/f-0012'), or of the frame of the period best matching a text query. Typed "
+          "text only if the operator enabled it. Example: get_steps(frame_id='2026-06-03/f-0012')." + DATA)
     def get_steps(
         frame_id: Annotated[str | None, Field(description="A day-qualified frame id, e.g. '2026-06-03/f-0012' "
                                                           "(a bare 'f-0012' needs day).")] = None,
@@ -214,21 +216,21 @@ def build_server(memory: Memory) -> Any:
 
         return answer(run)
 
-    @server.tool(annotations=ro("Time per app"), structured_output=False,
-                 description="Per-app totals for a period (a day, hours, or start/end up to 31 days: 'how long "
-                 "was I in Figma this week'): minutes on one timeline first, per-monitor minutes beside them, "
-                 "sessions, longest session, interruptions, top windows; first/last activity. Example: "
-                 "get_day_summary(start='2026-06-01', end='2026-06-07', top=5)." + DATA)
+    @tool("Time per app",
+          "Per-app totals for a period (a day, hours, or start/end up to 31 days: 'how long "
+          "was I in Figma this week'): minutes on one timeline first, per-monitor minutes beside them, "
+          "sessions, longest session, interruptions, top windows; first/last activity. Example: "
+          "get_day_summary(start='2026-06-01', end='2026-06-07', top=5)." + DATA)
     def get_day_summary(
         day: DayArg = None, hours: HoursArg = None, start: StartArg = None, end: EndArg = None,
         top: Annotated[int, Field(description="Apps to list, 1..200 (the rest are counted).")] = 20,
     ) -> str:
         return answer(lambda: memory.summary(period(day, hours, start, end), top))
 
-    @server.tool(annotations=ro("Communications"), structured_output=False,
-                 description="Mail and messaging surfaces used in a period: app or site, minutes, and "
-                 "subjects / threads as window titles show them, with frame ids as evidence. Message bodies "
-                 "are never read. Example: get_communications(day='yesterday')." + DATA)
+    @tool("Communications",
+          "Mail and messaging surfaces used in a period: app or site, minutes, and "
+          "subjects / threads as window titles show them, with frame ids as evidence. Message bodies "
+          "are never read. Example: get_communications(day='yesterday')." + DATA)
     def get_communications(
         day: DayArg = None, hours: HoursArg = None, start: StartArg = None, end: EndArg = None,
         limit: Annotated[int, Field(description="Threads per surface, 1..200.")] = 20,
@@ -236,10 +238,10 @@ def build_server(memory: Memory) -> Any:
     ) -> str:
         return answer(lambda: memory.communications(period(day, hours, start, end), limit, cursor))
 
-    @server.tool(annotations=ro("Workflow patterns"), structured_output=False,
-                 description="Workflow patterns over a period (default the last 7 days): daily habits (apps by "
-                 "days used, median first use), app-switch habits, repeated clicks, URL loops and repeated "
-                 "action sequences; the same algorithm as `af routines`. Example: get_patterns(days=14)." + DATA)
+    @tool("Workflow patterns",
+          "Workflow patterns over a period (default the last 7 days): daily habits (apps by "
+          "days used, median first use), app-switch habits, repeated clicks, URL loops and repeated "
+          "action sequences; the same algorithm as `af routines`. Example: get_patterns(days=14)." + DATA)
     def get_patterns(
         days: DaysArg = None, day: DayArg = None, hours: HoursArg = None, start: StartArg = None,
         end: EndArg = None,
@@ -247,10 +249,10 @@ def build_server(memory: Memory) -> Any:
     ) -> str:
         return answer(lambda: memory.patterns(memory.pattern_period(days, day, hours, start, end), top))
 
-    @server.tool(annotations=ro("Routines"), structured_output=False,
-                 description="Mined routines (action sequences of 3 or more steps repeated at least 3 times) over a "
-                 "period (default the last 7 days): id, steps as symbols, targets, days and examples. Pass an "
-                 "id to get_plan. Example: get_routines(days=7, top=5)." + DATA)
+    @tool("Routines",
+          "Mined routines (action sequences of 3 or more steps repeated at least 3 times) over a "
+          "period (default the last 7 days): id, steps as symbols, targets, days and examples. Pass an "
+          "id to get_plan. Example: get_routines(days=7, top=5)." + DATA)
     def get_routines(
         days: DaysArg = None, day: DayArg = None, hours: HoursArg = None, start: StartArg = None,
         end: EndArg = None,
@@ -258,16 +260,38 @@ def build_server(memory: Memory) -> Any:
     ) -> str:
         return answer(lambda: memory.routines(memory.pattern_period(days, day, hours, start, end), top))
 
-    @server.tool(annotations=ro("Replay plan"), structured_output=False,
-                 description="The guarded replay plan of one routine (steps grounded by role and name, slots, "
-                 "guards) and its minimal script, for `af replay`. Give the same period as get_routines. "
-                 "Example: get_plan(routine_id='r-3f2a...', days=7)." + DATA)
+    @tool("Replay plan",
+          "The guarded replay plan of one routine (steps grounded by role and name, slots, "
+          "guards) and its minimal script, for `af replay`. Give the same period as get_routines. "
+          "Example: get_plan(routine_id='r-3f2a...', days=7)." + DATA)
     def get_plan(
         routine_id: Annotated[str, Field(description="A routine id from get_routines.")],
         days: DaysArg = None, day: DayArg = None, hours: HoursArg = None, start: StartArg = None,
         end: EndArg = None,
     ) -> str:
         return answer(lambda: memory.plan(routine_id, memory.pattern_period(days, day, hours, start, end)))
+
+    return specs
+
+
+def build_server(memory: Memory) -> Any:
+    """The MCPServer: tools, prompts and resources over one Memory."""
+    # deferred: the MCP SDK, so the tests and helpers that import this module do not pay for it
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+    from mcp.types import ToolAnnotations
+
+    server = MCPServer(
+        name="activity-frames",
+        title="activity-frames memory",
+        version=__version__,
+        instructions=instructions(memory),
+        log_level="WARNING",
+    )
+    for spec in tool_specs(memory, ToolError):
+        annotations = ToolAnnotations(title=spec.title, read_only_hint=True, destructive_hint=False,
+                                      idempotent_hint=True, open_world_hint=False)
+        server.tool(annotations=annotations, structured_output=False, description=spec.description)(spec.fn)
 
     # -- prompts -----------------------------------------------------------------------------
 
@@ -375,10 +399,35 @@ def _list_published_resources(server: Any, memory: Memory) -> None:
     server.list_resources = list_resources
 
 
-def serve(home: Home, include_typed_text: bool = False, now: str | None = None) -> None:
-    """Run the server on stdio until the client closes it. One-time costs (tokenizer, today's
-    rows) are paid in a background thread, so ``initialize`` is answered at once; a first call
-    that arrives meanwhile waits on the read model's lock."""
+class _CannotAnswer(Exception):
+    """A tool's one-sentence refusal, raised before the SDK is loaded."""
+
+
+def early_calls(memory: Memory) -> Callable[[str, dict[str, Any]], dict[str, Any] | None]:
+    """Tool calls for the stdio front (mcp_front), answered before the SDK has loaded: the same
+    tool functions over the same Memory, their result in the shape the SDK gives it (one text
+    block; a refusal ``Error executing tool <name>: <sentence>`` with ``isError``). The front
+    passes only arguments of exactly the tools' schema types; None means "let the SDK answer"
+    (an unknown tool, or anything unexpected, which the SDK then reports and logs)."""
+    tools = {spec.fn.__name__: spec.fn for spec in tool_specs(memory, _CannotAnswer)}
+
+    def call(name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        fn = tools.get(name)
+        if fn is None:
+            return None
+        try:
+            text, error = fn(**arguments), False
+        except _CannotAnswer as exc:
+            text, error = f"Error executing tool {name}: {exc}", True
+        except Exception:  # noqa: BLE001 - the SDK answers it again, and logs the crash
+            return None
+        return {"content": [{"type": "text", "text": text}], "isError": error}
+
+    return call
+
+
+def open_memory(home: Home, include_typed_text: bool = False, now: str | None = None) -> Memory:
+    """The server's read model; ``now`` freezes its clock (reproducible answers)."""
     clock = None
     if now is not None:
         try:
@@ -386,7 +435,13 @@ def serve(home: Home, include_typed_text: bool = False, now: str | None = None) 
         except ValueError as exc:
             raise UserError(f"--now: {exc}") from None
         clock = lambda: fixed  # noqa: E731 - a frozen "now": answers are reproducible
-    memory = Memory(home, include_typed_text=include_typed_text, clock=clock)
+    return Memory(home, include_typed_text=include_typed_text, clock=clock)
+
+
+def serve(memory: Memory) -> None:
+    """Run the server on stdio until the client closes it. One-time costs not yet paid
+    (today's documents, the search index) are paid in a background thread; a call that arrives
+    meanwhile waits on the read model's lock."""
     server = build_server(memory)
     threading.Thread(target=memory.warm, name="af-mcp-warm", daemon=True).start()
     server.run("stdio")

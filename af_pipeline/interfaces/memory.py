@@ -1280,15 +1280,23 @@ class Memory:
                        "max_search_days": MAX_SEARCH_DAYS, "default_max_tokens": DEFAULT_MAX_TOKENS},
         }
 
+    def prepare(self) -> None:
+        """Pay what any first answer about today pays: the compiler's imports (numpy, the suffix
+        list), the tokenizer and today's rows. Best effort, as ``warm``."""
+        from af_pipeline.compiler.compile import compile_day  # noqa: F401
+
+        tokens.encoding()
+        try:
+            self.day_capture(self.today())
+        except (AfError, OSError, ValueError):
+            return
+
     def warm(self, index_days: int = CACHED_DOCS - 10) -> None:
         """Pay one-time costs before the first question: the tokenizer, the compiler's imports,
         today's document, then the search index of the most recent days, newest first (the
         lock is taken day by day, so questions are answered in between). Best effort: a
         failure here surfaces on the call that needs it."""
-        # the compiler's imports (numpy, the suffix list), paid here in the background
-        from af_pipeline.compiler.compile import compile_day  # noqa: F401
-
-        tokens.encoding()
+        self.prepare()
         try:
             with self.lock:
                 self.day_document(self.today())

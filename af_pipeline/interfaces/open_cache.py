@@ -27,6 +27,7 @@ days no longer open (sealed, or removed by retention). Any doubt means no cache:
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import marshal
 import sys
@@ -35,10 +36,11 @@ from typing import Any
 
 from capture.files import atomic_write
 from capture.log.opensegments import OpenSegmentFile
+from capture.log.rows import build_instances
 from capture.log.schema import NAMES
 from capture.model import CLASS_OF, ROW_KINDS, SkippedLine
 
-FORMAT = 1
+FORMAT = 2  # 2: rows held as columns, made by build_instances
 CACHE_DIR = ("cache", "open")
 EMPTY = hashlib.sha256().hexdigest()
 
@@ -79,10 +81,15 @@ def files_state(follow: dict[str, OpenSegmentFile]) -> tuple[tuple[str, int], ..
 def load(home_root: Path, day: str, folder: Path) -> tuple[dict[str, OpenSegmentFile], dict[str, str], tuple[Any, ...]] | None:
     """(followers primed with the cached rows, documents by options key, the files' state they
     were compiled from), or None when there is no usable cache."""
+    paused = gc.isenabled()
+    gc.disable()  # tens of thousands of lists and strings, none of them in a cycle
     try:
         data = marshal.loads(cache_path(home_root, day).read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         return None
+    finally:
+        if paused:
+            gc.enable()
     try:
         if not isinstance(data, dict) or data.get("code") != code_key() or data.get("day") != day:
             return None
@@ -94,11 +101,11 @@ def load(home_root: Path, day: str, folder: Path) -> tuple[dict[str, OpenSegment
             if (prefix_sha(path, offset) if offset else EMPTY) != sha:
                 return None  # the file is not the one read: read everything again
             seg = OpenSegmentFile(path, kind, f"log/open/{day}/{kind}.jsonl")
-            cls, width = CLASS_OF[kind], len(NAMES[kind])  # the row classes' fields, in order
-            rows = entry["rows"]
-            if not isinstance(rows, list) or any(type(v) is not tuple or len(v) != width for v in rows):
+            columns = entry["columns"]  # one list per field of the row class, in order
+            if not isinstance(columns, list) or len(columns) != len(NAMES[kind]) or \
+                    any(type(c) is not list or len(c) != len(columns[0]) for c in columns):
                 return None
-            seg.rows = [cls(*values) for values in rows]
+            seg.rows = build_instances(CLASS_OF[kind], columns)
             seg._problems = [SkippedLine(str(f), int(n), str(r), str(t)) for f, n, r, t in entry["problems"]]
             seg._offset, seg._lines = offset, lines
             seg._inode = path.stat().st_ino if offset else None
@@ -124,7 +131,7 @@ def save(home_root: Path, day: str, follow: dict[str, OpenSegmentFile], docs: di
         fields = NAMES[kind]
         files[kind] = {
             "offset": seg._offset, "lines": seg._lines, "sha": sha,
-            "rows": [tuple(getattr(r, n) for n in fields) for r in seg.rows],
+            "columns": [[getattr(r, n) for r in seg.rows] for n in fields],
             "problems": [(s.file, s.line, s.reason, s.text) for s in seg._problems],
         }
     body = {"code": code_key(), "day": day, "files": files, "docs": dict(docs), "state": list(files_state(follow))}

@@ -8,12 +8,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from capture.home import Home
 from capture.log.layout import MANIFEST, QUARANTINE
 from capture.timeutil import zone
+
+if TYPE_CHECKING:  # DuckDB is imported on first use: a reader of open days never needs it (0.1 s)
+    import duckdb
 
 
 class LogCore:
@@ -38,6 +40,8 @@ class LogCore:
         """One in-memory DuckDB connection per log object (connecting costs more than a day's read)."""
         with self._con_lock:
             if self._con is None:
+                import duckdb
+
                 self._con = duckdb.connect()
                 # One thread: the same rows always give the same Parquet bytes.
                 self._con.execute("SET threads = 1")

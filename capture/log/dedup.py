@@ -14,9 +14,7 @@ import bisect
 import itertools
 import json
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from capture.home import Home
 from capture.log.files import sql_list
@@ -24,6 +22,9 @@ from capture.log.layout import SOURCES_SEALED
 from capture.log.manifest import ManifestChain
 from capture.log.opensegments import open_sizes, parse_open
 from capture.model import ROW_KINDS
+
+if TYPE_CHECKING:  # imported on first use (capture/log/core.py)
+    import duckdb
 
 # From this many new refs in one append, refs are checked against sealed days through an in-memory
 # hash index instead of a scan of every sealed day (small appends, e.g. a recorder's, just scan).
@@ -295,6 +296,8 @@ class DedupIndex(ManifestChain):
             return listed if isinstance(listed, list) and all(isinstance(s, str) for s in listed) else None
         # Sealed before manifest entries recorded it: work it out once per process from the
         # segment's sources and refs (the same computation sealing does).
+        import duckdb  # on first use (capture/log/core.py)
+
         try:
             doc = json.loads((self.sealed_dir / name / SOURCES_SEALED).read_bytes())
             candidates = [str(s["source_id"]) for s in doc.get("sources", [])]

@@ -15,9 +15,7 @@ import json
 import os
 import shutil
 import time
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from capture.errors import UserError
 from capture.log.columns import registered
@@ -40,6 +38,9 @@ from capture.log.schema import SELECT_SQL, SORT_SQL
 from capture.model import ROW_KINDS
 from capture.timeutil import day_bounds, parse_day
 
+if TYPE_CHECKING:  # imported on first use (capture/log/core.py)
+    import duckdb
+
 HOUR_US = 3_600 * 1_000_000
 # DuckDB keeps memory a query freed for the next one, up to 128 MiB by default. An import seals
 # day after day on one connection, and what each seal kept added to the import's peak: returned
@@ -51,6 +52,8 @@ SEAL_SETTINGS = ("SET allocator_flush_threshold = '0MB'",
 
 
 def _return_freed_memory(con: duckdb.DuckDBPyConnection) -> None:
+    import duckdb  # on first use (capture/log/core.py)
+
     for stmt in SEAL_SETTINGS:
         try:
             con.execute(stmt)

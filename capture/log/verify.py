@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from capture.log.files import sha256_file
 from capture.log.layout import amendment_of, is_day, parse_segment_name, segment_name
 from capture.log.manifest import ManifestChain, entry_hash
@@ -165,6 +163,8 @@ class Verifying(ManifestChain):
         two of its segments (``names``, oldest first)."""
         order = {name: i for i, name in enumerate(names)}
         found: dict[tuple[str, str, str], tuple[int, str]] = {}
+        import duckdb  # on first use (capture/log/core.py)
+
         with self._db() as con:
             for kind in ROW_KINDS:
                 files = [str(self.sealed_dir / name / f"{kind}.parquet") for name in names]

@@ -64,15 +64,20 @@ def _mcp(args: argparse.Namespace) -> int:
         raise UserError(f"{home.root} is not an activity-frames data folder (no af.json); import something first")
     # The front first: it answers the handshake while the SDK below is still being imported.
     settings = {"tz": home.settings().tz, "typed_text": bool(args.include_typed_text)}
-    finish = mcp_front.start(settings)
-    from af_pipeline.interfaces.mcp_server import (
-        serve,  # the MCP SDK: only for `af mcp`, once the front is up
-    )
-
+    front = mcp_front.start(settings)
     try:
-        serve(home, include_typed_text=args.include_typed_text, now=args.now)
+        # the read model (no SDK): the front answers the first tool calls with it, and the
+        # SDK's import waits for them (they share one interpreter lock)
+        from af_pipeline.interfaces import mcp_server
+
+        memory = mcp_server.open_memory(home, include_typed_text=args.include_typed_text, now=args.now)
+        front.offer(mcp_server.early_calls(memory) if front.answers_tools() else None)
+        if front.answers_tools():
+            memory.prepare()
+        front.sdk_turn()
+        mcp_server.serve(memory)
     finally:
-        finish()
+        front.finish()
     return 0
 
 
