@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,20 +35,55 @@ concurrency:
     default_limit: 1
     granularity: op
 """
+# Run monitoring (the daemon of `af ui`): a run launched but never started (its code server
+# stopped with `af ui`) is failed after start_timeout_seconds instead of staying STARTING, and a
+# run whose cancellation never ends is marked canceled. The default run launcher cannot check a
+# STARTED run's process, so runs cut short while STARTED are settled by af (reap_dead_runs).
+RUN_MONITORING_YAML = """\
+# A run cut short when af ui stopped never stays STARTING (docs/orchestration.md).
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  cancel_timeout_seconds: 180
+  max_resume_run_attempts: 0
+  poll_interval_seconds: 60
+"""
 DAGSTER_YAML = (
     "# Written by activity-frames. Safe to edit; `af` only rewrites it when it is missing.\n" + POOLS_YAML
     + f"# The warehouse pool is {WAREHOUSE_POOL}; with default_limit 1 only one step writes DuckDB at a time.\n"
+    + RUN_MONITORING_YAML
 )
 
 
 def prepare(home: Home) -> Path:
-    """Create ``<home>/dagster`` with its dagster.yaml (if missing) and return the folder."""
+    """Create ``<home>/dagster`` with its dagster.yaml (if missing) and return the folder.
+
+    A dagster.yaml written by an older release (or by hand) without a ``run_monitoring`` section
+    gets :data:`RUN_MONITORING_YAML` appended; everything else in it is kept as it is."""
     folder = home.dagster_home
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "dagster.yaml"
     if not config.exists():
         atomic_write(config, DAGSTER_YAML.encode("utf-8"))
+    else:
+        _add_run_monitoring(config)
     return folder
+
+
+def _add_run_monitoring(config: Path) -> None:
+    import yaml
+
+    text = config.read_text(encoding="utf-8")
+    if "run_monitoring" in text:  # cheap test first: present (or named in a comment) is left alone
+        return
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return  # not ours to repair: Dagster names the error
+    if parsed is not None and not isinstance(parsed, dict):
+        return
+    sep = "" if not text or text.endswith("\n") else "\n"
+    atomic_write(config, (text + sep + RUN_MONITORING_YAML).encode("utf-8"), mode=config.stat().st_mode & 0o777)
 
 
 def use_home(home: Home) -> Path:
@@ -196,11 +232,36 @@ def run_process_alive(pid: int, run_started_unix: float | None) -> bool:
     return run_started_unix is None or started <= run_started_unix + 2.0
 
 
-def reap_dead_runs(inst: Any) -> list[str]:
+# --- Runs cut short ------------------------------------------------------------------------------
+#
+# A run whose process ended before the run did (`af ui` stopped or killed while it ran, SIGKILL,
+# a power cut) carries the tag CUT_SHORT_TAG, whose value says why; the sealed-day sensor asks for
+# such a run's day again (assets/sensors.py). Dagster itself records a run its process ended on
+# SIGINT/SIGTERM as failed with the failure reason UNEXPECTED_TERMINATION, which counts the same.
+
+CUT_SHORT_TAG = "af/cut_short"
+FAILURE_REASON_TAG = "dagster/failure_reason"  # set by Dagster on a failed run: why it failed
+CUT_SHORT_REASONS = ("UNEXPECTED_TERMINATION", "START_TIMEOUT", "RUN_WORKER_RESTART")
+PROCESS_GONE = "its process is gone (af ui, the machine or the run was killed while it ran)"
+UI_STOPPED = "af ui stopped while this run was in progress"
+
+
+def cut_short(tags: Any) -> bool:
+    """Whether a failed run's tags say it was cut short rather than failed by its own steps."""
+    return CUT_SHORT_TAG in tags or tags.get(FAILURE_REASON_TAG) in CUT_SHORT_REASONS
+
+
+def _cut_short_message(why: str, pids: list[int]) -> str:
+    return (f"cut short: {why} (pid {', '.join(map(str, pids))}); a day the sealed-day sensor asked for is "
+            "requested again on its next tick, a run launched by hand has to be launched again")
+
+
+def reap_dead_runs(inst: Any, why: str = PROCESS_GONE) -> list[str]:
     """Fail the runs whose process is gone and free every slot such runs (or finished ones) hold.
 
-    Returns one sentence per run it settled. Runs whose process is alive, and runs that have
-    not said which process runs them yet, are left alone."""
+    Each run it fails says ``cut short: <why>`` and gets the tag CUT_SHORT_TAG. Returns one
+    sentence per run it settled. Runs whose process is alive, and runs that have not said which
+    process runs them yet, are left alone."""
     import dagster as dg
 
     unfinished = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
@@ -211,18 +272,41 @@ def reap_dead_runs(inst: Any) -> list[str]:
         started = rec.start_time or rec.create_timestamp.timestamp()
         if not pids or any(run_process_alive(p, started) for p in pids):
             continue
-        inst.report_run_failed(
-            run, message=f"the process of this run (pid {', '.join(map(str, pids))}) is gone (killed?); "
-                         "failed by af so its warehouse slot is freed"
-        )
+        run = inst.get_run_by_id(run.run_id)  # its process may have recorded its end before it exited
+        if run is None or run.is_finished:
+            continue
+        inst.add_run_tags(run.run_id, {CUT_SHORT_TAG: why})
+        inst.report_run_failed(run, message=_cut_short_message(why, pids) + "; its warehouse slot is freed")
         free_run_slots(inst, run.run_id)
         said.append(f"run {run.run_id[:8]} ({run.job_name}) was left unfinished by pid "
-                    f"{', '.join(map(str, pids))}, which is gone: marked failed, its warehouse slot freed")
+                    f"{', '.join(map(str, pids))}, which is gone: marked failed (cut short), its warehouse slot freed")
     for pool, run_id in pool_holders(inst):
         held_by = inst.get_run_by_id(run_id)
         if held_by is None or held_by.is_finished:
             free_run_slots(inst, run_id)
             said.append(f"freed the {pool} slot of finished run {run_id[:8]}")
+    return said
+
+
+def settle_stopped(inst: Any, pids: set[int], since: float) -> list[str]:
+    """After ``af ui`` stopped its processes ``pids``: no run they ran is left unfinished.
+
+    Runs still unfinished whose process is gone are failed as cut short (:func:`reap_dead_runs`,
+    saying af ui stopped); a run Dagster itself failed as interrupted (its process got SIGTERM)
+    since ``since`` (unix time) whose process was one of ``pids`` gets the same tag and says so in
+    its log. One sentence per run."""
+    import dagster as dg
+
+    said = reap_dead_runs(inst, why=UI_STOPPED)
+    interrupted = dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE], tags={FAILURE_REASON_TAG: "UNEXPECTED_TERMINATION"},
+                                updated_after=datetime.fromtimestamp(since, UTC))
+    for run in inst.get_runs(interrupted):
+        ran = run_pids(inst, run.run_id)
+        if CUT_SHORT_TAG in run.tags or not pids.intersection(ran):
+            continue
+        inst.add_run_tags(run.run_id, {CUT_SHORT_TAG: UI_STOPPED})
+        inst.report_engine_event(_cut_short_message(UI_STOPPED, ran), run)
+        said.append(f"run {run.run_id[:8]} ({run.job_name}) was interrupted when af ui stopped: marked cut short")
     return said
 
 

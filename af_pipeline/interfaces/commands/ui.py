@@ -17,6 +17,12 @@ stop, as ``af sync --watch`` and ``af record``), within ``GRACE_S + TERM_S + KIL
 SIGHUP (the terminal closed) stops it the same way: ``dagster dev``, in a session of its own, no
 longer gets the terminal's hang-up itself. Only SIGKILL to ``af ui`` leaves the group running
 (a service manager's control group still ends it: docs/systemd/af-ui.service).
+
+Runs cut short (issue 43): once the group is gone, a run one of its processes ran that is still
+unfinished in Dagster's run storage is failed as "cut short: af ui stopped ..." (and one Dagster
+failed as interrupted says so too), tagged ``af/cut_short``; on start, runs left unfinished by
+processes that are gone (af ui was killed) are failed the same way. The sealed-day sensor asks for
+their days again on its next tick (assets/sensors.py).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from af_pipeline.interfaces import cli
@@ -89,14 +96,33 @@ def run_ui(args: argparse.Namespace) -> int:
         raise UserError(f"{home.root} is not an activity-frames data folder yet; import a capture first "
                         "(af import ...) or pass --home")
     argv = command(prepare(home), args.host, args.port)
+    from assets.instance import instance, reap_dead_runs, settle_stopped
+
+    inst = instance(home)
+    since = time.time()
+    for line in reap_dead_runs(inst):  # left by an af ui (or a run) that was killed
+        _say(line)
     print(f"af ui: http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']})", file=sys.stderr,
           flush=True)
-    return supervise(argv)
+
+    def settle(pids: set[int]) -> None:
+        try:
+            for line in settle_stopped(inst, pids, since):
+                _say(line)
+        except Exception as e:  # noqa: BLE001 - the stop goes on; the next start or run settles them
+            _say(f"could not mark the runs cut short ({type(e).__name__}: {e}); the next start does")
+
+    return supervise(argv, after_stop=settle)
 
 
-def supervise(argv: list[str]) -> int:
+def _say(line: str) -> None:
+    print(f"af ui: {line}", file=sys.stderr, flush=True)
+
+
+def supervise(argv: list[str], after_stop: Callable[[set[int]], None] | None = None) -> int:
     """Run ``argv`` in a session of its own until it ends or this process gets SIGTERM / SIGINT / SIGHUP;
-    then stop its whole process group (module docstring). Its exit code, or 0 after a stop."""
+    then stop its whole process group (module docstring) and call ``after_stop`` with the ids of
+    the processes the group had. Its exit code, or 0 after a stop."""
     asked: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -112,7 +138,10 @@ def supervise(argv: list[str]) -> int:
                 except subprocess.TimeoutExpired:
                     pass
         finally:
+            pids = group_pids(proc.pid)
             stop_group(proc, asked)
+            if after_stop is not None:
+                after_stop(pids)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -154,6 +183,21 @@ def _gone_within(proc: subprocess.Popen[bytes], pgid: int, seconds: float, asked
             return False
         time.sleep(0.05)
     return True
+
+
+def group_pids(pgid: int) -> set[int]:
+    """The processes of process group ``pgid`` now (Linux /proc; empty elsewhere)."""
+    pids = set()
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid):
+            pids.add(int(entry.name))
+    return pids
 
 
 def _signal_group(pgid: int, sig: int) -> None:
