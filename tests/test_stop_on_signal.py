@@ -55,12 +55,13 @@ def _shm_entries() -> set[str]:
     return {n for n in os.listdir(SHM) if n.startswith(("sem.", "mp-"))}
 
 
-def _held_open(names: set[str]) -> set[str]:
-    """Those of ``names`` some living process maps or holds open (another test's, then: ours are gone)."""
+def _mapped_by(pids: list[int], names: set[str]) -> set[str]:
+    """Those of ``names`` that one of these processes maps (a named semaphore is mapped by each
+    process using it)."""
     held: set[str] = set()
-    for p in psutil.process_iter():
+    for pid in pids:
         try:
-            maps = Path(f"/proc/{p.pid}/maps").read_text(errors="replace")
+            maps = Path(f"/proc/{pid}/maps").read_text(errors="replace")
         except OSError:
             continue
         held |= {n for n in names if str(SHM / n) in maps}
@@ -133,6 +134,9 @@ def stop_and_check(proc: subprocess.Popen[Any], sig: int, shm_before: set[str]) 
     known = _children(proc)
     sessions = {proc.pid} | {s for c in known if (s := _sid(c.pid)) is not None}
     SESSIONS[proc.pid] |= sessions
+    # the shm entries this command's processes hold now: others may come and go meanwhile (tests
+    # running beside this one create and, when they kill their own processes, leave semaphores)
+    ours = _mapped_by([proc.pid, *(c.pid for c in known)], _shm_entries() - shm_before)
     t0 = time.monotonic()
     proc.send_signal(sig)
     try:
@@ -147,8 +151,8 @@ def stop_and_check(proc: subprocess.Popen[Any], sig: int, shm_before: set[str]) 
     took = time.monotonic() - t0
     assert code == 0, f"exit code {code} after {signal.Signals(sig).name}"
     assert not _left(sessions, known), f"left running after {signal.Signals(sig).name}: {_left(sessions, known)}"
-    new = _shm_entries() - shm_before
-    assert not new - _held_open(new), f"shared memory left behind: {sorted(new - _held_open(new))}"
+    left = ours & _shm_entries()
+    assert not left, f"shared memory left behind: {sorted(left)}"
     return took
 
 
