@@ -185,3 +185,22 @@ def test_a_fresh_server_answers_from_the_cache_as_without_it(home: Home) -> None
     first = answers()
     assert first == without and "Editor" in first[0]
     assert open_cache.cache_path(home.root, DAY).read_bytes() == before
+
+
+def test_af_context_and_af_log_cache_leave_the_open_day_for_a_fresh_server(home: Home,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The readers that may write leave the open day's rows where a fresh `af mcp` starts from:
+    `af context` (and `af day`) after answering, `af log cache` (what `af sync --watch` runs)."""
+    from af_pipeline.interfaces import cli
+
+    folder = home.log_dir / "open" / DAY
+    assert cli.main(["context", "--day", DAY, "--home", str(home.root)]) == 0
+    assert open_cache.load(home.root, DAY, folder) is not None
+    shutil.rmtree(home.root / "cache")
+    assert cli.main(["log", "cache", "--home", str(home.root)]) == 0
+    assert f"{DAY}: 800 open rows cached" in capsys.readouterr().err  # 600 snapshots, 200 inputs
+    loaded = open_cache.load(home.root, DAY, folder)
+    assert loaded is not None
+    fresh = EventLog(home).read_day(DAY)
+    for kind in ROW_KINDS:
+        assert loaded[0][kind].rows == getattr(fresh, kind), kind

@@ -198,6 +198,11 @@ def test_af_sync_watch_follows_a_writer_for_a_minute_then_is_quiet(tmp_path: Pat
     lines = out_path.read_text().splitlines()
     assert lines and all("quarantined" in ln for ln in lines) and not any("already in the log" in ln for ln in lines)
     assert all(ln[:4].isdigit() and ln[19] in "+-Z" for ln in lines), lines[:3]  # the zone's offset is written
+    # the watch kept the open day's rows on disk (`af log cache`), where a fresh `af mcp` starts from
+    from af_pipeline.interfaces import open_cache
+
+    open_days = [d.day for d in log.days() if not d.sealed]
+    assert any(open_cache.load(home.root, d, log.open_dir / d) is not None for d in open_days), open_days
 
 
 def test_a_folder_holding_inputs_without_a_stream_builds_documents_with_every_click(tmp_path: Path, capsys) -> None:

@@ -400,6 +400,10 @@ class Memory:
             open_cache.save(self.home.root, day, follow, docs)
             return True
 
+    def save_open_caches(self) -> list[str]:
+        """save_open_cache for every open day read here; the days written."""
+        return [day for day in sorted(self._open) if self.save_open_cache(day)]
+
     # ------------------------------------------------------------------ lines the reader left out
 
     @contextmanager

@@ -86,7 +86,9 @@ def _options(args: argparse.Namespace) -> None:
 
 def _memory(args: argparse.Namespace) -> Memory:
     home = resolve_home(args.home)
-    return Memory(home, include_typed_text=args.include_typed_text, layout=args.layout)
+    # a reader that may write: it leaves today's parsed rows (and documents) in cache/open, where
+    # a fresh `af mcp` starts from (af_pipeline/interfaces/open_cache.py)
+    return Memory(home, include_typed_text=args.include_typed_text, layout=args.layout, write_cache=True)
 
 
 def _stamp(doc: dict[str, Any]) -> dict[str, Any]:
@@ -114,6 +116,7 @@ def _day(args: argparse.Namespace) -> int:
         doc = _stamp(doc)
     _write(memory.render(doc, args.format, budget_tokens=args.budget))
     cli.warn_skipped("day", skipped)
+    memory.save_open_caches()  # the open days read here, for a fresh `af mcp`
     return 0
 
 
@@ -129,4 +132,5 @@ def _context(args: argparse.Namespace) -> int:
         text, _source = memory.context(period, args.budget, args.min_minutes)
     _write(text)
     cli.warn_skipped("context", skipped)
+    memory.save_open_caches()  # the open days read here, for a fresh `af mcp`
     return 0

@@ -62,6 +62,18 @@ def register(sub: Any) -> None:
     cli.common(seal)
     seal.set_defaults(func=_seal)
 
+    cache = actions.add_parser(
+        "cache",
+        help="keep the open days' parsed rows on disk, where a fresh `af mcp` starts from",
+        description="Parse what was appended to each open day's segment since the last cache and write "
+        "the day's rows to cache/open/<day>.marshal in the data folder (private, like the log). A freshly "
+        "started `af mcp` then answers its first question about today without parsing the whole open "
+        "segment. `af sync --watch` runs this every few minutes while rows land; a cache that no longer "
+        "matches the open segment or the code is never used.",
+    )
+    cli.common(cache, json_flag=False)
+    cache.set_defaults(func=_cache)
+
     p.set_defaults(func=lambda _args: _usage(p))
 
 
@@ -81,6 +93,17 @@ def _open(args: argparse.Namespace) -> EventLog:
         return EventLog(home)
     except (ValueError, KeyError) as exc:
         raise UserError(f"cannot read the settings of {home.root}: {exc}") from None
+
+
+def _cache(args: argparse.Namespace) -> int:
+    from af_pipeline.interfaces.memory import Memory  # the read model: only for this action
+
+    log = _open(args)
+    memory = Memory(log.home, write_cache=True)
+    rows = {d.day: sum(memory.day_capture(d.day).count(k) for k in ROW_KINDS) for d in log.days() if not d.sealed}
+    for day in memory.save_open_caches():
+        print(f"{day}: {rows[day]:,} open rows cached", file=sys.stderr)
+    return 0
 
 
 def _state(d: DayStatus) -> str:

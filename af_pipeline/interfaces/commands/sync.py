@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import signal
+import subprocess
 import sys
 import threading
+import time
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -90,14 +92,45 @@ def _run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, _stop)
     print(f"following {len(chosen)} source(s) every {args.interval:g} s into {home.root}; Ctrl-C stops",
           file=sys.stderr, flush=True)
-    sync.watch(home, chosen, interval_s=args.interval, stop=stop, on_pass=lambda r: _pass_done(home, r, args.json))
+    keeper = OpenCacheKeeper(home, stop)
+    sync.watch(home, chosen, interval_s=args.interval, stop=stop, on_pass=lambda r: _pass_done(home, r, args.json,
+                                                                                                 keeper))
     print("stopped", file=sys.stderr)
     return 0
 
 
-def _pass_done(home: Any, r: sync.PassResult, as_json: bool) -> None:
+def _pass_done(home: Any, r: sync.PassResult, as_json: bool, keeper: OpenCacheKeeper) -> None:
     _say(r, as_json, quiet=True, tz=home.settings().tz)
     _announce(home, [r])
+    keeper.after_pass(r)
+
+
+class OpenCacheKeeper:
+    """Keeps the open day's parsed rows on disk while --watch lands rows (`af log cache`), so a
+    freshly started `af mcp` answers about today without parsing the whole open segment. At most
+    every CACHE_EVERY_S, in a child process: the rows of a busy open day are hundreds of MB of
+    objects, which this long-lived process would keep as resident memory once parsed."""
+
+    CACHE_EVERY_S = 300.0  # s between refreshes while rows land (a refresh parses only what was appended)
+
+    def __init__(self, home: Any, stop: threading.Event) -> None:
+        self.home, self.stop = home, stop
+        self.next_due = time.monotonic()
+
+    def after_pass(self, r: sync.PassResult) -> None:
+        if not (r.ok and r.landed) or time.monotonic() < self.next_due or self.stop.is_set():
+            return
+        self.next_due = time.monotonic() + self.CACHE_EVERY_S
+        child = subprocess.Popen([sys.executable, "-m", "af_pipeline.interfaces.cli", "log", "cache", "--home",
+                                  str(self.home.root)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE)
+        while child.poll() is None:  # a stop ends the refresh too: the cache is written atomically or not at all
+            if self.stop.wait(0.1):
+                child.terminate()
+        err = child.communicate()[1].decode(errors="replace").strip().splitlines()
+        if child.returncode not in (0, -signal.SIGTERM):  # only a cost: the next af mcp parses the segment
+            print(f"af log cache failed ({err[-1] if err else f'exit {child.returncode}'}); retrying in "
+                  f"{self.CACHE_EVERY_S:g} s", file=sys.stderr, flush=True)
 
 
 def _announce(home: Any, results: list[sync.PassResult]) -> None:
