@@ -93,3 +93,23 @@ def test_segments_written_before_a_column_existed_still_read(home):
 
     wh = duckdb.connect()
     assert store.load_raw_day(wh, fresh, DAY)["counts"]["snapshots"] == 4
+
+
+def test_open_row_chunks_give_parse_opens_rows_whatever_the_chunk_size(home):
+    """The sync pass reads an open day's refs a chunk at a time (its memory stays flat as the day
+    grows): the rows must be exactly parse_open's, damaged, newer-schema and torn lines included."""
+    from capture.log.opensegments import open_row_chunks, parse_open
+
+    log = EventLog(home)
+    log.append(batch(n=9), now_us=day_bounds(DAY, "Europe/Paris")[0] + 12 * 3_600_000_000)
+    _damage(log)
+    path = log.open_dir / DAY / "inputs.jsonl"
+    with path.open("ab") as fh:
+        fh.write(b'{"ref": "test:a:ui:torn"')  # a write under way: no line end, not a row yet
+    whole = parse_open(path, "inputs")[0]
+    assert len(whole) == 9
+    for size in (1, 7, 64, 1 << 20):  # a line cut by a block boundary, several lines a block, one block
+        chunks = list(open_row_chunks(path, "inputs", size))
+        assert [r for rows in chunks for r in rows] == whole
+    assert len(list(open_row_chunks(path, "inputs", 64))) > 1  # really in chunks
+    assert list(open_row_chunks(log.open_dir / DAY / "absent.jsonl", "inputs")) == []

@@ -34,7 +34,7 @@ from capture.log.files import (
     sql_path,
 )
 from capture.log.layout import SOURCES_OPEN
-from capture.log.opensegments import open_sizes, parse_open
+from capture.log.opensegments import open_row_chunks, open_sizes
 from capture.log.quarantine import Refusals, excerpt, quarantine_key
 from capture.log.read import Reading
 from capture.log.rows import checked_columns, gc_paused
@@ -157,7 +157,11 @@ class Appending(Sealing, Reading):
                 ).fetchall()
             differing = {ref: diff.split(",") for ref, diff in found if diff}
         else:
-            stored = {r.ref: r for r in parse_open(self.open_dir / day / f"{kind}.jsonl", kind)[0]}
+            # only the logged rows of these refs: a pass re-reads a few hundred rows below its
+            # watermark, and holding the whole open day's rows for them grew with the day
+            wanted = set(cols["ref"])
+            stored = {r.ref: r for rows_ in open_row_chunks(self.open_dir / day / f"{kind}.jsonl", kind)
+                      for r in rows_ if r.ref in wanted}
             differing = {}
             for values in zip(*(cols[n] for n in names), strict=True):
                 old = stored.get(values[0])

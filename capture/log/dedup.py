@@ -20,7 +20,7 @@ from capture.home import Home
 from capture.log.files import sql_list
 from capture.log.layout import SOURCES_SEALED
 from capture.log.manifest import ManifestChain
-from capture.log.opensegments import open_sizes, parse_open
+from capture.log.opensegments import open_row_chunks, open_sizes
 from capture.model import ROW_KINDS
 
 if TYPE_CHECKING:  # imported on first use (capture/log/core.py)
@@ -204,9 +204,8 @@ class DedupIndex(ManifestChain):
             return cached[1]
         refs: set[str] = set()
         for kind in ROW_KINDS:
-            f = folder / f"{kind}.jsonl"
-            if f.exists():
-                refs.update(r.ref for r in parse_open(f, kind)[0])
+            for rows in open_row_chunks(folder / f"{kind}.jsonl", kind):  # only the refs are kept
+                refs.update(r.ref for r in rows)
         self._ref_cache[day] = (sizes, refs)
         return refs
 
