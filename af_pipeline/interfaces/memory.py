@@ -61,6 +61,7 @@ MAX_STEPS = 500
 CACHED_DAYS = 8  # day captures kept in memory (a busy day is tens of MB of rows)
 SKIPPED_SHOWN = 20  # unreadable open-segment lines an answer names (its sentence counts them all)
 CACHED_DOCS = 70  # day documents (a few hundred kB each): two months of search
+CACHED_PIECES = 4  # compiled parts of a day (a busy open day's is MBs): only exact repeats hit
 FORMAT_FILES = {"json": "document.json", "yaml": "document.yaml", "md": "document.md", "context": "context.txt"}
 
 BARE_ID = re.compile(r"^f-[0-9]{4,}$")
@@ -804,16 +805,21 @@ class Memory:
         from af_pipeline.compiler.compile import CompileOptions, compile_day
 
         key = (day, lo, hi, min_minutes, self.include_typed_text, self._fingerprint(day))
-        hit = self._slices.get(key)
+        hit = self._slices.pop(key, None)
         if hit is None:
             cap = self._slice(day, lo, hi)
             if not cap.snapshots and not cap.inputs:
                 return None
             hit = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=self.include_typed_text,
                                                   layout=self.layout, categories=rules_in(self.home.root)))
-            if len(self._slices) > 16:
-                self._slices.clear()
-            self._slices[key] = hit
+            # "The last N hours" ends at a new now on every call and a live day's rows change with
+            # each sync pass, so most pieces are never asked again: keep none of an older version
+            # of the day and only the few newest (each holds a compiled document; 17 of them were
+            # most of the MCP server's growth in the soak, docs/benchmarks.md).
+            self._slices = {k: v for k, v in self._slices.items() if k[0] != day or k[5] == key[5]}
+            while len(self._slices) >= CACHED_PIECES:
+                self._slices.pop(next(iter(self._slices)))
+        self._slices[key] = hit  # most recently used last
         sealed = bool(self.log.segment_paths(day))
         return hit, ("compiled from the sealed log" if sealed else "compiled live from the log (includes unsealed data)")
 

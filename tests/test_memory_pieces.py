@@ -1,0 +1,36 @@
+"""Compiled parts of a day (a period that cuts a day) are kept only while they can be asked
+again: a rolling "last N hours" ends at a new now on every call, and the soak's MCP server held
+17 of them, each a compiled document of a busy open day (docs/benchmarks.md, issue 43)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from af_pipeline import Memory
+from af_pipeline.interfaces.memory import CACHED_PIECES
+from capture.home import Home
+from capture.log import EventLog
+from capture.timeutil import parse_ts
+
+STUDENT = Path(__file__).resolve().parent / "data" / "rpm" / "StudentRecord.csv"
+DAY = "2019-10-21"
+
+
+def test_pieces_kept_are_few_and_a_repeat_still_hits(tmp_path):
+    from capture.importers.rpm import read_rpm
+
+    home = Home(tmp_path / "home")
+    home.init(tz="UTC")
+    EventLog(home).append(read_rpm(STUDENT))
+    mem = Memory(home, clock=lambda: parse_ts("2026-12-01T12:00:00Z"))
+    first = datetime.fromisoformat(f"{DAY}T{mem.document(DAY)['frames'][0]['start']}")
+    periods = [mem.period(start=f"{first:%Y-%m-%dT%H:%M:%S}", end=f"{first + timedelta(minutes=k):%Y-%m-%dT%H:%M:%S}")
+               for k in range(1, 3 * CACHED_PIECES + 2)]
+    answers = [mem.context(p)[0] for p in periods]
+    assert 1 <= len(mem._slices) <= CACHED_PIECES  # not one per period asked
+    held = {id(v) for v in mem._slices.values()}
+    assert mem.context(periods[-1])[0] == answers[-1]
+    assert {id(v) for v in mem._slices.values()} == held  # the newest piece was reused, not compiled again
+    fresh = Memory(home, clock=lambda: parse_ts("2026-12-01T12:00:00Z"))
+    assert [fresh.context(p)[0] for p in periods] == answers  # the same answers as without evictions
