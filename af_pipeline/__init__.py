@@ -1,6 +1,6 @@
 """activity-frames: a deterministic compiler from screen capture to agent memory.
 
-``from af_pipeline import Memory`` is the read model (af_pipeline/interfaces/memory.py, docs/api.md).
+``from af_pipeline import Memory`` is the read model (af_pipeline/interfaces/memory/, docs/api.md).
 """
 
 from __future__ import annotations

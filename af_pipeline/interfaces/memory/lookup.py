@@ -1,0 +1,192 @@
+"""Lookups over frames: what was on screen at an instant, and search across days.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from af_pipeline.compiler.document import decode_refs
+from af_pipeline.interfaces.memory.core import (
+    _WORD,
+    MAX_SEARCH_DAYS,
+    BadArgument,
+    FrameRef,
+    _casefold,
+)
+from af_pipeline.interfaces.memory.documents import (
+    Documents,
+    _ref_key,
+)
+from af_pipeline.interfaces.memory.paging import (
+    _cursor_offset,
+    _make_cursor,
+)
+from capture.timeutil import hhmmss, local_day, parse_day, to_datetime
+
+
+class Lookup(Documents):
+    """What was on screen when; search."""
+
+    # ------------------------------------------------------------------ lookups
+
+    def activity_at(self, when: str, around: int = 1) -> dict[str, Any]:
+        """What covered an instant on each monitor: the frame (or the gap), and ``around`` frames
+        before and after it."""
+        if isinstance(around, bool) or not isinstance(around, int) or not 0 <= around <= 5:
+            raise BadArgument(f"around must be between 0 and 5, not {around!r}")
+        t = self.parse_time(when, "time")
+        if t > self.now_us():
+            raise BadArgument(f"time {when} is in the future")
+        day = local_day(t, self.tz)
+        try:
+            idx = self.day_index(day, 0.0)
+        except BadArgument:
+            raise self._no_capture(f"{day} (asked for {when})") from None
+        streams: dict[str, list[FrameRef]] = {}
+        for f in idx.frames:
+            streams.setdefault(str(f.frame.get("stream") or ""), []).append(f)
+        out = []
+        for stream in sorted(streams):
+            frames = streams[stream]
+            pos = bisect_left([f.start_us for f in frames], t + 1) - 1  # last frame starting <= t
+            covering = frames[pos] if pos >= 0 and frames[pos].end_us > t else None
+            before = frames[max(0, pos - around + (0 if covering else 1)):pos + (0 if covering else 1)] if pos >= 0 else []
+            after = frames[pos + 1:pos + 1 + around]
+            row: dict[str, Any] = {"stream": stream}
+            if covering:
+                row["at"] = self._brief(covering)
+            else:
+                gap_from = hhmmss(frames[pos].end_us, self.tz) if pos >= 0 else None
+                gap_to = hhmmss(frames[pos + 1].start_us, self.tz) if pos + 1 < len(frames) else None
+                row["at"] = None
+                row["gap"] = {"from": gap_from, "to": gap_to,
+                              "note": "no frame on this monitor at that time (no capture, or a gap over 5 min)"}
+            row["before"] = [self._brief(f, short=True) for f in before]
+            row["after"] = [self._brief(f, short=True) for f in after]
+            out.append(row)
+        return {"time": to_datetime(t, self.tz).isoformat(timespec="seconds"), "day": day, "tz": self.tz,
+                "streams": out}
+
+    def _brief(self, f: FrameRef, short: bool = False) -> dict[str, Any]:
+        fr = f.frame
+        out: dict[str, Any] = {"id": f.qid, "app": fr["app"], "start": fr["start"], "end": fr["end"],
+                               "active_min": fr["active_min"]}
+        if fr.get("site"):
+            out["site"] = fr["site"]
+        if fr.get("windows"):
+            out["window"] = fr["windows"][0]["title"]
+        if not short:
+            if fr.get("pages"):
+                out["pages"] = [f"{p['kind']} {p.get('entity') or ''}".strip() for p in fr["pages"][:3]]
+            v = fr.get("input") or {}
+            out["input"] = {k: v[k] for k in ("keys", "clicks", "text") if v.get(k)}
+            if fr.get("clicked"):
+                out["clicked"] = [c["target"] for c in fr["clicked"][:3]]
+        return out
+
+    def search(self, query: str, start: str | None = None, end: str | None = None, limit: int = 20,
+               cursor: str | None = None, order: str = "relevance") -> dict[str, Any]:
+        """Ranked frames across days matching the query's words (each word may match a different
+        field): apps, window titles, sites, typed pages, clicked targets, communications
+        subjects, and typed text only when opted in. Frames holding the query as typed in one
+        field rank first, then those holding every word in one field, then by matched words.
+        ``order="recent"`` keeps the best-matching tier only, newest first ("when did I last")."""
+        if order not in ("relevance", "recent"):
+            raise BadArgument(f"order must be 'relevance' or 'recent', not {order!r}")
+        words = sorted({w for w in _WORD.findall(_casefold(query)) if w})
+        phrase = " ".join(_casefold(query).split())
+        if not words:
+            raise BadArgument("query must contain at least one word (e.g. 'PROJ-42' or 'expense form')")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
+            raise BadArgument(f"limit must be between 1 and 100, not {limit!r}")
+        days = self.days()
+        if not days:
+            raise self._no_capture("search")
+        if start is None and end is None:  # the newest year of the log, however old it is
+            last = min(days[-1], self.today())
+            first = max(days[0], (parse_day(last) - timedelta(days=MAX_SEARCH_DAYS - 1)).isoformat())
+            p = self.period(start=first, end=last, max_days=MAX_SEARCH_DAYS)
+        else:
+            p = self.period(start=start or days[0], end=end, max_days=MAX_SEARCH_DAYS)
+        known = set(days)
+        scored: list[tuple[tuple[Any, ...], FrameRef, list[str]]] = []
+        with self.lock:
+            for d in p.days:
+                if d not in known:
+                    continue
+                idx = self.search_index(d)
+                all_fields = idx.fields or []
+                for i, hay in enumerate(idx.hay or []):
+                    hits = [w for w in words if w in hay]
+                    if not hits:
+                        continue
+                    f = idx.frames[i]
+                    if f.start_us >= p.end_us or f.end_us <= p.start_us:
+                        continue
+                    has_phrase, together, score, fields = _score(all_fields[i], hits, phrase)
+                    tier = (-has_phrase, -together, -len(hits))
+                    rank: tuple[Any, ...] = (*tier, -score, -float(f.frame.get("active_min", 0.0)), -f.start_us, f.qid)
+                    if order == "recent":
+                        rank = (*tier, -f.start_us, f.qid)
+                    scored.append((rank, f, fields))
+        scored.sort(key=lambda r: r[0])
+        if order == "recent" and scored:  # only the best-matching tier, newest first
+            best = scored[0][0][:3]
+            scored = [r for r in scored if r[0][:3] == best]
+        key = ("search", tuple(words), phrase, order, p.start_us, p.end_us)
+        offset = _cursor_offset(cursor, key)
+        page = scored[offset:offset + limit]
+        results = []
+        for _, f, fields in page:
+            fr = f.frame
+            item = self._brief(f, short=True)
+            item["day"] = f.day
+            item["matched"] = fields
+            item["evidence"] = _evidence_summary(fr)
+            results.append(item)
+        more = offset + limit < len(scored)
+        return {
+            "query": query, "words": words, "order": order, "period": p.to_json(self.tz), "total": len(scored),
+            "results": results,
+            "next_cursor": _make_cursor(offset + limit, key) if more else None,
+            "typed_text": "searched" if self.include_typed_text else "not searched (operator did not enable it)",
+            **({"note": f"nothing matched in {p.label}; the log holds {days[0]} to {days[-1]}"}
+               if not scored else {}),
+        }
+
+
+_WEIGHT = {"page": 5, "title": 4, "site": 3, "app": 3, "clicked": 2, "page_kind": 1, "interruption": 1, "typed": 1}
+
+
+def _score(fields: Sequence[tuple[str, str]], words: Sequence[str], phrase: str) -> tuple[int, int, int, list[str]]:
+    """(phrase, together, weighted score, matched fields): whether one field holds the query as
+    typed, whether one field holds every word, the field-weighted count of matched words, and
+    the fields that matched (kind: text)."""
+    score, has_phrase, together = 0, 0, 0
+    shown: list[str] = []
+    for name, text in fields:
+        low = text.casefold()
+        hit = [w for w in words if w in low]
+        if hit:
+            score += _WEIGHT[name] * len(hit)
+            has_phrase |= int(bool(phrase) and phrase in low)
+            together |= int(len(hit) == len(words))
+            if len(shown) < 4:
+                shown.append(f"{name}: {text[:120]}")
+    return has_phrase, together, score, shown
+
+
+def _evidence_summary(frame: dict[str, Any]) -> dict[str, Any]:
+    """A frame's evidence in a few tokens: its row count and first and last row references."""
+    try:
+        refs = decode_refs(frame.get("evidence", {}).get("snapshots", []))
+    except (ValueError, KeyError, TypeError):
+        refs = []
+    out: dict[str, Any] = {"rows": len(refs)}
+    if refs:
+        ordered = sorted(refs, key=_ref_key)
+        out["first"], out["last"] = ordered[0], ordered[-1]
+    return out
