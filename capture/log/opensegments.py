@@ -10,6 +10,7 @@ OpenSegmentFile. Sealing quarantines the reported lines.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator, Sequence
 from operator import attrgetter
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 from capture.log.layout import SOURCES_OPEN
 from capture.log.quarantine import excerpt
 from capture.log.rows import columns_ok, row_problem
-from capture.log.schema import NAMES, REQUIRED, sort_key
+from capture.log.schema import COLUMNS, NAMES, REQUIRED, sort_key
 from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS, DayCapture, SkippedLine
 
 # A line may name the capture schema version that wrote it; one newer than this code's is left
@@ -37,6 +38,14 @@ def skipped_sentence(lines: Sequence[SkippedLine], named: int = 3) -> str:
             f"({shown}{more}); everything else is answered, and `af log verify` lists them")
 
 
+# Text fields whose values repeat from row to row (app, window, stream, role, a frame's id...):
+# json.loads makes a new string for each row, and a reader following a busy open day holds every
+# row, so equal values are made one object (sys.intern: freed with the last row holding it).
+# Every text field but the ref, which is unique.
+_SHARED = {kind: tuple(n for n, t in COLUMNS[kind].items() if t == "VARCHAR" and n != "ref") for kind in COLUMNS}
+_intern = sys.intern
+
+
 def _text(line: bytes) -> str:
     return line.decode("utf-8", "replace")[:300]
 
@@ -47,6 +56,7 @@ def parse_lines(data: bytes, kind: str, first_line: int = 1) -> tuple[list[Any],
     cls = CLASS_OF[kind]
     known = NAMES[kind]
     known_set = frozenset(known)
+    shared = _SHARED[kind]
     rows: list[Any] = []
     linenos: list[int] = []
     problems: list[tuple[int, str, str]] = []
@@ -61,6 +71,10 @@ def parse_lines(data: bytes, kind: str, first_line: int = 1) -> tuple[list[Any],
         if not isinstance(obj, dict):
             problems.append((lineno, "is not a JSON object", _text(line)))
             continue
+        for n in shared:
+            v = obj.get(n)
+            if type(v) is str:
+                obj[n] = _intern(v)
         if VERSION_FIELD in obj:
             version = obj.pop(VERSION_FIELD)
             if type(version) is not int or version < 1:
