@@ -22,7 +22,10 @@ VERSION = "2025-11-25"
 WAIT_S = 30.0  # the longest any step may take on a loaded machine: a failure, never a pause
 HOURS = {"anyOf": [{"type": "number"}, {"type": "null"}], "default": None}
 SCHEMA = {"type": "object", "properties": {"hours": HOURS, "top": {"type": "integer", "default": 20},
-                                           "query": {"type": "string"}}, "required": ["query"]}
+                                           "query": {"type": "string"},
+                                           "order": {"enum": ["relevance", "recent"], "type": "string"},
+                                           "group_by": {"anyOf": [{"const": "day", "type": "string"}, {"type": "null"}]}},
+          "required": ["query"]}
 
 
 class Lines:
@@ -137,4 +140,8 @@ def test_only_exact_schema_types_pass(value: Any) -> None:
     top = plain_arguments({"query": "q", "top": value}, SCHEMA)
     assert (top is not None) == (type(value) is int)  # an integer stays an integer; 2.0 goes to the SDK
     assert plain_arguments({"hours": 1}, SCHEMA) is None  # a required argument missing
+    # closed choices: only one of them, of its type
+    assert (plain_arguments({"query": "q", "order": value}, SCHEMA) is not None) == (value in ("relevance", "recent")
+                                                                                    and type(value) is str)
+    assert (plain_arguments({"query": "q", "group_by": value}, SCHEMA) is not None) == (value is None or value == "day")
     assert plain_arguments({"query": "q", "other": 1}, SCHEMA) is None  # an argument the tool has not

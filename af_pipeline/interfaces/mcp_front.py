@@ -93,13 +93,9 @@ def plain_arguments(arguments: Any, schema: Any) -> dict[str, Any] | None:
         prop = props.get(name)
         if not isinstance(prop, dict):
             return None
-        choices = [prop] if "type" in prop else [c for c in prop.get("anyOf", ()) if isinstance(c, dict)]
+        choices = [c for c in prop.get("anyOf", ()) if isinstance(c, dict)] if "anyOf" in prop else [prop]
         types = {c.get("type") for c in choices}
-        if isinstance(value, bool):  # a bool is an int in Python, never in JSON Schema
-            matched = "boolean" in types
-        else:
-            matched = any(isinstance(value, JSON_TYPES.get(str(t), ())) for t in types)
-        if not matched:
+        if not any(_fits(value, c) for c in choices):
             return None
         if type(value) is int and "integer" not in types:
             if abs(value) > 2**53:  # not exactly a float: the SDK decides what it means
@@ -107,6 +103,20 @@ def plain_arguments(arguments: Any, schema: Any) -> dict[str, Any] | None:
             value = float(value)
         out[name] = value
     return out
+
+
+def _fits(value: Any, choice: dict[str, Any]) -> bool:
+    """Whether a JSON value has exactly this schema's type (and is one of its enum or its const)."""
+    kind = choice.get("type")
+    if isinstance(value, bool):  # a bool is an int in Python, never in JSON Schema
+        typed = kind == "boolean"
+    else:
+        typed = isinstance(value, JSON_TYPES.get(str(kind), ()))
+    if not typed:
+        return False
+    if "enum" in choice and not any(type(value) is type(e) and value == e for e in choice["enum"]):
+        return False
+    return "const" not in choice or (type(value) is type(choice["const"]) and value == choice["const"])
 
 
 def cache_dir() -> Path:

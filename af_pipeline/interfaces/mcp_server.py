@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 from af_pipeline.about import __version__
 from af_pipeline.compiler import tokens
@@ -162,25 +162,30 @@ def tool_specs(memory: Memory, failure: Callable[[str], Exception]) -> list[Tool
         return answer(lambda: memory.activity_at(time, around))
 
     @tool("Search activity",
-          "Ranked frames across days matching words in apps, window titles, sites, typed page "
-          "references (tickets, PRs, profiles, documents ...), clicked targets and mail/chat subjects; "
-          "each word may match a different field, more matched words rank first. Each result has day, "
-          "start/end, frame id, the matched fields and evidence rows. Frames holding the query as "
-          "typed rank first. For 'when did I last open PROJ-42' use order='recent'; for 'find the "
-          "expense form' the default. Default range: the "
+          "Ranked frames across days matching words in apps, window titles, sites and URL hosts (e.g. "
+          "'news.ycombinator.com'), typed page references (tickets, PRs, profiles, documents ...), clicked "
+          "targets and mail/chat subjects. Identifiers match whole: 'ENG-60' never finds ENG-603. Frames "
+          "holding every word rank first, then the query as typed. Each result has day, start/end, frame id, "
+          "the matched fields and evidence rows. For 'when did I last open PROJ-42' use order='recent', for "
+          "'when did I first ...' order='oldest'; for 'on which days did X appear' group_by='day' (per day: "
+          "frames, minutes, first and last time). Default range: the "
           f"newest {MAX_SEARCH_DAYS} days of the log. Example: search_activity(query='PROJ-42')." + DATA)
     def search_activity(
         query: Annotated[str, Doc("Words to find, e.g. 'PROJ-42' or 'expense form'.")],
         start: Annotated[str | None, Doc("Earliest time or date, ISO, e.g. '2026-05-01'. "
-                                                       "Default: the first captured day.")] = None,
+                                         "Default: the first captured day.")] = None,
         end: Annotated[str | None, Doc("Latest time or date (a date includes that day). "
-                                                     "Default: now.")] = None,
+                                       "Default: now.")] = None,
         limit: Annotated[int, Doc("Results per page, 1..100.")] = 20,
-        order: Annotated[str, Doc("'relevance' (default) or 'recent': only the best-matching "
-                                                "results, newest first, for 'when did I last ...'.")] = "relevance",
+        order: Annotated[Literal["relevance", "recent", "oldest"],
+                         Doc("'relevance' (default); 'recent' or 'oldest': only the best-matching "
+                             "results, newest or oldest first.")] = "relevance",
         cursor: CursorArg = None,
+        group_by: Annotated[Literal["day"] | None, Doc("'day': the matching days instead of frames, each "
+                                                       "with its frame count, minutes, first and last time.")]
+        = None,
     ) -> str:
-        return answer(lambda: memory.search(query, start, end, limit, cursor, order))
+        return answer(lambda: memory.search(query, start, end, limit, cursor, order, group_by))
 
     @tool("Activity document",
           "The schema v1 activity document of a period: coverage, per-app ledger (minutes on "

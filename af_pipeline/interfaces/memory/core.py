@@ -113,6 +113,7 @@ class _DayIndex:
     # built on the first search of the day (reading the rows' window titles costs a log read)
     hay: list[str] | None = None  # per frame: every searchable field, casefolded, joined
     fields: list[list[tuple[str, str]]] | None = None  # per frame: (field kind, text)
+    tokens: list[frozenset[str]] | None = None  # per frame: the tokens of all its fields (terms.py)
 
 
 def _casefold(text: object) -> str:

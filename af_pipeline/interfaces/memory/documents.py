@@ -7,10 +7,12 @@ import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from af_pipeline.compiler import emit, layouts
 from af_pipeline.compiler.document import decode_refs
 from af_pipeline.compiler.emit import DEFAULT_BUDGET, context_block
+from af_pipeline.interfaces.memory import terms
 from af_pipeline.interfaces.memory.core import (
     _EPOCH,
     BARE_ID,
@@ -171,63 +173,67 @@ class Documents(Published):
 
     def search_index(self, day: str) -> _DayIndex:
         """The day's index with its searchable fields: every window title a frame's rows showed
-        (read from the log), not only the three the document lists."""
+        and every host of their URLs (read from the log), not only the three titles and the
+        site the document lists."""
         idx = self.day_index(day, 0.0)
-        if idx.hay is None or idx.fields is None:
+        if idx.hay is None or idx.fields is None or idx.tokens is None:
             typed = self.include_typed_text
             frames = [f.frame for f in idx.frames]
             fields: list[list[tuple[str, str]]] = []
-            for f, extra in zip(frames, self._row_titles(day, frames), strict=True):
+            for f, (extra, hosts) in zip(frames, self._row_titles(day, frames), strict=True):
                 listed = {str(w.get("title") or "") for w in f.get("windows") or []}
-                fields.append(list(_fields(f, typed)) + [("title", t) for t in extra if t not in listed])
+                fields.append(list(_fields(f, typed)) + [("title", t) for t in extra if t not in listed]
+                              + [("host", h) for h in hosts])
             idx.fields = fields
             idx.hay = ["\n".join(text for _, text in fs).casefold() for fs in fields]
+            idx.tokens = [terms.tokens(hay) for hay in idx.hay]
         return idx
 
-    def _row_titles(self, day: str, frames: Sequence[dict[str, Any]]) -> list[list[str]]:
-        """Per frame, the distinct window titles of its snapshot rows and of its interruptions'
-        rows, in row order."""
+    def _row_titles(self, day: str, frames: Sequence[dict[str, Any]]) -> list[tuple[list[str], list[str]]]:
+        """Per frame, the distinct window titles and URL hosts of its snapshot rows and of its
+        interruptions' rows, in row order."""
         try:
-            window = self._window_titles(day)
+            rows = self._row_texts(day)
         except (AfError, OSError, ValueError):
-            return [[] for _ in frames]
+            return [([], []) for _ in frames]
 
-        def titles(evidence: Any) -> list[str]:
+        def texts(evidence: Any, which: int) -> list[str]:
             try:
                 refs = decode_refs((evidence or {}).get("snapshots", []))
             except (ValueError, KeyError, TypeError, AttributeError):
                 refs = []
             seen: dict[str, None] = {}
             for r in sorted(refs, key=_ref_key):
-                w = window.get(r)
-                if w:
-                    seen.setdefault(w, None)
+                text = rows.get(r, (None, None))[which]
+                if text:
+                    seen.setdefault(text, None)
             return list(seen)
 
         out = []
         for f in frames:
-            own = titles(f.get("evidence"))
+            titles, hosts = texts(f.get("evidence"), 0), texts(f.get("evidence"), 1)
             # a folded detour's rows belong to the frame it interrupted: its titles are found there
             for i in f.get("interruptions") or []:
-                own += [t for t in titles(i.get("evidence")) if t not in own]
-            out.append(own)
+                titles += [t for t in texts(i.get("evidence"), 0) if t not in titles]
+                hosts += [h for h in texts(i.get("evidence"), 1) if h not in hosts]
+            out.append((titles, hosts))
         return out
 
-    def _window_titles(self, day: str) -> dict[str, str]:
-        """ref -> window title of a day's snapshot rows. A sealed day's two columns come straight
-        from its Parquet segments (8 ms where reading the whole day takes 300 ms); an open day's
-        from the rows already followed."""
+    def _row_texts(self, day: str) -> dict[str, tuple[str | None, str | None]]:
+        """ref -> (window title, URL host) of a day's snapshot rows. A sealed day's columns come
+        straight from its Parquet segments (8 ms where reading the whole day takes 300 ms); an
+        open day's from the rows already followed."""
         files = [str(f) for f in self.log.segment_files(day, "snapshots")]
         if not files:
-            return {s.ref: s.window for s in self.day_capture(day).snapshots if s.window}
+            return {s.ref: (s.window, _host(s.url)) for s in self.day_capture(day).snapshots if s.window or s.url}
         if self._duck is None:
             import duckdb  # DuckDB: only for window titles, off `af mcp`'s start-up path
 
             self._duck = duckdb.connect()
         rows = self._duck.execute(
-            'SELECT ref, "window" FROM read_parquet(?, union_by_name = true) WHERE "window" IS NOT NULL',
-            [files]).fetchall()
-        return {str(r): str(w) for r, w in rows}
+            'SELECT ref, "window", url FROM read_parquet(?, union_by_name = true) '
+            'WHERE "window" IS NOT NULL OR url IS NOT NULL', [files]).fetchall()
+        return {str(r): (None if w is None else str(w), _host(u)) for r, w, u in rows}
 
     def period_frames(self, p: Period | str, min_minutes: float = DEFAULT_MIN_MINUTES) -> list[FrameRef]:
         """Frames of the period's day documents that overlap it, in time order (whole frames:
@@ -353,6 +359,17 @@ def _fields(f: dict[str, Any], typed: bool) -> Iterable[tuple[str, str]]:
         yield "interruption", " ".join(str(x) for x in (i.get("app"), i.get("site")) if x)
     if typed and f.get("typed_text"):
         yield "typed", str(f["typed_text"])
+
+
+def _host(url: object) -> str | None:
+    """The host of a URL, lowercased (None when it has none)."""
+    if not isinstance(url, str) or not url:
+        return None
+    try:
+        host = urlsplit(url if "//" in url else f"//{url}").hostname
+    except ValueError:
+        return None
+    return host or None
 
 
 def _ref_key(ref: str) -> tuple[str, int, str]:

@@ -9,12 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 from af_pipeline.compiler.document import decode_refs
+from af_pipeline.interfaces.memory import terms
 from af_pipeline.interfaces.memory.core import (
-    _WORD,
     MAX_SEARCH_DAYS,
     BadArgument,
     FrameRef,
-    _casefold,
+    Period,
 )
 from af_pipeline.interfaces.memory.documents import (
     Documents,
@@ -23,6 +23,7 @@ from af_pipeline.interfaces.memory.documents import (
 from af_pipeline.interfaces.memory.paging import (
     _cursor_offset,
     _make_cursor,
+    fit,
 )
 from capture.timeutil import hhmmss, local_day, parse_day, to_datetime
 
@@ -88,16 +89,22 @@ class Lookup(Documents):
         return out
 
     def search(self, query: str, start: str | None = None, end: str | None = None, limit: int = 20,
-               cursor: str | None = None, order: str = "relevance") -> dict[str, Any]:
-        """Ranked frames across days matching the query's words (each word may match a different
-        field): apps, window titles, sites, typed pages, clicked targets, communications
-        subjects, and typed text only when opted in. Frames holding the query as typed in one
-        field rank first, then those holding every word in one field, then by matched words.
-        ``order="recent"`` keeps the best-matching tier only, newest first ("when did I last")."""
-        if order not in ("relevance", "recent"):
-            raise BadArgument(f"order must be 'relevance' or 'recent', not {order!r}")
-        words = sorted({w for w in _WORD.findall(_casefold(query)) if w})
-        phrase = " ".join(_casefold(query).split())
+               cursor: str | None = None, order: str = "relevance", group_by: str | None = None) -> dict[str, Any]:
+        """Ranked frames across days matching the query's terms (memory/terms.py: identifiers
+        whole, a term matches a token, never part of one; each term may match a different field):
+        apps, window titles, sites, URL hosts, typed pages, clicked targets, communications
+        subjects, and typed text only when opted in. Frames holding every term rank first (exact
+        matches before word starts), then those holding the query as typed in one field, then
+        every term in one field, then by field-weighted matches. ``order="recent"`` /
+        ``"oldest"`` keep the best-matching tier only, newest / oldest first ("when did I last /
+        first ..."). ``group_by="day"``: instead of frames, the days of that tier, each with its
+        frame count, minutes and first and last matching time ("on which days ...")."""
+        if order not in ORDERS:
+            raise BadArgument(f"order must be one of {', '.join(map(repr, ORDERS))}, not {order!r}")
+        if group_by not in (None, "day"):
+            raise BadArgument(f"group_by must be 'day' or absent, not {group_by!r}")
+        words = terms.terms(query)
+        phrase = " ".join(query.casefold().split())
         if not words:
             raise BadArgument("query must contain at least one word (e.g. 'PROJ-42' or 'expense form')")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
@@ -118,24 +125,30 @@ class Lookup(Documents):
                 if d not in known:
                     continue
                 idx = self.search_index(d)
-                all_fields = idx.fields or []
                 for i, hay in enumerate(idx.hay or []):
-                    hits = [w for w in words if w in hay]
-                    if not hits:
+                    if not any(w in hay for w in words):  # a cheap test every match passes
+                        continue
+                    toks = (idx.tokens or [])[i]
+                    found = [terms.match(w, hay, toks) for w in words]
+                    if not any(found):
                         continue
                     f = idx.frames[i]
                     if f.start_us >= p.end_us or f.end_us <= p.start_us:
                         continue
-                    has_phrase, together, score, fields = _score(all_fields[i], hits, phrase)
-                    tier = (-has_phrase, -together, -len(hits))
+                    phrased, together, score, fields = _score((idx.fields or [])[i], words, phrase)
+                    tier = (-sum(1 for m in found if m), -sum(1 for m in found if m == terms.EXACT), -phrased, -together)
                     rank: tuple[Any, ...] = (*tier, -score, -float(f.frame.get("active_min", 0.0)), -f.start_us, f.qid)
                     if order == "recent":
                         rank = (*tier, -f.start_us, f.qid)
+                    elif order == "oldest":
+                        rank = (*tier, f.start_us, f.qid)
                     scored.append((rank, f, fields))
         scored.sort(key=lambda r: r[0])
-        if order == "recent" and scored:  # only the best-matching tier, newest first
-            best = scored[0][0][:3]
-            scored = [r for r in scored if r[0][:3] == best]
+        if (order != "relevance" or group_by) and scored:  # only the best-matching tier
+            best = scored[0][0][:4]
+            scored = [r for r in scored if r[0][:4] == best]
+        if group_by == "day":
+            return self._by_day(query, words, order, p, scored, days)
         key = ("search", tuple(words), phrase, order, p.start_us, p.end_us)
         offset = _cursor_offset(cursor, key)
         page = scored[offset:offset + limit]
@@ -157,23 +170,50 @@ class Lookup(Documents):
                if not scored else {}),
         }
 
+    def _by_day(self, query: str, words: list[str], order: str, p: Period,
+                scored: list[tuple[tuple[Any, ...], FrameRef, list[str]]], days: list[str]) -> dict[str, Any]:
+        """search(group_by="day"): the matching days, each with its frames, minutes and the
+        first and last matching frame's start and end (local times), in ``order`` of days."""
+        per: dict[str, list[FrameRef]] = {}
+        for _, f, _fields in scored:
+            per.setdefault(f.day, []).append(f)
+        rows: list[dict[str, Any]] = []
+        for day in sorted(per, reverse=order == "recent"):
+            frames = sorted(per[day], key=lambda f: f.start_us)
+            rows.append({"day": day, "frames": len(frames),
+                         "minutes": round(sum(float(f.frame.get("active_min", 0.0)) for f in frames), 2),
+                         "first": frames[0].frame.get("start"), "last": frames[-1].frame.get("end"),
+                         "first_id": frames[0].qid, "last_id": frames[-1].qid})
+        return fit({
+            "query": query, "words": words, "order": order, "group_by": "day", "period": p.to_json(self.tz),
+            "days": len(rows), "frames": sum(r["frames"] for r in rows), "by_day": rows,
+            "typed_text": "searched" if self.include_typed_text else "not searched (operator did not enable it)",
+            **({"note": f"nothing matched in {p.label}; the log holds {days[0]} to {days[-1]}"} if not rows else {}),
+        })
 
-_WEIGHT = {"page": 5, "title": 4, "site": 3, "app": 3, "clicked": 2, "page_kind": 1, "interruption": 1, "typed": 1}
+
+ORDERS = ("relevance", "recent", "oldest")  # search_activity's orders
+_WEIGHT = {"page": 5, "title": 4, "site": 3, "host": 3, "app": 3, "clicked": 2, "page_kind": 1, "interruption": 1,
+           "typed": 1}
 
 
 def _score(fields: Sequence[tuple[str, str]], words: Sequence[str], phrase: str) -> tuple[int, int, int, list[str]]:
     """(phrase, together, weighted score, matched fields): whether one field holds the query as
-    typed, whether one field holds every word, the field-weighted count of matched words, and
-    the fields that matched (kind: text)."""
+    typed (on token boundaries), whether one field holds every term of the query, the
+    field-weighted count of matched terms (an exact match counts twice a word start), and the
+    fields that matched (kind: text)."""
     score, has_phrase, together = 0, 0, 0
     shown: list[str] = []
     for name, text in fields:
         low = text.casefold()
-        hit = [w for w in words if w in low]
-        if hit:
-            score += _WEIGHT[name] * len(hit)
-            has_phrase |= int(bool(phrase) and phrase in low)
-            together |= int(len(hit) == len(words))
+        if not any(w in low for w in words):
+            continue
+        toks = terms.tokens(low)
+        found = [terms.match(w, low, toks) for w in words]
+        if any(found):
+            score += _WEIGHT[name] * sum(found)
+            has_phrase |= int(terms.has_phrase(phrase, low))
+            together |= int(all(found))
             if len(shown) < 4:
                 shown.append(f"{name}: {text[:120]}")
     return has_phrase, together, score, shown

@@ -8,8 +8,8 @@ import re
 from typing import Any
 
 from af_pipeline.compiler.document import decode_refs, encode_refs
+from af_pipeline.interfaces.memory import terms
 from af_pipeline.interfaces.memory.core import (
-    _WORD,
     CHAT_APPS,
     CHAT_PAGE_KINDS,
     CHAT_SITES,
@@ -128,7 +128,7 @@ class Tools(Lookup):
                      lean=("frame",), limit=limit)
 
     def _match(self, p: Period, query: str) -> list[FrameRef]:
-        words = sorted({w for w in _WORD.findall(_casefold(query)) if w})
+        words = terms.terms(query)
         out = []
         with self.lock:
             for d in p.days:
@@ -136,12 +136,13 @@ class Tools(Lookup):
                     idx = self.search_index(d)
                 except BadArgument:
                     continue
-                for f, hay in zip(idx.frames, idx.hay or [], strict=True):
+                for f, hay, toks in zip(idx.frames, idx.hay or [], idx.tokens or [], strict=True):
                     if f.start_us >= p.end_us or f.end_us <= p.start_us:
                         continue
-                    hits = [w for w in words if w in hay]
-                    if hits:
-                        out.append(((-len(hits), -float(f.frame.get("active_min", 0)), f.qid), f))
+                    found = [terms.match(w, hay, toks) for w in words]  # as search: identifiers whole
+                    if any(found):
+                        out.append(((-sum(1 for m in found if m), -sum(found), -float(f.frame.get("active_min", 0)),
+                                     f.qid), f))
         return [f for _, f in sorted(out, key=lambda r: r[0])]
 
     def _frame_steps(self, f: FrameRef) -> list[dict[str, Any]]:
