@@ -26,6 +26,10 @@ CERTIFY_JOB = "certify"
 ROUTINES_JOB = "routines"
 
 
+def _same_config(_day: str) -> dict[str, object]:
+    return {}
+
+
 def build_definitions(home: Home | None = None) -> dg.Definitions:
     # The webserver, daemon and run workers load the code here, not through `af`: their files in
     # the data folder (warehouse, run history, published/) must be as private as the CLI's.
@@ -34,13 +38,17 @@ def build_definitions(home: Home | None = None) -> dg.Definitions:
     partitions = day_partitions
     day_assets = derive.build_assets(partitions)
     by_name = {a.key.to_user_string(): a for a in day_assets}
-    quality_checks = quality.build_checks(by_name["raw_day"], by_name["frames"], partitions)
+    # Great Expectations judges every day the certify job judges; a build may use the SQL screen
+    # that tests/test_quality_screen.py holds to GX (checks/quality.py).
+    quality_checks = quality.build_checks(by_name["raw_day"], by_name["frames"], partitions, gx_always_in={CERTIFY_JOB})
     invariant_checks = invariants.build_checks(by_name["published_day"], partitions)
     all_checks = [*quality_checks, *invariant_checks]
     routine_assets = routines.build_assets(by_name["raw_day"])
 
     # build: every asset plus the data-quality checks (cheap, and they guard what is derived next);
-    # certify: every check and nothing else, one day per run or a day range in one run.
+    # certify: every check and nothing else, one day per run or a day range in one run. It has the
+    # day partitions itself (a checks-only selection gives a job none), so the UI's Launchpad and
+    # the job's Partitions tab offer the days to certify.
     build = dg.define_asset_job(
         BUILD_JOB,
         selection=dg.AssetSelection.assets(*day_assets).without_checks() | dg.AssetSelection.checks(*quality_checks),
@@ -49,7 +57,11 @@ def build_definitions(home: Home | None = None) -> dg.Definitions:
     certify = dg.define_asset_job(
         CERTIFY_JOB,
         selection=dg.AssetSelection.checks(*all_checks),
-        description="Run every certification and data-quality check for a day (checks only, nothing is rebuilt).",
+        # The day partitions through its config (a PartitionedConfig giving every day the same run
+        # config): Dagster infers a job's partitions from its assets only, and this job has none.
+        config=dg.PartitionedConfig(partitions_def=partitions, run_config_for_partition_key_fn=_same_config),
+        description="Run every certification and data-quality check (Great Expectations included) for a day or "
+        "a day range (checks only, nothing is rebuilt): pick the day(s) in the Launchpad's partition selector.",
     )
     # Its own job: the routine assets span every day (unpartitioned), so the per-day build keeps
     # its shape and a nightly or sensor build of one day does not re-mine the whole history.

@@ -2,25 +2,29 @@
 
 dagster-ge only supports GX < 1.0, so these are our own asset checks calling GX directly. The
 rules are af_pipeline/warehouse/quality.py's (one home: each stated for what a source measures);
-here each rule becomes its GX expectation. Each check validates every day of its run in one
-batch and records its result on each day partition (assets.dagster_adapter.day_check). They are
-not blocking: a day that breaks a rule is kept from being published by the build itself
-(day_work.published_day), and the other days of a range are published; `af build` exits 1
-naming the day, the check and the reason.
+here each rule becomes its GX expectation, and a check's rules are one GX expectation suite.
+Each check validates every day of its run in one batch and records its result on each day
+partition (assets.dagster_adapter.day_check), with GX's own validation result for that day in the
+metadata (GX_RESULT: each expectation, the rows it checked, how many failed and their row ids;
+never a value of a row, so never a title, URL or typed text). They are not blocking: a day that
+breaks a rule is kept from being published by the build itself (day_work.published_day), and the
+other days of a range are published; `af build` exits 1 naming the day, the check and the reason.
 
-GX costs about six seconds of CPU to import (it pulls in scipy, altair, sqlalchemy), more than
-certifying a few days costs otherwise, and validating a batch about one more. So each check
-first screens its rows in DuckDB with every rule (quality.screen): a batch passes the screen only
-if GX must pass it too (nulls where GX would ignore them count as failures, a column of any type
-but integers and text sends the batch to GX). Days whose rows all pass are reported as passing,
-without GX; otherwise the whole batch goes to GX, and GX's verdict is what the check reports,
-with the failing row ids of each broken rule (quality.violations). tests/test_quality_screen.py
-checks the screen against GX on generated rows.
+GX judges every day the certify job judges (`af certify`, a certify run from the UI). A build
+(`af build`, the nightly, the sensor, a materialization from the UI) may first screen its rows in
+DuckDB with every rule (quality.screen): GX costs about six seconds of CPU to import (it pulls in
+scipy, altair, sqlalchemy), more than building a day costs, and a batch passes the screen only if
+GX must pass it too (nulls where GX would ignore them count as failures, a column of any type but
+integers and text sends the batch to GX). tests/test_quality_screen.py holds the screen to GX on
+generated rows: whatever the screen passes, GX passes. A batch the screen does not pass goes to GX,
+and GX's verdict is what the check reports, with the failing row ids of each broken rule
+(quality.violations).
 """
 
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -32,7 +36,7 @@ from af_pipeline.warehouse.quality import FRAMES_QUALITY, RAW_QUALITY
 from assets.dagster_adapter import DayResults, day_check
 from checks.invariants import RUN_FIRST, day_result
 
-__all__ = ["FRAMES_QUALITY", "RAW_QUALITY", "build_checks", "expectations", "validate", "validate_days"]
+__all__ = ["FRAMES_QUALITY", "GX_RESULT", "RAW_QUALITY", "build_checks", "expectations", "judge_days", "validate", "validate_days"]
 
 
 def expectations(spec: rules.Spec) -> Callable[[Any], list[Any]]:
@@ -79,8 +83,15 @@ def _context() -> Any:
     return ctx
 
 
-def validate(name: str, frame: Any, expectations: list[Any]) -> list[str]:
-    """Run expectations on a pandas frame; one sentence per failed expectation."""
+GX_RESULT = "great_expectations"  # metadata: GX's validation result for the day (JSON)
+SHOWN_ROW_IDS = 20  # failing row ids kept per expectation and day; the counts are always complete
+CHECKED_BY_GX = "Great Expectations"
+CHECKED_BY_SCREEN = "DuckDB screen (every row passes; GX runs when one does not, and on every certify)"
+
+
+def run_suite(name: str, frame: Any, expectations: list[Any], index_columns: Sequence[str] = ()) -> Any:
+    """GX's validation result of the expectations on a pandas frame (one batch). With
+    ``index_columns``, each failing row is named by those columns (GX's unexpected_index_list)."""
     gx = _gx()
     ctx = _context()
     try:
@@ -99,62 +110,134 @@ def validate(name: str, frame: Any, expectations: list[Any]) -> list[str]:
     suite = gx.ExpectationSuite(name=name)
     for e in expectations:
         suite.add_expectation(e)
-    result = batch.validate(suite)
-    problems = []
+    result_format: dict[str, Any] = {"result_format": "SUMMARY"}
+    if index_columns:
+        result_format = {"result_format": "COMPLETE", "unexpected_index_column_names": list(index_columns),
+                         "return_unexpected_index_query": False}
+    return batch.validate(suite, result_format=result_format)
+
+
+def _row_id(value: Any) -> str:
+    try:
+        missing = value is None or bool(value != value)  # None, NaN
+    except TypeError:  # pandas' NA has no truth value
+        missing = True
+    return "(no id)" if missing else str(value)
+
+
+def _columns(cfg: Any) -> list[str]:
+    return [str(cfg.kwargs[k]) for k in ("column", "column_A", "column_B") if cfg.kwargs.get(k) is not None]
+
+
+def _sentence(name: str, cfg: Any, count: Any) -> str:
+    kwargs = {k: v for k, v in cfg.kwargs.items() if k in ("column", "column_A", "column_B", "or_equal")}
+    return f"{name}: {cfg.type} {kwargs} failed on {count} rows"
+
+
+def validate(name: str, frame: Any, expectations: list[Any]) -> list[str]:
+    """Run expectations on a pandas frame; one sentence per failed expectation."""
+    result = run_suite(name, frame, expectations)
+    return [_sentence(name, r.expectation_config, (r.result or {}).get("unexpected_count", "?"))
+            for r in result.results if not r.success]
+
+
+@dataclass
+class DayVerdict:
+    """What GX says of one day of a batch: its problems (GX's wording) and the validation result
+    (expectation, rows checked, failing row ids; never a value of a row) for its metadata."""
+
+    problems: list[str]
+    result: dict[str, Any]
+
+
+def judge_days(name: str, frame: Any, expectations: Any, days: Sequence[str], id_column: str) -> dict[str, DayVerdict]:
+    """Validate all the days in one GX batch and give each day GX's result for its own rows.
+
+    Each failing row GX reports is named by (day, id), so a day fails exactly when GX names one
+    of its rows. The lag columns are computed per day, so a row's verdict is its day's; a failure
+    across days (an id repeated on two days) names a row of each, and fails both. An expectation
+    GX fails without naming rows (an error inside GX) fails every day of the batch."""
+    gx = _gx()
+    result = run_suite(name, frame, expectations(gx), ("day", id_column))
+    rows = frame["day"].value_counts().to_dict() if len(frame) else {}
+    version = str(getattr(gx, "__version__", ""))
+    per_day: dict[str, DayVerdict] = {
+        day: DayVerdict([], {"suite": name, "validated by": f"{CHECKED_BY_GX} {version}".strip(),
+                             "success": True, "rows checked": int(rows.get(day, 0)),
+                             "batch rows": len(frame), "days in batch": len(days), "expectations": []})
+        for day in days
+    }
     for r in result.results:
-        if r.success:
-            continue
         cfg = r.expectation_config
-        kwargs = {k: v for k, v in cfg.kwargs.items() if k in ("column", "column_A", "column_B", "or_equal")}
-        count = (r.result or {}).get("unexpected_count", "?")
-        problems.append(f"{name}: {cfg.type} {kwargs} failed on {count} rows")
-    return problems
+        out = r.result or {}
+        failing: dict[str, list[str]] = {day: [] for day in days}
+        named = 0
+        for row in out.get("unexpected_index_list") or []:
+            day = str(row.get("day"))
+            if day in failing:
+                failing[day].append(_row_id(row.get(id_column)))
+                named += 1
+        unexplained = not r.success and named == 0
+        for day in days:
+            ids = sorted(failing[day])
+            ok = not ids and not unexplained
+            entry: dict[str, Any] = {"expectation": cfg.type, "columns": _columns(cfg), "success": ok,
+                                     "rows checked": int(rows.get(day, 0)), "failing rows": len(ids)}
+            if ids:
+                entry["failing row ids"] = ids[:SHOWN_ROW_IDS]
+            if unexplained:
+                entry["error"] = "GX failed this expectation on the batch without naming rows"
+            verdict = per_day[day]
+            verdict.result["expectations"].append(entry)
+            if not ok:
+                verdict.result["success"] = False
+                count = len(ids) if ids else out.get("unexpected_count", "?")
+                more = ", ..." if len(ids) > SHOWN_ROW_IDS else ""
+                shown = f" ({id_column} {', '.join(ids[:SHOWN_ROW_IDS])}{more})" if ids else ""
+                verdict.problems.append(_sentence(name, cfg, count) + shown)
+    return per_day
 
 
-def validate_days(name: str, frame: Any, expectations: Any, days: Sequence[str]) -> dict[str, list[str]]:
-    """Validate all the days in one GX batch; on failure, find which days fail: {day: problems}.
-
-    The lag columns are computed per day, so each day's rows validate on their own; the per-day
-    pass only runs when the batch failed, so a clean range costs one validation per check. A
-    failure no single day shows (an id repeated across two days) belongs to the whole range:
-    every day gets it.
-    """
-    problems = validate(name, frame, expectations(_gx()))
-    if not problems:
-        return {day: [] for day in days}
-    if len(days) == 1:
-        return {days[0]: problems}
-    by_day = {day: validate(name, frame[frame["day"] == day], expectations(_gx())) for day in days}
-    if not any(by_day.values()):
-        return {day: problems for day in days}
-    return by_day
+def validate_days(name: str, frame: Any, expectations: Any, days: Sequence[str], id_column: str = "frame_id") -> dict[str, list[str]]:
+    """{day: GX's problems} of one batch (judge_days without the validation results)."""
+    return {day: v.problems for day, v in judge_days(name, frame, expectations, days, id_column).items()}
 
 
-def checked(con: Any, days: Sequence[str], spec: rules.Spec) -> DayResults:
-    """The screen for a batch that passes it, else GX on the batch (see the module docstring).
-    A failing day's description is the broken rule with its row ids, GX's wording in details."""
+def checked(con: Any, days: Sequence[str], spec: rules.Spec, screen: bool = True) -> DayResults:
+    """GX on the batch, or (``screen``: a build) the screen for a batch that passes it.
+    A failing day's description is the broken rule with its row ids, GX's wording in details;
+    GX's validation result for the day is in the metadata (GX_RESULT)."""
     select = rules.select(spec, days, con)
-    rows = rules.screen(con, select, spec, days)
-    if rows is not None:
-        screened = {"validated by": "DuckDB screen (every row passes; GX runs when one does not)"}
-        return {day: day_result([], len(days), {"rows": rows[day], **screened}) for day in days}
+    if screen:
+        rows = rules.screen(con, select, spec, days)
+        if rows is not None:
+            return {day: day_result([], len(days), {"rows": rows[day], "validated by": CHECKED_BY_SCREEN})
+                    for day in days}
     frame = con.execute(select).df()
-    found = validate_days(spec.check, frame, expectations(spec), days)
-    named = rules.violations(con, select, spec)
-    counts = frame["day"].value_counts().to_dict() if len(frame) else {}
+    found = judge_days(spec.check, frame, expectations(spec), days, spec.id_column)
+    named = rules.violations(con, select, spec) if any(v.problems for v in found.values()) else {}
     out = {}
     for day in days:
-        gx_says = found[day]
+        verdict = found[day]
+        gx_says = verdict.problems
         # GX decides; the rule sentences with row ids come first when GX fails the day
         problems = [*named.get(day, []), *gx_says] if gx_says else []
-        extra: dict[str, Any] = {"rows": int(counts.get(day, 0)), "validated by": "Great Expectations"}
+        extra: dict[str, Any] = {"rows": verdict.result["rows checked"], "validated by": CHECKED_BY_GX,
+                                 GX_RESULT: dg.MetadataValue.json(verdict.result)}
         if gx_says:
             extra["withheld"] = "the day is not published until its rows pass"
         out[day] = day_result(problems, len(days), extra)
     return out
 
 
-def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
+def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, partitions: dg.PartitionsDefinition,
+                 gx_always_in: Collection[str] = ()) -> list[dg.AssetChecksDefinition]:
+    """The two checks; in the jobs named in ``gx_always_in`` (certify) GX judges every day, elsewhere
+    (a build) the screen may pass a batch without GX."""
+
+    def screen(context: dg.AssetCheckExecutionContext) -> bool:
+        return context.run.job_name not in gx_always_in
+
     @day_check(
         asset=raw_day,
         name=RAW_QUALITY,
@@ -167,7 +250,7 @@ def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, part
     def raw_rows_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> DayResults:
         days = list(context.partition_keys)
         with warehouse.get_connection() as con:
-            return checked(con, days, rules.RAW)
+            return checked(con, days, rules.RAW, screen(context))
 
     @day_check(
         asset=frames,
@@ -181,6 +264,6 @@ def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, part
     def frames_quality(context: dg.AssetCheckExecutionContext, warehouse: DuckDBResource) -> DayResults:
         days = list(context.partition_keys)
         with warehouse.get_connection() as con:
-            return checked(con, days, rules.FRAMES)
+            return checked(con, days, rules.FRAMES, screen(context))
 
     return [raw_rows_quality, frames_quality]

@@ -128,18 +128,63 @@ def test_tampered_day_fails_on_its_own_partition_only(folder):
     assert cert["days"][tampered]["checks"][invariants.RECOMPILE]["problem"] == evaluation.description
 
 
-def test_a_failure_no_single_day_shows_fails_every_day_of_the_range():
-    """One frame id on two days: each day alone is clean, the range is not, so both days fail."""
+def test_af_certify_records_gx_validation_results_with_failing_row_ids(folder):
+    """af certify over two real days, one frame of the second made longer than its wall time:
+    each day's quality checks carry GX's own validation result (every expectation, the rows it
+    checked, and on the failing day the failing row's id), and no capture text."""
+    import duckdb
+
+    home, days = folder
+    honest, tampered = days
+    con = duckdb.connect(str(home.warehouse_path))
+    (frame_id,) = con.execute("SELECT frame_id FROM frames WHERE day = ? AND seq = 0", [tampered]).fetchone()
+    con.execute("UPDATE frames SET active_us = wall_us + 1 WHERE day = ? AND seq = 0", [tampered])
+    frames_on = dict(con.execute("SELECT day, count(*) FROM frames GROUP BY day").fetchall())
+    texts = {str(v) for row in con.execute('SELECT "window", url FROM raw_snapshots').fetchall() for v in row
+             if v and len(str(v)) >= 6}  # window titles and URLs: capture text
+    assert texts
+    con.close()
+    cert = harness.run_certify(home, days)
+    assert not cert["days"][tampered]["passed"] and cert["days"][honest]["passed"]
+
+    def gx(check: str, day: str) -> dict:
+        meta = latest_on(home, check, day).evaluation.metadata
+        assert meta["validated by"].value == quality.CHECKED_BY_GX, (check, day)  # GX ran, screen or not
+        for value in meta.values():  # counts, row ids and rule names only
+            assert not any(t in json.dumps(value.value, default=str) for t in texts), (check, day)
+        return meta[quality.GX_RESULT].value
+
+    expected = {quality.RAW_QUALITY: len(rules.RAW.rules), quality.FRAMES_QUALITY: len(rules.FRAMES.rules)}
+    for check, n in expected.items():
+        for day in days:
+            result = gx(check, day)
+            assert result["suite"] == check and len(result["expectations"]) == n, result
+            assert all(e["expectation"].startswith("expect_") and e["rows checked"] == result["rows checked"]
+                       for e in result["expectations"]), result
+    assert gx(quality.FRAMES_QUALITY, honest)["rows checked"] == frames_on[honest]
+    assert gx(quality.FRAMES_QUALITY, honest)["success"] is True
+    bad = gx(quality.FRAMES_QUALITY, tampered)
+    assert bad["success"] is False and bad["rows checked"] == frames_on[tampered]
+    failed = [e for e in bad["expectations"] if not e["success"]]
+    assert [(e["expectation"], e["columns"], e["failing rows"], e["failing row ids"]) for e in failed] == [
+        ("expect_column_pair_values_a_to_be_greater_than_b", ["wall_us", "active_us"], 1, [frame_id])
+    ], failed
+    assert gx(quality.RAW_QUALITY, tampered)["success"] is True
+
+
+def test_a_failure_across_days_fails_the_days_holding_its_rows():
+    """One frame id on two days of three: each day alone is clean, the batch is not; GX names the
+    two rows, so those two days fail and the third passes."""
     import pandas as pd
 
-    def frame(day: str) -> dict:
-        return {"day": day, "frame_id": "f-1", "stream": "s", "app": "a", "start_us": 0, "end_us": 10,
+    def frame(day: str, frame_id: str) -> dict:
+        return {"day": day, "frame_id": frame_id, "stream": "s", "app": "a", "start_us": 0, "end_us": 10,
                 "wall_us": 10, "active_us": 5, "snapshots": 1, "earn_cap_us": rules.DWELL_CAP_US, "prev_end_us": None}
 
-    days = ["2026-06-01", "2026-06-02"]
-    rows = pd.DataFrame([frame(d) for d in days])
+    days = ["2026-06-01", "2026-06-02", "2026-06-03"]
+    rows = pd.DataFrame([frame(days[0], "f-1"), frame(days[1], "f-1"), frame(days[2], "f-2")])
     found = quality.validate_days("frames", rows, quality.expectations(rules.FRAMES), days)
-    assert set(found) == set(days)
-    assert all(len(found[d]) == 1 and "frame_id" in found[d][0] for d in days), found
-    clean = quality.validate_days("frames", rows.iloc[:1], quality.expectations(rules.FRAMES), days)
+    assert found[days[2]] == [], found
+    assert all(len(found[d]) == 1 and "frame_id" in found[d][0] and "f-1" in found[d][0] for d in days[:2]), found
+    clean = quality.validate_days("frames", rows.iloc[[0, 2]], quality.expectations(rules.FRAMES), days)
     assert clean == {d: [] for d in days}

@@ -286,6 +286,11 @@ def _snapshot(defs: dg.Definitions) -> dict:
         },
         "checks": checks,
         "jobs": sorted(j.name for j in repo.get_all_jobs() if not j.name.startswith("__")),
+        "job_partitions": {
+            j.name: f"{type(j.partitions_def).__name__} {getattr(j.partitions_def, 'name', '')}"
+            if j.partitions_def else "unpartitioned"
+            for j in sorted(repo.get_all_jobs(), key=lambda j: j.name) if not j.name.startswith("__")
+        },
         "schedules": sorted(s.name for s in repo.schedule_defs),
         "sensors": sorted(s.name for s in repo.sensor_defs),
         "pools": sorted({a.op.pool or "" for a in defs.assets or []}),
