@@ -233,6 +233,7 @@ def run_build(
 
 def _published(result: Any) -> tuple[list[str], dict[str, str]]:
     """(days published, {day: why not}) from the run's published_day materializations."""
+    from assets.unchanged import UNCHANGED
     published, withheld = [], {}
     for ev in result.all_events:
         if ev.event_type_value != "ASSET_MATERIALIZATION":
@@ -243,7 +244,7 @@ def _published(result: Any) -> tuple[list[str], dict[str, str]]:
         reason = mat.metadata.get("withheld")
         if reason is not None:
             withheld[mat.partition] = str(reason.value)
-        elif "skipped" not in mat.metadata:
+        elif UNCHANGED not in mat.metadata and "skipped" not in mat.metadata:  # not built again: not published now
             published.append(mat.partition)
     return sorted(published), dict(sorted(withheld.items()))
 

@@ -12,8 +12,10 @@ asset called once with all its days). Each day partition's materialization carri
 own numbers, also in a range run; the run's totals go to its log.
 
 A day whose published files already come from the segments the log holds and from this code
-version is skipped by every step (assets/unchanged.py): its tables and files stay as they are
-and its partition's metadata says so; the run tag ``af/force`` (``af build --force``) builds it.
+version is skipped by every step (assets/unchanged.py): its tables and files stay as they are,
+and its partition's new materialization keeps the numbers of the one before (they still hold)
+with a separate field, ``unchanged``, saying why it was not built again; the run tag
+``af/force`` (``af build --force``) builds it.
 
 A partition is a day of the event log (assets/partitions.py); raw_day refuses a partition the
 log has no capture for (one added by hand in the UI), so no empty document is ever published.
@@ -72,15 +74,28 @@ def _split(context: dg.AssetExecutionContext, data_folder: DataFolder, con: Any)
     return [d for d in days if d not in skip], [d for d in days if d in skip]
 
 
-SKIPPED = {"skipped": f"unchanged: {unchanged.REASON}"}
+def _kept(context: dg.AssetExecutionContext, days: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The metadata an unchanged day keeps: its latest materialization's numbers, the UNCHANGED
+    field saying why they still hold, and the run that computed them (NUMBERS_FROM)."""
+    previous = unchanged.latest_metadata(context.instance, context.asset_key, days)
+    out: dict[str, dict[str, Any]] = {}
+    for day in days:
+        meta, run_id = previous.get(day, ({}, ""))
+        kept = {k: v for k, v in meta.items() if k not in unchanged.NOT_KEPT}
+        kept[unchanged.UNCHANGED] = unchanged.REASON
+        numbers_from = meta.get(unchanged.NUMBERS_FROM, run_id)
+        kept[unchanged.NUMBERS_FROM] = getattr(numbers_from, "value", numbers_from) or "-"
+        out[day] = kept
+    return out
 
 
 def _result(
     context: dg.AssetExecutionContext, per_day: dict[str, dict[str, Any]], totals: Callable[[list[dict]], dict],
     skipped: Sequence[str] = (),
 ) -> dg.MaterializeResult:
-    """Each day's metadata on its own partition; a range's totals in the run log only."""
-    add_day_metadata(context, {**dict.fromkeys(skipped, SKIPPED), **per_day})
+    """Each day's metadata on its own partition (an unchanged day's from its previous build, see
+    _kept); a range's totals in the run log only."""
+    add_day_metadata(context, {**_kept(context, skipped), **per_day})
     if len(per_day) > 1:
         sums = ", ".join(f"{k} {v}" for k, v in totals(list(per_day.values())).items())
         context.log.info(f"{context.asset_key.to_user_string()}: {len(per_day)} days {min(per_day)} .. {max(per_day)}, {sums}")

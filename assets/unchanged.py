@@ -16,7 +16,7 @@ mtimes included. An open day is never skipped (its capture changes without a new
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,12 @@ from capture.log import EventLog, amendment_of, segment_name
 
 FORCE_TAG = "af/force"
 REASON = "published from the same sealed segments with the same code version"
+# An unchanged day's materialization (assets/day_assets.py) keeps the numbers of the day's
+# previous one and says so in its own field: UNCHANGED (the reason), NUMBERS_FROM (the run that
+# computed them). "skipped" replaced the numbers in earlier releases: not carried forward.
+UNCHANGED = "unchanged"
+NUMBERS_FROM = "numbers from run"
+NOT_KEPT = frozenset({UNCHANGED, NUMBERS_FROM, "skipped"})
 
 
 def log_segments(log: EventLog, day: str) -> dict[str, str]:
@@ -122,3 +128,27 @@ def skipped_in_run(run_id: str, decide: Any) -> frozenset[str]:
     if _RUN is None or _RUN[0] != run_id:
         _RUN = (run_id, frozenset(decide()))
     return _RUN[1]
+
+
+def latest_metadata(instance: Any, asset_key: Any, days: Sequence[str]) -> dict[str, tuple[dict[str, Any], str]]:
+    """day -> (metadata, run id) of each day's latest materialization of the asset (days never
+    materialized are left out): newest first, a page at a time until every day is found."""
+    import dagster as dg
+
+    wanted = set(days)
+    found: dict[str, tuple[dict[str, Any], str]] = {}
+    cursor = None
+    while wanted:
+        page = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=sorted(wanted)),
+            limit=max(100, 2 * len(wanted)), cursor=cursor, ascending=False,
+        )
+        for record in page.records:
+            mat = record.asset_materialization
+            if mat is not None and mat.partition in wanted:
+                found[mat.partition] = (dict(mat.metadata), record.run_id)
+                wanted.discard(mat.partition)
+        if not page.has_more:
+            break
+        cursor = page.cursor
+    return found

@@ -87,3 +87,40 @@ def test_a_code_version_change_or_force_rebuilds_every_day(built_early, monkeypa
     assert out.ok and out.run_id and out.skipped == [], out.failures
     assert _files(home, [day1, day2]) == before  # same bytes: sealed files are not rewritten
     assert harness.run_build(home, [day1, day2]).skipped == [day1, day2]
+
+
+def _latest_materialization(inst, asset: str, day: str):
+    records = inst.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[day]), limit=1, ascending=False
+    ).records
+    assert records, (asset, day)
+    return records[0]
+
+
+DAY_ASSETS = ("raw_day", "frames", "enriched_input", "page_refs", "day_document", "context_block", "published_day")
+
+
+def test_an_unchanged_day_materialized_again_keeps_its_numbers(built_early):
+    """The UI's Materialize of one day (a run of the asset job with its partition tag) on a day
+    that is unchanged: each asset's new materialization has the numbers of the build before, and
+    a separate field saying it was unchanged (and which run computed the numbers)."""
+    from assets.definitions import BUILD_JOB, build_definitions
+    from assets.instance import instance
+    from assets.unchanged import NUMBERS_FROM, REASON, UNCHANGED
+
+    home, _batch, day1, _day2 = built_early
+    inst = instance(home)
+    built = {a: _latest_materialization(inst, a, day1) for a in DAY_ASSETS}
+    numbers = {a: {k: v.value for k, v in r.asset_materialization.metadata.items()} for a, r in built.items()}
+    assert numbers["raw_day"]["rows_total"] > 0 and numbers["frames"]["frames"] > 0, numbers
+    job = build_definitions(home).resolve_job_def(BUILD_JOB)
+    for _again in range(2):  # the second time, the kept numbers are kept again, from the same run
+        result = job.execute_in_process(instance=inst, tags={"dagster/partition": day1}, raise_on_error=False)
+        assert result.success
+        for asset in DAY_ASSETS:
+            record = _latest_materialization(inst, asset, day1)
+            assert record.run_id == result.run_id, asset
+            meta = {k: v.value for k, v in record.asset_materialization.metadata.items()}
+            assert meta.pop(UNCHANGED) == REASON, (asset, meta)
+            assert meta.pop(NUMBERS_FROM) == built[asset].run_id, (asset, meta)
+            assert meta == numbers[asset], asset
