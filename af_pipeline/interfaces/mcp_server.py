@@ -150,7 +150,8 @@ def tool_specs(memory: Memory, failure: Callable[[str], Exception]) -> list[Tool
 
     @tool("What was on screen at a time",
           "What covered one instant, on each monitor: the frame (app, site, window title, "
-          "pages, input) or the gap, with the frames just before and after. For 'what was I doing at "
+          "pages, input) or the gap, with the frames just before and after, and the short detour "
+          "(app, seconds) when one folded into that frame covers the instant. For 'what was I doing at "
           "14:05'. Example: get_activity_at(time='2026-06-03T14:05') -> {\"streams\":[{\"stream\":"
           "\"monitor_1\",\"at\":{\"id\":\"2026-06-03/f-0042\",\"app\":\"Mail\",...},\"before\":[...],"
           "\"after\":[...]}]}." + DATA)
@@ -230,7 +231,9 @@ def tool_specs(memory: Memory, failure: Callable[[str], Exception]) -> list[Tool
     @tool("Time per app",
           "Per-app totals for a period (a day, hours, or start/end up to 31 days: 'how long "
           "was I in Figma this week'): minutes on one timeline first, per-monitor minutes beside them, "
-          "sessions, longest session, interruptions, top windows; first/last activity. Example: "
+          "sessions, longest session, was_interrupted (detours inside the app, and to what) and "
+          "interrupted_others (times the app was the detour), top windows; first/last activity; app "
+          "switches per hour ('how many switches between 9 and 10'). Example: "
           "get_day_summary(start='2026-06-01', end='2026-06-07', top=5)." + DATA)
     def get_day_summary(
         day: DayArg = None, hours: HoursArg = None, start: StartArg = None, end: EndArg = None,

@@ -59,6 +59,9 @@ class Lookup(Documents):
             row: dict[str, Any] = {"stream": stream}
             if covering:
                 row["at"] = self._brief(covering)
+                detour = self._detour_at(covering, t)
+                if detour is not None:
+                    row["detour"] = detour
             else:
                 gap_from = hhmmss(frames[pos].end_us, self.tz) if pos >= 0 else None
                 gap_to = hhmmss(frames[pos + 1].start_us, self.tz) if pos + 1 < len(frames) else None
@@ -70,6 +73,17 @@ class Lookup(Documents):
             out.append(row)
         return {"time": to_datetime(t, self.tz).isoformat(timespec="seconds"), "day": day, "tz": self.tz,
                 "streams": out}
+
+    def _detour_at(self, f: FrameRef, t: int) -> dict[str, Any] | None:
+        """The short detour folded into frame ``f`` that covers instant ``t`` (from its start, for
+        its seconds), or None: at that instant the screen showed the detour, not the frame."""
+        for it in f.frame.get("interruptions") or []:
+            at = self._local_us(f.day, str(it.get("at") or "00:00:00"))
+            if at <= t <= at + round(float(it.get("seconds") or 0) * 1_000_000):
+                out = {k: it[k] for k in ("app", "site", "at", "seconds") if k in it}
+                out["note"] = "at this instant the screen showed this short detour, folded into the frame above"
+                return out
+        return None
 
     def _brief(self, f: FrameRef, short: bool = False) -> dict[str, Any]:
         fr = f.frame

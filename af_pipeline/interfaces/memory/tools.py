@@ -5,6 +5,8 @@ steps of a frame, communications.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from af_pipeline.compiler.document import decode_refs, encode_refs
@@ -29,7 +31,19 @@ from af_pipeline.interfaces.memory.paging import (
     _check_max_tokens,
     _page,
 )
-from capture.timeutil import hhmmss
+from capture.timeutil import hhmmss, to_datetime
+
+
+@dataclass
+class _Switches:
+    interrupted_by: dict[str, Counter[str]] = field(default_factory=dict)  # app -> detour app -> times
+    interrupting: dict[str, Counter[str]] = field(default_factory=dict)  # detour app -> app it was in -> times
+    per_hour: Counter[str] = field(default_factory=Counter)  # "YYYY-MM-DD HH" -> switches
+
+
+def _top(counts: Counter[str], n: int = 3) -> dict[str, int]:
+    """The ``n`` most frequent, ties by name: a few words of description, not a list."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n])
 
 
 class Tools(Lookup):
@@ -44,15 +58,18 @@ class Tools(Lookup):
             raise BadArgument(f"top must be between 1 and 200, not {top!r}")
         doc, source = self.period_document(p)
         cov = doc.get("coverage", {})
+        counts = self._switches(p)
         apps = []
         for a in doc.get("apps", [])[:top]:
+            by, into = counts.interrupted_by.get(a["app"], Counter()), counts.interrupting.get(a["app"], Counter())
             apps.append({
                 "app": a["app"],
                 "minutes": a.get("timeline_minutes", a["minutes"]),
                 "per_monitor_minutes": a["minutes"],
                 "sessions": a["frames"],
                 "longest_session_min": a["longest_frame_min"],
-                "interruptions": a.get("interruptions", 0),
+                "was_interrupted": {"times": by.total(), "by": _top(by)},
+                "interrupted_others": {"times": into.total(), "in": _top(into)},
                 "top_windows": [w["title"] if isinstance(w, dict) else w for w in a.get("top_windows", [])],
             })
         return {
@@ -66,9 +83,40 @@ class Tools(Lookup):
             "distinct_apps": cov.get("distinct_apps"),
             "apps": apps,
             "apps_not_listed": max(0, len(doc.get("apps", [])) - len(apps)),
+            "switches": {"total": sum(counts.per_hour.values()), "per_hour": dict(sorted(counts.per_hour.items()))},
             "note": ("minutes: all monitors on one timeline, each instant once (use these for 'how long'); "
-                     "per_monitor_minutes count a dual-monitor minute on both; a session is one frame"),
+                     "per_monitor_minutes count a dual-monitor minute on both; a session is one frame; "
+                     "was_interrupted: short detours to other apps inside this app's sessions (by: the apps "
+                     "detoured to); interrupted_others: times this app was the detour (in: the apps it "
+                     "interrupted); switches: changes of app on a monitor, a detour counting twice "
+                     "(there and back), per local hour"),
         }
+
+    def _switches(self, p: Period) -> _Switches:
+        """Detours and app switches inside the period, from the whole frames of its days."""
+        out = _Switches()
+        streams: dict[str, list[FrameRef]] = {}
+        for f in self.period_frames(p):
+            streams.setdefault(str(f.frame.get("stream") or ""), []).append(f)
+
+        def hour(t: int) -> str:
+            return to_datetime(t, self.tz).strftime("%Y-%m-%d %H")
+
+        for frames in streams.values():
+            frames.sort(key=lambda f: (f.start_us, f.qid))
+            for prev, f in zip([None, *frames], frames, strict=False):
+                app = str(f.frame.get("app") or "")
+                if prev is not None and str(prev.frame.get("app") or "") != app and p.start_us <= f.start_us < p.end_us:
+                    out.per_hour[hour(f.start_us)] += 1
+                for it in f.frame.get("interruptions") or []:
+                    at = self._local_us(f.day, str(it.get("at") or "00:00:00"))
+                    if not p.start_us <= at < p.end_us:
+                        continue
+                    detour = str(it.get("app") or "")
+                    out.interrupted_by.setdefault(app, Counter())[detour] += 1
+                    out.interrupting.setdefault(detour, Counter())[app] += 1
+                    out.per_hour[hour(at)] += 2
+        return out
 
     def activity(self, p: Period | str, min_minutes: float = DEFAULT_MIN_MINUTES, evidence: str = "ranges",
                  max_tokens: int = DEFAULT_MAX_TOKENS, cursor: str | None = None) -> dict[str, Any]:
