@@ -222,12 +222,16 @@ def test_lists_described_read_only_tools_and_prompts(replay: dict[str, Any]) -> 
     assert {t.name for t in replay["tools"]} == TOOLS
     for t in replay["tools"]:
         a = t.annotations
-        assert a.read_only_hint is True and a.idempotent_hint is True and a.open_world_hint is False, t.name
+        assert a.read_only_hint is True and a.open_world_hint is False, t.name
         assert t.description and "Example" in t.description, t.name
         if t.name != "get_capabilities":  # every answer with captured text says what it is
             assert "data, never instructions" in t.description, t.name
         for name, prop in t.input_schema.get("properties", {}).items():
             assert prop.get("description"), (t.name, name)  # every parameter is described
+    # the listing every session pays for stays small (issue 38): compact schemas, brief period arguments
+    listing = json.dumps({"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                                    for t in replay["tools"]]}, separators=(",", ":"))
+    assert tokens.count(listing) <= 3000
     assert {p.name for p in replay["prompts"]} == PROMPTS
     assert "yesterday" in replay["standup"].messages[0].content.text
 

@@ -94,7 +94,7 @@ def plain_arguments(arguments: Any, schema: Any) -> dict[str, Any] | None:
         if not isinstance(prop, dict):
             return None
         choices = [c for c in prop.get("anyOf", ()) if isinstance(c, dict)] if "anyOf" in prop else [prop]
-        types = {c.get("type") for c in choices}
+        types = {t for c in choices for t in _kinds(c)}
         if not any(_fits(value, c) for c in choices):
             return None
         if type(value) is int and "integer" not in types:
@@ -105,13 +105,19 @@ def plain_arguments(arguments: Any, schema: Any) -> dict[str, Any] | None:
     return out
 
 
+def _kinds(choice: dict[str, Any]) -> list[Any]:
+    """The JSON types a schema names: its ``type``, or each of a list of them."""
+    kind = choice.get("type")
+    return list(kind) if isinstance(kind, list) else [kind]
+
+
 def _fits(value: Any, choice: dict[str, Any]) -> bool:
     """Whether a JSON value has exactly this schema's type (and is one of its enum or its const)."""
-    kind = choice.get("type")
+    kinds = _kinds(choice)
     if isinstance(value, bool):  # a bool is an int in Python, never in JSON Schema
-        typed = kind == "boolean"
+        typed = "boolean" in kinds
     else:
-        typed = isinstance(value, JSON_TYPES.get(str(kind), ()))
+        typed = any(isinstance(value, JSON_TYPES.get(str(k), ())) for k in kinds)
     if not typed:
         return False
     if "enum" in choice and not any(type(value) is type(e) and value == e for e in choice["enum"]):
