@@ -13,9 +13,12 @@ The rest of assets/ and checks/ speaks public Dagster only. What is here has no 
   line per stage for ``af build`` (the record's ``dagster_meta`` attribute);
 - the interrupt flag Dagster sets when it swallows SIGINT/SIGTERM inside a run;
 - per-day metadata in a range run without three instance queries per day (:func:`add_day_metadata`);
-- the run's SQLite writes without an fsync per event, over kept connections (:func:`quick_run_storage`);
-- Alembic's head revision asked once, new run shards copied from a template, event batches in one
-  transaction per shard (installed on import, every process: :func:`_install_sqlite_speedups`);
+- the instance's SQLite storages, tuned: :class:`TunedSqliteRunStorage` and
+  :class:`TunedSqliteEventLogStorage` subclass Dagster's SQLite run and event log storages and
+  override their methods (kept engines, synchronous=NORMAL, run shards from a template, event
+  batches in one transaction per shard, partitions remembered within :func:`quick_run_storage`);
+  the data folder's dagster.yaml names them (assets/instance.py). Importing this module replaces
+  no attribute of Dagster, SQLAlchemy or any other library (tests/test_dagster_no_patches.py);
 - run and pool-slot bookkeeping used to settle runs killed mid-step (assets/instance.py).
 
 tests/test_dagster_adapter.py exercises each on a real instance and pins TESTED_WITH, so an
@@ -24,25 +27,38 @@ upgrade fails there first, with the list of what to re-verify.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import logging
+import os
+import shutil
 import sqlite3
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, cast
 
 import dagster as dg
+import sqlalchemy
+import sqlalchemy.event
 
 # Not re-exported by `dagster`; the record Dagster itself fills in for a single-partition run.
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
+
+# Dagster's SQLite storages, subclassed (TunedSqlite*Storage) and named in the instance's dagster.yaml.
+from dagster._core.storage.event_log.sqlite import sqlite_event_log as sqlite_event_log_module
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+from dagster._core.storage.sql import get_alembic_config
+from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+from dagster._serdes import ConfigurableClassData
 from dagster._utils.interrupts import check_captured_interrupt
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import NullPool, QueuePool
 
 TESTED_WITH = "1.13.27"
 
@@ -60,6 +76,10 @@ _Events = Iterator[dg.Output | dg.AssetCheckEvaluation]
 __all__ = [
     "NO_PARTITION",
     "TESTED_WITH",
+    "EVENT_BATCH_SIZE",
+    "SHARD_TEMPLATE_DIR",
+    "TunedSqliteEventLogStorage",
+    "TunedSqliteRunStorage",
     "DayResults",
     "add_day_metadata",
     "check_captured_interrupt",
@@ -93,223 +113,313 @@ def add_day_metadata(context: dg.AssetExecutionContext, per_day: Mapping[str, Ma
     step._metadata_accumulator = acc
 
 
-# --- the run's SQLite writes ----------------------------------------------------------------------
+# --- the instance's SQLite storages, tuned: storage classes named in dagster.yaml -----------------
 #
-# Dagster's SQLite storages open a new connection for every event they store and close it after;
-# with WAL and synchronous=FULL (SQLite's default) each commit syncs the WAL to disk, and each close
-# of the last connection checkpoints the WAL into the database and syncs again: several fsyncs per
-# event, 300+ events for a range run. Connections to the instance's databases (DAGSTER_HOME, and
-# the instance of a quick_run_storage block) use synchronous=NORMAL (WAL stays consistent after a
-# crash or power cut; the last commits may be lost on a power cut, never the database), and one
-# idle connection per database file stays open so each event's close is not the last one: the WAL
-# is checkpointed when it grows (SQLite's auto-checkpoint), and when the block ends or the process
-# exits. Outside a block (a run's creation and its first and last events, a run the daemon's
-# worker executes) the HOME_KEEP files last opened keep theirs.
+# Nothing here replaces an attribute of Dagster or SQLAlchemy. The two classes below subclass
+# Dagster's own SQLite run and event log storages and override their methods; assets/instance.py
+# names them in the data folder's dagster.yaml (``run_storage`` / ``event_log_storage``, Dagster's
+# pluggable-storage extension point), so every process of that instance uses them: `af`, the
+# webserver, the daemon, the code server and the run workers. An instance configured otherwise
+# (an ephemeral or temporary one, a team's Postgres, a dagster.yaml that names its own storage)
+# gets none of it. What each override buys is measured in docs/benchmarks.md ("Dagster without
+# patches (issue 37)"):
 #
-# Opening is the other cost: for every event and every read (partition keys, latest
-# materializations) Dagster's SQLite run and event log storages build a new SQLAlchemy engine,
-# connect, and throw both away, so SQLAlchemy also compiles each statement anew (its statement
-# cache lives in the engine). A one-day run does that ~370 times, over a second of CPU. During the
-# block the instance's own storages keep one engine per database file (the runs database, the
-# index shard, the run's shard), with its connections pooled: same transactions, same files.
+# - kept engines: Dagster's SQLite storages build a new SQLAlchemy engine for every event and
+#   every read and dispose of it after (so each statement is compiled anew and each close of the
+#   last connection checkpoints the WAL into the database and syncs it); these keep one engine
+#   per database file, its connections pooled, for the storage's life (disposed with it, and
+#   dropped in a forked child);
+# - synchronous=NORMAL on those kept connections (SQLite's default is FULL: a sync per commit).
+#   WAL stays consistent after a crash or a power cut; a power cut may lose the last commits,
+#   never the database;
+# - a new run's event shard copied from a template: Dagster creates each shard's tables and
+#   stamps its Alembic revision in dozens of commits, each synced. The first shard is made by
+#   Dagster's own code into ``<runs folder>/.af-shard-template/<dagster version>-<head>.db``;
+#   every later one is a copy of it (synced once). A shard or index at that head is not asked
+#   for its revision again (Alembic parses its ~90 scripts to name the head);
+# - event batches (DAGSTER_EVENT_BATCH_SIZE, which `af` sets for the processes it starts): the
+#   events Dagster hands over as one batch (a range run's planned materializations, a step's
+#   per-day materializations) are stored in one transaction per shard instead of one per event;
+#   a batch that fails stores nothing and Dagster then stores its events one by one;
+# - the day partitions a run's steps ask about, remembered while :func:`quick_run_storage`
+#   holds (a run of these definitions): Dagster asks twice per partition-keys read.
 
-_quick_lock = threading.Lock()
-_quick: dict[str, Any] = {"depth": 0, "root": (), "keep": {}, "home_keep": {}}
-HOME_KEEP = 8  # idle connections kept to DAGSTER_HOME's files: the runs, index and newest run shard
+EVENT_BATCH_SIZE = "1000"  # a 47-day range run plans 9 x 47 materializations in one batch
+SHARD_TEMPLATE_DIR = ".af-shard-template"  # beside the run shards; Dagster lists only *.db there
+
+_heads: dict[str, str] = {}  # Alembic's head revision, asked at most once per process
 
 
-def _home_roots() -> tuple[str, ...]:
-    """DAGSTER_HOME as Dagster names it and resolved: the instance every process of ours uses."""
-    import os
-
-    home = os.environ.get("DAGSTER_HOME", "")
-    if not home:
-        return ()
-    if _quick.get("home_env") != home:
-        _quick["home_env"] = home
-        _quick["home_roots"] = (str(Path(home).absolute()) + "/", str(Path(home).resolve()) + "/")
-    return cast(tuple[str, ...], _quick["home_roots"])
-
-
-def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-    # Listens to every SQLAlchemy connection of the process (installed once, below): those to
-    # the instance's files get synchronous=NORMAL always, from the run's creation to its last
-    # event (before, the events stored before and after the run's resources came up synced each
-    # commit); the kept idle connection only within quick_run_storage.
-    if not isinstance(dbapi_connection, sqlite3.Connection):
-        return
-    rows = dbapi_connection.execute("PRAGMA database_list").fetchall()
-    path = next((str(r[2]) for r in rows if r[1] == "main"), "")
-    roots = (*_quick["root"], *_home_roots())
-    if not path or not any(path.startswith(root) for root in roots):
-        return
+def _synchronous_normal(dbapi_connection: Any, _record: Any) -> None:
     # Only a speed-up: where it cannot be had (a full disk answers "disk I/O error" here), the
-    # connection stays as Dagster made it, and Dagster's own write reports the real cause.
+    # connection stays as SQLite made it, and the write itself reports the real cause.
     try:
         dbapi_connection.execute("PRAGMA synchronous=NORMAL")
-        with _quick_lock:
-            kept = _quick["home_keep"]
-            if path in _quick["keep"] or path in kept:
-                return
-            if _quick["depth"] and any(path.startswith(root) for root in _quick["root"]):
-                _quick["keep"][path] = _idle_reader(path)
-                return
-            # Outside the block (a run's creation, its first and last events, a run the daemon
-            # launched): the few files last used stay open, so a connection's close is not the
-            # last one and does not checkpoint and sync the file each time.
-            kept[path] = _idle_reader(path)
-            while len(kept) > HOME_KEEP:
-                kept.pop(next(iter(kept))).close()
     except sqlite3.Error:
-        return
+        pass
 
 
-def _idle_reader(path: str) -> sqlite3.Connection:
-    """A connection that has read once: only then does it hold the shared lock on the WAL index
-    that tells another connection's close it is not the last one."""
-    con = sqlite3.connect(path, timeout=30, check_same_thread=False)
-    con.execute("SELECT count(*) FROM sqlite_master").fetchall()
-    return con
+class _KeptEngines:
+    """One SQLAlchemy engine per database file, with its connections pooled, for a storage's life."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._engines: dict[str, Engine] = {}
+        self._pid = os.getpid()
+
+    def engine(self, url: str) -> Engine:
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child: the parent's connections are not its own
+                for engine in self._engines.values():
+                    engine.dispose(close=False)
+                self._engines, self._pid = {}, os.getpid()
+            kept = self._engines.get(url)
+            if kept is None:
+                # a few kept (the event log asks whether a table exists while it holds a connection,
+                # and other threads may use their own); more are opened, then closed, when needed
+                engine = sqlalchemy.create_engine(
+                    url, poolclass=QueuePool, pool_size=4, max_overflow=-1,
+                    connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+                )
+                sqlalchemy.event.listen(engine, "connect", _synchronous_normal)  # this engine's only
+                self._engines[url] = kept = engine
+            return kept
+
+    def dispose(self) -> None:
+        with self._lock:
+            engines, self._engines = list(self._engines.values()), {}
+        for engine in engines:
+            engine.dispose()  # closing the last connection folds a file's WAL into it
 
 
-def _close_kept() -> None:
-    with _quick_lock:
-        kept = list(_quick["home_keep"].values())
-        _quick["home_keep"].clear()
-    for con in kept:
-        con.close()  # the last connection: SQLite checkpoints the file's WAL into it
+class TunedSqliteRunStorage(SqliteRunStorage):
+    """Dagster's SQLite run storage over a kept engine (``runs.db``; same file, same schema)."""
+
+    def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None) -> None:
+        self._kept = _KeptEngines()
+        super().__init__(conn_string, inst_data)
+
+    @classmethod
+    def from_config_value(  # type: ignore[override]
+        cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]
+    ) -> TunedSqliteRunStorage:
+        return cls.from_local(inst_data=inst_data, **config_value)  # Dagster's names its own class
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        with self._kept.engine(self._conn_string).connect() as conn, conn.begin():
+            yield conn
+
+    def dispose(self) -> None:
+        super().dispose()
+        self._kept.dispose()
+
+
+class TunedSqliteEventLogStorage(SqliteEventLogStorage):
+    """Dagster's SQLite event log storage (the index shard and one shard per run, same files and
+    schema) over kept engines, with run shards from a template, batches in one transaction per
+    shard, and partitions remembered within :func:`quick_run_storage`."""
+
+    def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
+        self._kept = _KeptEngines()
+        self._batch = threading.local()
+        self._known_partitions: set[tuple[str, str]] = set()
+        self._remembering = 0
+        self._partitions_lock = threading.Lock()
+        super().__init__(base_dir, inst_data)
+
+    @classmethod
+    def from_config_value(  # type: ignore[override]
+        cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]
+    ) -> TunedSqliteEventLogStorage:
+        return cls(inst_data=inst_data, **config_value)
+
+    def dispose(self) -> None:
+        super().dispose()
+        self._kept.dispose()
+
+    # -- connections --
+
+    def _ready(self, shard: str, url: str) -> None:
+        if shard not in self._initialized_dbs:  # the shard's first use in this process
+            engine = sqlalchemy.create_engine(url, poolclass=NullPool,
+                                              connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS})
+            try:
+                self._initdb(engine)
+            finally:
+                engine.dispose()
+            self._initialized_dbs.add(shard)
+
+    @contextmanager
+    def _connect(self, shard: str) -> Iterator[Connection]:
+        conns = getattr(self._batch, "conns", None)
+        if conns is not None:  # within store_event_batch, on its thread (which holds the lock)
+            yield self._batch_connection(conns, shard)
+            return
+        with self._db_lock:
+            url = self.conn_string_for_shard(shard)
+            self._ready(shard, url)
+            with self._kept.engine(url).connect() as conn, conn.begin():
+                yield conn
+
+    def has_table(self, table_name: str) -> bool:
+        engine = self._kept.engine(self.conn_string_for_shard(INDEX_SHARD_NAME))
+        with engine.connect() as conn:
+            return bool(engine.dialect.has_table(conn, table_name))
+
+    # -- new shards --
+
+    def _initdb(self, engine: Engine, for_index_shard: bool = False) -> None:
+        path = engine.url.database
+        if path and Path(path).parent == Path(self._base_dir):
+            try:
+                if self._at_head(Path(path), for_index_shard):
+                    return  # what Dagster's _initdb would find, and then leave as it is
+            except (OSError, sqlite3.Error):
+                pass  # only a speed-up: Dagster's own initialisation below
+        super()._initdb(engine, for_index_shard)
+
+    def _at_head(self, path: Path, for_index_shard: bool) -> bool:
+        """Whether the shard at ``path`` is (now) at the template's Alembic head: an existing
+        file is read; a run's new shard is copied from the template."""
+        template = self._template(make=not for_index_shard and not path.exists())
+        if template is None:
+            return False
+        head = template.stem.split("-", 1)[1]
+        if path.exists():
+            return _revision(path) == head
+        if for_index_shard or path.stem == INDEX_SHARD_NAME:
+            return False
+        tmp = path.with_name(f"{path.name}.af-{os.getpid()}-{threading.get_ident()}.tmp")  # not *.db
+        try:
+            shutil.copyfile(template, tmp)
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)  # never over a shard another process made meanwhile
+            except FileExistsError:
+                return _revision(path) == head
+        finally:
+            tmp.unlink(missing_ok=True)
+        return True
+
+    def _template(self, make: bool) -> Path | None:
+        """This Dagster version's shard template, made by Dagster's own _initdb if ``make``."""
+        folder = Path(self._base_dir) / SHARD_TEMPLATE_DIR
+        found = sorted(folder.glob(f"{dg.__version__}-*.db")) if folder.is_dir() else []
+        if found or not make:
+            return found[0] if found else None
+        head = _alembic_head()
+        folder.mkdir(exist_ok=True)
+        template = folder / f"{dg.__version__}-{head}.db"
+        making = folder / f".{template.name}.{os.getpid()}-{threading.get_ident()}.tmp"
+        engine = sqlalchemy.create_engine(f"sqlite:///{making}", poolclass=NullPool)
+        try:
+            super()._initdb(engine)
+        finally:
+            engine.dispose()
+        con = sqlite3.connect(making)
+        try:  # the template is one file: its WAL folded in
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            con.close()
+        for extra in ("-wal", "-shm"):
+            Path(f"{making}{extra}").unlink(missing_ok=True)
+        with open(making, "rb+") as f:  # made once, copied into every new shard: on disk for good
+            os.fsync(f.fileno())
+        making.replace(template)
+        return template
+
+    # -- event batches --
+
+    def store_event_batch(self, events: Sequence[dg.EventLogEntry]) -> None:
+        """store_event for each event, in one transaction per shard (or nothing stored)."""
+        if len(events) < 2 or getattr(self._batch, "conns", None) is not None:
+            for event in events:
+                self.store_event(event)
+            return
+        with self._db_lock, ExitStack() as stack:
+            self._batch.conns = {}
+            self._batch.stack = stack
+            try:
+                for event in events:
+                    self.store_event(event)
+            finally:
+                self._batch.conns = None
+                self._batch.stack = None
+
+    def _batch_connection(self, conns: dict[str, Connection], shard: str) -> Connection:
+        if shard not in conns:
+            url = self.conn_string_for_shard(shard)
+            self._ready(shard, url)
+            stack: ExitStack = self._batch.stack
+            conn = stack.enter_context(self._kept.engine(url).connect())
+            stack.enter_context(conn.begin())
+            conns[shard] = conn
+        return conns[shard]
+
+    # -- day partitions, remembered while a run of ours holds quick_run_storage --
+
+    @contextmanager
+    def remembering_partitions(self) -> Iterator[None]:
+        with self._partitions_lock:
+            self._remembering += 1
+        try:
+            yield
+        finally:
+            with self._partitions_lock:
+                self._remembering -= 1
+                if not self._remembering:
+                    self._known_partitions.clear()
+
+    def has_dynamic_partition(self, partitions_def_name: str, partition_key: str) -> bool:
+        key = (partitions_def_name, partition_key)
+        if self._remembering and key in self._known_partitions:
+            return True
+        found = super().has_dynamic_partition(partitions_def_name, partition_key)
+        if found and self._remembering:
+            self._known_partitions.add(key)
+        return found
+
+    def delete_dynamic_partition(self, partitions_def_name: str, partition_key: str) -> None:
+        self._known_partitions.clear()
+        super().delete_dynamic_partition(partitions_def_name, partition_key)
+
+
+def _alembic_head() -> str:
+    """The head revision of Dagster's SQLite migrations (one script folder for every storage)."""
+    from alembic.script import ScriptDirectory
+
+    config = get_alembic_config(sqlite_event_log_module.__file__)
+    where = str(config.get_main_option("script_location"))
+    if where not in _heads:
+        _heads[where] = str(ScriptDirectory.from_config(config).as_revision_number("head"))
+    return _heads[where]
+
+
+def _revision(path: Path) -> str | None:
+    """The Alembic revision stamped in a SQLite file (read only; None if it has none)."""
+    con = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)  # an existing file: read only
+    try:
+        rows = con.execute("SELECT version_num FROM alembic_version").fetchall()
+    except sqlite3.OperationalError:
+        return None
+    finally:
+        con.close()
+    return str(rows[0][0]) if len(rows) == 1 else None
 
 
 @contextmanager
 def quick_run_storage(instance: dg.DagsterInstance | None) -> Iterator[None]:
-    """For the block: the instance's SQLite files written without an fsync per event (see above).
-    Re-entrant; a no-op for an instance without a folder on disk."""
-    root = getattr(instance, "root_directory", None) if instance is not None else None
-    if not root or not Path(root).is_dir():
+    """For the block (a run of these definitions, `af build`, `af certify`): the instance's tuned
+    event log storage remembers the day partitions it found to exist. A no-op on any other storage.
+    Re-entrant."""
+    storage = getattr(instance, "event_log_storage", None) if instance is not None else None
+    if not isinstance(storage, TunedSqliteEventLogStorage):
         yield
         return
-    with _quick_lock:
-        _quick["depth"] += 1
-        first = _quick["depth"] == 1
-        if first:
-            # the folder as Dagster names it, and resolved (it may be reached through a symlink)
-            _quick["root"] = (str(Path(root).absolute()) + "/", str(Path(root).resolve()) + "/")
-    unpool = _pool_connections(instance)
-    try:
+    with storage.remembering_partitions():
         yield
-    finally:
-        unpool()
-        with _quick_lock:
-            _quick["depth"] -= 1
-            last = _quick["depth"] == 0
-            kept = list(_quick["keep"].values()) if last else []
-            if last:
-                _quick["keep"] = {}
-                _quick["root"] = ()
-        if last:
-            for con in kept:
-                con.close()
-
-
-_POOLED = "_af_pooled_engines"  # set on a storage object while its connections are pooled
-
-
-def _pool_connections(instance: dg.DagsterInstance | None) -> Callable[[], None]:
-    """Give the instance's SQLite run and event log storages one kept engine per database file;
-    return what undoes it (a no-op where nothing was changed: another storage, or already pooled).
-
-    Replaces, on those two objects only, the methods through which Dagster 1.13 opens every
-    connection (SqliteEventLogStorage._connect and has_table, SqliteRunStorage.connect) by the
-    same code with the engine kept instead of created and disposed each time, and remembers the
-    dynamic partitions found to exist (see below)."""
-    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
-    from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
-    from sqlalchemy import create_engine
-    from sqlalchemy.pool import NullPool, QueuePool
-
-    if instance is None:
-        return lambda: None
-    events, runs = instance.event_log_storage, instance.run_storage
-    if type(events) is not SqliteEventLogStorage or type(runs) is not SqliteRunStorage:
-        return lambda: None
-    if hasattr(events, _POOLED) or hasattr(runs, _POOLED):
-        return lambda: None
-    engines: dict[str, Any] = {}
-    engines_lock = threading.Lock()
-
-    def engine_for(url: str) -> Any:
-        with engines_lock:
-            if url not in engines:
-                # a few kept: Dagster's lock serializes the event log's connections, but it asks
-                # whether a table exists while it holds one, and another thread may use its own
-                engines[url] = create_engine(
-                    url, poolclass=QueuePool, pool_size=4, max_overflow=8,
-                    connect_args={"timeout": 30, "check_same_thread": False},
-                )
-            return engines[url]
-
-    @contextmanager
-    def events_connect(shard: str) -> Iterator[Any]:
-        with events._db_lock:
-            url = events.conn_string_for_shard(shard)
-            if shard not in events._initialized_dbs:  # a new run's shard: created as Dagster does
-                fresh = create_engine(url, poolclass=NullPool, connect_args={"timeout": 30})
-                try:
-                    events._initdb(fresh)
-                finally:
-                    fresh.dispose()
-                events._initialized_dbs.add(shard)
-            with engine_for(url).connect() as conn, conn.begin():
-                yield conn
-
-    def events_has_table(table_name: str) -> bool:
-        engine = engine_for(events.conn_string_for_shard("index"))
-        with engine.connect() as conn:
-            return bool(engine.dialect.has_table(conn, table_name))
-
-    @contextmanager
-    def runs_connect() -> Iterator[Any]:
-        with engine_for(runs._conn_string).connect() as conn, conn.begin():
-            yield conn
-
-    # A step asks whether its run's day partitions exist each time it reads its partition keys
-    # (two queries a call, ~70 in a one-day run): a key once seen stays known for the block,
-    # unless this instance itself removes keys (assets/partitions.register_days re-adds later ones).
-    known: set[tuple[str, str]] = set()
-    has_partition, delete_partition = events.has_dynamic_partition, events.delete_dynamic_partition
-
-    def events_has_partition(partitions_def_name: str, partition_key: str) -> bool:
-        if (partitions_def_name, partition_key) in known:
-            return True
-        found = has_partition(partitions_def_name, partition_key)
-        if found:
-            known.add((partitions_def_name, partition_key))
-        return found
-
-    def events_delete_partition(partitions_def_name: str, partition_key: str) -> None:
-        known.clear()
-        delete_partition(partitions_def_name, partition_key)
-
-    events._connect = events_connect  # type: ignore[method-assign]
-    events.has_table = events_has_table  # type: ignore[method-assign]
-    events.has_dynamic_partition = events_has_partition  # type: ignore[method-assign]
-    events.delete_dynamic_partition = events_delete_partition  # type: ignore[method-assign]
-    runs.connect = runs_connect  # type: ignore[method-assign]
-    setattr(events, _POOLED, engines)
-    setattr(runs, _POOLED, engines)
-
-    def undo() -> None:
-        for name in ("_connect", "has_table", "has_dynamic_partition", "delete_dynamic_partition", _POOLED):
-            events.__dict__.pop(name, None)
-        for name in ("connect", _POOLED):
-            runs.__dict__.pop(name, None)
-        with engines_lock:
-            kept = list(engines.values())
-            engines.clear()
-        for engine in kept:
-            engine.dispose()
-
-    return undo
 
 
 def latest_materializations(
@@ -490,198 +600,3 @@ def stage_progress(init_context: dg.InitLoggerContext) -> logging.Logger:
     else:
         out.disabled = True
     return out
-
-
-# --- opening and creating the instance's SQLite files, and event batches (every process) ---------
-#
-# Installed when this module is imported, i.e. in every process that runs our runs: `af` (the CLI),
-# and the code server and run workers of the UI and the daemon, which load assets.definitions.
-# Each is only a speed-up of what Dagster does; none changes what is stored.
-#
-# - Alembic's head revision: Dagster asks for it each time it opens a storage or a run's new shard
-#   (check_alembic_revision), and alembic parses every one of Dagster's ~90 migration scripts to
-#   answer. The scripts of the installed Dagster do not change while a process runs: asked once.
-# - A new run's event shard: Dagster creates its tables and stamps its revision with
-#   synchronous=FULL, dozens of commits each synced to disk (~1 s of wall time on a busy disk,
-#   more than the rest of a nightly run's bookkeeping). The first shard is made that way into
-#   ``<runs folder>/.af-shard-template/<dagster version>-<head>.db``; each new shard is then a
-#   copy of it, synced once. Dagster's own initialisation still runs on the copy (it finds the
-#   shard at head and leaves it), so a bad template could only cost the time it was meant to save.
-# - Event batches: with DAGSTER_EVENT_BATCH_SIZE set, Dagster hands a storage the events it sends
-#   as one batch (a run's planned materializations, one per asset and day; the materializations of
-#   a step over several days) through store_event_batch, which SqliteEventLogStorage does not
-#   have: Dagster's default stores them one by one, a transaction (and connection) per event and
-#   shard. Ours stores the batch in one transaction per shard. A batch that fails leaves nothing
-#   (both transactions roll back) and Dagster then stores its events one by one, as before.
-
-EVENT_BATCH_SIZE = "1000"  # a 47-day range run plans 9 x 47 materializations in one batch
-SHARD_TEMPLATE_DIR = ".af-shard-template"  # beside the run shards; Dagster lists only *.db there
-
-_heads: dict[str, Any] = {}
-_installed: list[bool] = []
-
-
-def _check_alembic_revision(alembic_config: Any, conn: Any) -> tuple[Any, Any]:
-    """Dagster's check_alembic_revision, the head revision computed once per script location."""
-    from alembic.runtime.migration import MigrationContext
-    from alembic.script import ScriptDirectory
-    from dagster._core.storage import sql
-
-    with sql._alembic_lock:
-        db_revision = MigrationContext.configure(conn).get_current_revision()
-        where = str(alembic_config.get_main_option("script_location"))
-        if where not in _heads:
-            _heads[where] = ScriptDirectory.from_config(alembic_config).as_revision_number("head")
-    return db_revision, _heads[where]
-
-
-def _template_for(storage: Any, original: Callable[..., None]) -> Path | None:
-    """The run-shard template of this storage's folder (made by Dagster's own code), or None."""
-    import os
-
-    from alembic.script import ScriptDirectory
-    from dagster._core.storage.event_log.sqlite import sqlite_event_log
-    from dagster._core.storage.sql import get_alembic_config
-    from sqlalchemy import create_engine
-    from sqlalchemy.pool import NullPool
-
-    config = get_alembic_config(sqlite_event_log.__file__)
-    where = str(config.get_main_option("script_location"))
-    if where not in _heads:
-        _heads[where] = ScriptDirectory.from_config(config).as_revision_number("head")
-    folder = Path(storage._base_dir) / SHARD_TEMPLATE_DIR
-    template = folder / f"{dg.__version__}-{_heads[where]}.db"
-    if template.is_file():
-        return template
-    folder.mkdir(exist_ok=True)
-    making = folder / f".{template.name}.{os.getpid()}-{threading.get_ident()}.tmp"
-    engine = create_engine(f"sqlite:///{making}", poolclass=NullPool)
-    try:
-        original(storage, engine)
-    finally:
-        engine.dispose()
-    con = sqlite3.connect(making)
-    try:  # the template is one file: its WAL folded in
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        con.close()
-    for extra in ("-wal", "-shm"):
-        Path(f"{making}{extra}").unlink(missing_ok=True)
-    with open(making, "rb+") as f:  # made once, copied into every new shard: on disk for good
-        os.fsync(f.fileno())
-    making.replace(template)
-    return template
-
-
-def _shard_from_template(storage: Any, path: str, original: Callable[..., None]) -> None:
-    import os
-    import shutil
-
-    template = _template_for(storage, original)
-    if template is None:
-        return
-    tmp = Path(f"{path}.af-{os.getpid()}-{threading.get_ident()}.tmp")  # not *.db: never taken for a run's shard
-    try:
-        shutil.copyfile(template, tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, path)  # never over a shard another process made meanwhile
-        except FileExistsError:
-            pass
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _install_sqlite_speedups() -> None:
-    import os
-
-    from dagster._core.storage.event_log.sqlite import consolidated_sqlite_event_log, sqlite_event_log
-    from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
-        INDEX_SHARD_NAME,
-        SqliteEventLogStorage,
-    )
-    from dagster._core.storage.runs.sqlite import sqlite_run_storage
-    from dagster._core.storage.schedules.sqlite import sqlite_schedule_storage
-    from sqlalchemy import event
-    from sqlalchemy.pool import Pool
-
-    if _installed:
-        return
-    _installed.append(True)
-    event.listen(Pool, "connect", _on_sqlite_connect)
-    atexit.register(_close_kept)
-    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", EVENT_BATCH_SIZE)
-    for module in (sqlite_event_log, consolidated_sqlite_event_log, sqlite_run_storage, sqlite_schedule_storage):
-        module.check_alembic_revision = _check_alembic_revision  # type: ignore[attr-defined]
-
-    original_initdb = SqliteEventLogStorage._initdb
-
-    def initdb(self: Any, engine: Any, for_index_shard: bool = False) -> None:
-        path = engine.url.database
-        if (not for_index_shard and path and not Path(path).exists()
-                and Path(path).parent.resolve() == Path(self._base_dir).resolve() and Path(path).stem != INDEX_SHARD_NAME):
-            try:
-                _shard_from_template(self, path, original_initdb)
-            except (OSError, sqlite3.Error):
-                pass  # only a speed-up: Dagster creates the shard itself below
-        original_initdb(self, engine, for_index_shard)
-
-    SqliteEventLogStorage._initdb = initdb  # type: ignore[method-assign]
-    SqliteEventLogStorage.store_event_batch = _store_event_batch  # type: ignore[method-assign]
-
-
-def _store_event_batch(self: Any, events: Sequence[Any]) -> None:
-    """SqliteEventLogStorage.store_event for each event, in one transaction per shard."""
-    from contextlib import ExitStack
-
-    from sqlalchemy import create_engine
-    from sqlalchemy.pool import NullPool
-
-    if len(events) < 2 or "_connect" in vars(self) and getattr(self._connect, "_af_batch", False):
-        for event in events:
-            self.store_event(event)
-        return
-    owner = threading.get_ident()
-    before = vars(self).get("_connect")
-    plain = self._connect  # Dagster's (or quick_run_storage's) for other threads meanwhile
-    kept = getattr(self, _POOLED, None)
-    with self._db_lock, ExitStack() as stack:
-        conns: dict[str, Any] = {}
-
-        def shard_connection(shard: str) -> Any:
-            if shard not in conns:
-                url = self.conn_string_for_shard(shard)
-                engine = kept.get(url) if kept else None
-                if engine is None:
-                    engine = create_engine(url, poolclass=NullPool, connect_args={"timeout": 30})
-                    stack.callback(engine.dispose)
-                if shard not in self._initialized_dbs:
-                    self._initdb(engine)
-                    self._initialized_dbs.add(shard)
-                conn = stack.enter_context(engine.connect())
-                stack.enter_context(conn.begin())
-                conns[shard] = conn
-            return conns[shard]
-
-        @contextmanager
-        def batch_connect(shard: str) -> Iterator[Any]:
-            if threading.get_ident() != owner:  # waits for the batch, as Dagster's lock makes it
-                with plain(shard) as conn:
-                    yield conn
-                return
-            yield shard_connection(shard)
-
-        batch_connect._af_batch = True  # type: ignore[attr-defined]
-        self._connect = batch_connect
-        try:
-            for event in events:
-                self.store_event(event)
-        finally:
-            if before is None:
-                vars(self).pop("_connect", None)
-            else:
-                self._connect = before
-
-
-_install_sqlite_speedups()

@@ -48,42 +48,85 @@ run_monitoring:
   max_resume_run_attempts: 0
   poll_interval_seconds: 60
 """
-DAGSTER_YAML = (
-    "# Written by activity-frames. Safe to edit; `af` only rewrites it when it is missing.\n" + POOLS_YAML
-    + f"# The warehouse pool is {WAREHOUSE_POOL}; with default_limit 1 only one step writes DuckDB at a time.\n"
-    + RUN_MONITORING_YAML
-)
+# The instance's SQLite run and event log storages: Dagster's own, subclassed in
+# assets/dagster_adapter.py (kept engines, synchronous=NORMAL, run shards from a template, event
+# batches in one transaction per shard; docs/architecture.md). Named here, Dagster's pluggable
+# storage, so every process of the instance (af, the webserver, the daemon, runs) uses them. The
+# same files as Dagster's default layout (history/runs.db, history/runs/*.db). The block between
+# the two marker lines is af's: `af` writes base_dir again when the folder moved.
+STORAGE_BEGIN = "# >>> af storage (rewritten by af when this folder moves; delete the block for Dagster's own)"
+STORAGE_END = "# <<< af storage"
+STORAGE_KEYS = ("storage", "run_storage", "event_log_storage", "schedule_storage")
+
+
+def storage_yaml(dagster_home: Path) -> str:
+    history = Path(os.path.abspath(dagster_home)) / "history"
+    return (
+        f"{STORAGE_BEGIN}\n"
+        "run_storage:\n  module: assets.dagster_adapter\n  class: TunedSqliteRunStorage\n"
+        f"  config:\n    base_dir: {json.dumps(str(history))}\n"
+        "event_log_storage:\n  module: assets.dagster_adapter\n  class: TunedSqliteEventLogStorage\n"
+        f"  config:\n    base_dir: {json.dumps(str(history / 'runs'))}\n"
+        f"{STORAGE_END}\n"
+    )
+
+
+def dagster_yaml(dagster_home: Path) -> str:
+    return (
+        "# Written by activity-frames. Safe to edit; `af` writes it when it is missing, adds a section a\n"
+        "# newer release needs, and keeps the storage block's folder current.\n" + POOLS_YAML
+        + f"# The warehouse pool is {WAREHOUSE_POOL}; with default_limit 1 only one step writes DuckDB at a time.\n"
+        + RUN_MONITORING_YAML + storage_yaml(dagster_home)
+    )
 
 
 def prepare(home: Home) -> Path:
     """Create ``<home>/dagster`` with its dagster.yaml (if missing) and return the folder.
 
     A dagster.yaml written by an older release (or by hand) without a ``run_monitoring`` section
-    gets :data:`RUN_MONITORING_YAML` appended; everything else in it is kept as it is."""
+    gets :data:`RUN_MONITORING_YAML` appended, and one that names no storage at all gets af's
+    storage block (:func:`storage_yaml`); af's storage block naming another folder (the data
+    folder moved) gets this one. Everything else in it is kept as it is."""
     folder = home.dagster_home
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "dagster.yaml"
+    # the folder as Dagster opens it: SQLite through unquoted sqlite:/// URLs (capture.home.url_safe)
+    reached = home.safe_root / folder.name
     if not config.exists():
-        atomic_write(config, DAGSTER_YAML.encode("utf-8"))
+        atomic_write(config, dagster_yaml(reached).encode("utf-8"))
     else:
-        _add_run_monitoring(config)
+        _upgrade(config, reached)
     return folder
 
 
-def _add_run_monitoring(config: Path) -> None:
+def _upgrade(config: Path, reached: Path) -> None:
     import yaml
 
     text = config.read_text(encoding="utf-8")
-    if "run_monitoring" in text:  # cheap test first: present (or named in a comment) is left alone
-        return
     try:
         parsed = yaml.safe_load(text)
     except yaml.YAMLError:
         return  # not ours to repair: Dagster names the error
     if parsed is not None and not isinstance(parsed, dict):
         return
+    new = text
+    if "run_monitoring" not in text:  # present (or named in a comment) is left alone
+        new = _appended(new, RUN_MONITORING_YAML)
+    block = storage_yaml(reached)
+    if STORAGE_BEGIN in new and STORAGE_END in new:
+        start = new.index(STORAGE_BEGIN)
+        end = new.index(STORAGE_END, start) + len(STORAGE_END)
+        end += 1 if new[end:end + 1] == "\n" else 0
+        new = new[:start] + block + new[end:]
+    elif not any(key in (parsed or {}) for key in STORAGE_KEYS):
+        new = _appended(new, block)
+    if new != text:
+        atomic_write(config, new.encode("utf-8"), mode=config.stat().st_mode & 0o777)
+
+
+def _appended(text: str, section: str) -> str:
     sep = "" if not text or text.endswith("\n") else "\n"
-    atomic_write(config, (text + sep + RUN_MONITORING_YAML).encode("utf-8"), mode=config.stat().st_mode & 0o777)
+    return text + sep + section
 
 
 def use_home(home: Home) -> Path:
@@ -95,8 +138,9 @@ def use_home(home: Home) -> Path:
     os.environ["DAGSTER_HOME"] = str(folder)
     os.environ["AF_HOME"] = str(home.root)
     os.environ["DAGSTER_TELEMETRY_DISABLED"] = "1"
-    # Run events Dagster sends as a batch are stored in one transaction per shard
-    # (assets/dagster_adapter.py); set here too for the webserver and daemon `af ui` starts.
+    # Run events Dagster sends as a batch are stored in one transaction per shard by the tuned
+    # event log storage (assets/dagster_adapter.py); Dagster batches only when this is set. Every
+    # process af starts inherits it (the webserver, daemon and code server of `af ui`).
     os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", EVENT_BATCH_SIZE)
     return folder
 

@@ -11,7 +11,7 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 from pydantic import PrivateAttr
 
-from assets.dagster_adapter import quick_run_storage
+from assets.dagster_adapter import check_captured_interrupt, quick_run_storage
 from assets.instance import exclusive_run, warehouse_lock
 from capture.home import Home, check_buildable
 from capture.log import EventLog
@@ -29,8 +29,6 @@ class DataFolder(dg.ConfigurableResource):
         # Every run of these definitions (af build, the nightly schedule, the UI) holds the data
         # folder's warehouse lock for its whole length and first settles runs that died holding a
         # pool slot (assets/instance.py); `af` takes the lock before the run, so here it re-enters.
-        from dagster._utils.interrupts import check_captured_interrupt
-
         run = context.run
         what = f"Dagster run {run.run_id[:8]} ({run.job_name})" if run else "a Dagster run"
         log = context.log

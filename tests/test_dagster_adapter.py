@@ -118,55 +118,27 @@ def test_run_bookkeeping_reads_a_real_run(inst):
     adapter.free_run_slots(inst, result.run_id)  # a no-op for a run holding none, and no error
 
 
-def test_quick_run_storage_keeps_connections_and_stores_every_event(tmp_path):
-    """Inside the block a run opens a handful of SQLite connections instead of one per event and
-    read, every event still reaches the files (another instance on the folder reads them), and
-    afterwards the storages are Dagster's own again."""
-    import sqlite3
-    from collections import Counter
+# --- the tuned SQLite storages (named in the data folder's dagster.yaml) -------------------------
 
-    from sqlalchemy import event
-    from sqlalchemy.pool import Pool
 
-    on_disk = dg.DagsterInstance.local_temp(str(tmp_path))
-    on_disk.add_dynamic_partitions(parts.name, DAYS)
-    opened: list[object] = []
+def tuned(folder) -> dg.DagsterInstance:
+    """An instance whose dagster.yaml names the adapter's storages, as assets/instance.py writes it."""
+    from assets.instance import storage_yaml
 
-    def count(dbapi_connection, _record):
-        if isinstance(dbapi_connection, sqlite3.Connection):
-            opened.append(dbapi_connection)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "dagster.yaml").write_text("telemetry:\n  enabled: false\n" + storage_yaml(folder))
+    inst = dg.DagsterInstance.from_config(str(folder))
+    assert isinstance(inst.run_storage, adapter.TunedSqliteRunStorage)
+    assert isinstance(inst.event_log_storage, adapter.TunedSqliteEventLogStorage)
+    inst.add_dynamic_partitions(parts.name, DAYS)
+    return inst
 
-    event.listen(Pool, "connect", count)
-    try:
-        plain = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
-        plain_opened = len(opened)
-        opened.clear()
-        with adapter.quick_run_storage(on_disk):
-            pooled = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
-            judged = defs.resolve_job_def("judge").execute_in_process(instance=on_disk, tags=RANGE,
-                                                                       raise_on_error=False)
-            pooled_opened = len(opened)
-            # partition keys are remembered for the block, but a key this instance removes is gone
-            assert on_disk.has_dynamic_partition(parts.name, DAYS[-1])
-            on_disk.delete_dynamic_partition(parts.name, DAYS[-1])
-            assert not on_disk.has_dynamic_partition(parts.name, DAYS[-1])
-            on_disk.add_dynamic_partitions(parts.name, [DAYS[-1]])
-            assert on_disk.has_dynamic_partition(parts.name, DAYS[-1])
-    finally:
-        event.remove(Pool, "connect", count)
-    assert plain.success and pooled.success and not judged.success
-    assert pooled_opened < 15 < plain_opened, (pooled_opened, plain_opened)
-    assert "_connect" not in vars(on_disk.event_log_storage) and "connect" not in vars(on_disk.run_storage)
 
-    other = dg.DagsterInstance.from_ref(on_disk.get_ref())  # a second instance: only the files speak
-    for result in (plain, pooled, judged):
-        stored = Counter(e.dagster_event.event_type_value for e in other.all_logs(result.run_id) if e.dagster_event)
-        assert Counter(e.event_type_value for e in result.all_events) <= stored  # (the run stores a few more)
-    assert other.get_run_by_id(pooled.run_id).is_success
-    checks = other.event_log_storage.get_latest_asset_check_execution_by_key(
-        [dg.AssetCheckKey(thing.key, "odd_days_fail")]
-    )
-    assert checks, "the check's evaluations reached the index shard"
+def stock_reader(folder) -> dg.DagsterInstance:
+    """Dagster's own SQLite storages on the same files (the default layout: history/, history/runs/)."""
+    from dagster._core.instance.ref import InstanceRef
+
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(folder), config_dir=str(folder / "stock")))
 
 
 def _planned_by_day(instance: dg.DagsterInstance, run_id: str) -> list[str]:
@@ -176,72 +148,146 @@ def _planned_by_day(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     )
 
 
+def _stored(instance: dg.DagsterInstance, run_id: str):
+    from collections import Counter
+
+    return Counter(e.dagster_event.event_type_value for e in instance.all_logs(run_id) if e.dagster_event)
+
+
+def test_the_tuned_storages_keep_their_connections_and_dagsters_own_storage_reads_every_event(tmp_path):
+    """A run on the tuned storages opens a handful of SQLite connections (Dagster's own: one per
+    event and read), each at synchronous=NORMAL, and writes the files Dagster's own storage reads."""
+    import sqlite3
+
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "tuned" / "stock").mkdir(parents=True)
+    plain_inst = dg.DagsterInstance.local_temp(str(tmp_path / "plain"))
+    plain_inst.add_dynamic_partitions(parts.name, DAYS)
+    inst = tuned(tmp_path / "tuned")
+    opened: list[int] = []
+
+    def count(dbapi_connection, _record):  # the test's own listener, removed below
+        if isinstance(dbapi_connection, sqlite3.Connection):
+            opened.append(dbapi_connection.execute("PRAGMA synchronous").fetchone()[0])
+
+    event.listen(Pool, "connect", count)
+    try:
+        plain = defs.resolve_job_def("make").execute_in_process(instance=plain_inst, tags=RANGE)
+        plain_opened, plain_modes = len(opened), set(opened)
+        opened.clear()
+        made = defs.resolve_job_def("make").execute_in_process(instance=inst, tags=RANGE)
+        judged = defs.resolve_job_def("judge").execute_in_process(instance=inst, tags=RANGE, raise_on_error=False)
+        made_opened, made_modes = len(opened), set(opened)
+    finally:
+        event.remove(Pool, "connect", count)
+    assert plain.success and made.success and not judged.success
+    assert plain_modes == {2}, plain_modes  # Dagster's own: FULL, a sync per commit
+    assert made_opened < 15 < plain_opened, (made_opened, plain_opened)
+    assert made_modes  # (read before the adapter's listener on the engine ran)
+    for storage in (inst.run_storage, inst.event_log_storage):  # the kept connections: NORMAL, 1
+        engines = list(storage._kept._engines.values())
+        assert engines
+        for engine in engines:
+            with engine.connect() as conn:
+                assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1, engine.url
+
+    other = stock_reader(tmp_path / "tuned")
+    assert type(other.event_log_storage).__name__ == "SqliteEventLogStorage"
+    for result in (made, judged):
+        assert _stored(other, result.run_id) >= __import__("collections").Counter(
+            e.event_type_value for e in result.all_events)  # (the run stores a few more)
+    assert other.get_run_by_id(made.run_id).is_success
+    assert _planned_by_day(other, made.run_id) == DAYS
+    checks = other.event_log_storage.get_latest_asset_check_execution_by_key(
+        [dg.AssetCheckKey(thing.key, "odd_days_fail")])
+    assert checks, "the check's evaluations reached the index shard"
+
+    shard = tmp_path / "tuned" / "history" / "runs" / f"{made.run_id}.db"
+    inst.dispose()  # the kept connections close: the last one folds the WAL into the file
+    assert not shard.with_name(shard.name + "-wal").exists()
+
+
+def test_partitions_are_remembered_only_within_quick_run_storage(tmp_path):
+    from unittest import mock
+
+    inst = tuned(tmp_path / "tuned")
+    storage = inst.event_log_storage
+    with mock.patch.object(adapter.SqliteEventLogStorage, "has_dynamic_partition",
+                           autospec=True, side_effect=adapter.SqliteEventLogStorage.has_dynamic_partition) as asked:
+        for _ in range(3):
+            assert storage.has_dynamic_partition(parts.name, DAYS[0])
+        assert asked.call_count == 3  # outside the block: Dagster asked each time
+        asked.reset_mock()
+        with adapter.quick_run_storage(inst):
+            for _ in range(3):
+                assert storage.has_dynamic_partition(parts.name, DAYS[0])
+            assert asked.call_count == 1
+            inst.delete_dynamic_partition(parts.name, DAYS[0])  # a key this instance removes is gone
+            assert not storage.has_dynamic_partition(parts.name, DAYS[0])
+            inst.add_dynamic_partitions(parts.name, [DAYS[0]])
+            assert storage.has_dynamic_partition(parts.name, DAYS[0])
+        asked.reset_mock()
+        assert storage.has_dynamic_partition(parts.name, DAYS[0])
+        assert asked.call_count == 1  # forgotten when the block ends
+    with adapter.quick_run_storage(dg.DagsterInstance.ephemeral()), adapter.quick_run_storage(None):
+        pass  # any other storage: nothing to do
+
+
 def test_new_run_shards_come_from_one_template_and_dagster_accepts_them(tmp_path):
-    """The first run's shard is made by Dagster and kept as the template; later shards are copies
-    at Alembic's head, which Dagster opens, writes and reads like its own."""
+    """The first run's shard is made by Dagster's own code and kept as the template; later shards
+    are copies at Alembic's head (the head Dagster's own check names), which Dagster's own storage
+    opens, writes and reads like its own."""
     from alembic.runtime.migration import MigrationContext
-    from alembic.script import ScriptDirectory
-    from dagster._core.storage.event_log.sqlite import sqlite_event_log
-    from dagster._core.storage.sql import get_alembic_config
-    from sqlalchemy import create_engine
-
-    assert "DAGSTER_EVENT_BATCH_SIZE" in __import__("os").environ  # set by importing the adapter
-    on_disk = dg.DagsterInstance.local_temp(str(tmp_path))
-    on_disk.add_dynamic_partitions(parts.name, DAYS)
-    runs = [defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE) for _ in range(2)]
-    base = tmp_path / "history" / "runs"
-    templates = list((base / adapter.SHARD_TEMPLATE_DIR).iterdir())
-    assert [t.name.split("-")[0] for t in templates] == [dg.__version__]
-    assert sorted(on_disk.event_log_storage.get_all_run_ids()) == sorted(r.run_id for r in runs)
-    head = ScriptDirectory.from_config(get_alembic_config(sqlite_event_log.__file__)).as_revision_number("head")
-    for shard in [templates[0], *(base / f"{r.run_id}.db" for r in runs)]:
-        with create_engine(f"sqlite:///{shard}").connect() as conn:
-            assert MigrationContext.configure(conn).get_current_revision() == head, shard
-    other = dg.DagsterInstance.from_ref(on_disk.get_ref())
-    for r in runs:
-        assert other.get_run_by_id(r.run_id).is_success
-        assert _planned_by_day(other, r.run_id) == DAYS  # still one planned event per day
-
-
-def test_the_cached_alembic_head_answers_as_dagster_does(tmp_path):
     from dagster._core.storage import sql
     from dagster._core.storage.event_log.sqlite import sqlite_event_log
     from sqlalchemy import create_engine
 
+    inst = tuned(tmp_path / "tuned")
+    runs = [defs.resolve_job_def("make").execute_in_process(instance=inst, tags=RANGE) for _ in range(2)]
+    base = tmp_path / "tuned" / "history" / "runs"
+    templates = list((base / adapter.SHARD_TEMPLATE_DIR).iterdir())
+    assert [t.name.split("-")[0] for t in templates] == [dg.__version__]
+    assert sorted(inst.event_log_storage.get_all_run_ids()) == sorted(r.run_id for r in runs)
     config = sql.get_alembic_config(sqlite_event_log.__file__)
-    fresh = create_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
-    (tmp_path / "inst").mkdir()
-    dg.DagsterInstance.local_temp(str(tmp_path / "inst"))
-    made = create_engine(f"sqlite:///{tmp_path / 'inst' / 'history' / 'runs' / 'index.db'}")
-    for engine in (fresh, made):
-        with engine.connect() as conn:
-            assert adapter._check_alembic_revision(config, conn) == sql.check_alembic_revision(config, conn)
-    assert sqlite_event_log.check_alembic_revision is adapter._check_alembic_revision
+    for shard in [templates[0], base / "index.db", *(base / f"{r.run_id}.db" for r in runs)]:
+        with create_engine(f"sqlite:///{shard}").connect() as conn:
+            db_revision, head = sql.check_alembic_revision(config, conn)
+            assert MigrationContext.configure(conn).get_current_revision() == db_revision == head, shard
+            assert adapter._alembic_head() == head
+            assert templates[0].stem.split("-", 1)[1] == head
+    (tmp_path / "tuned" / "stock").mkdir()
+    other = stock_reader(tmp_path / "tuned")
+    for r in runs:
+        assert other.get_run_by_id(r.run_id).is_success
+        assert _planned_by_day(other, r.run_id) == DAYS  # still one planned event per day
+    again = defs.resolve_job_def("make").execute_in_process(instance=other, tags=RANGE)  # Dagster's own writes
+    assert again.success and _planned_by_day(inst, again.run_id) == DAYS
 
 
-def test_a_batch_is_stored_in_one_transaction_per_shard_or_not_at_all(tmp_path, capfd):
-    """A range run's planned events and its step's per-day materializations arrive as batches:
-    each is stored with one commit per shard; a batch that fails midway stores nothing, and
-    Dagster then stores its events one by one, each exactly once."""
+def test_a_batch_is_stored_in_one_transaction_per_shard_or_not_at_all(tmp_path, capfd, monkeypatch):
+    """A range run's planned events and its step's per-day materializations arrive as batches
+    (DAGSTER_EVENT_BATCH_SIZE, which `af` sets): each is stored with one commit per shard; a batch
+    that fails midway stores nothing, and Dagster then stores its events one by one, each once."""
     import sqlite3
     from collections import Counter
 
-    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
-    on_disk = dg.DagsterInstance.local_temp(str(tmp_path))
-    on_disk.add_dynamic_partitions(parts.name, DAYS)
-    defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)  # makes the shard template
+    monkeypatch.setenv("DAGSTER_EVENT_BATCH_SIZE", adapter.EVENT_BATCH_SIZE)
+    inst = tuned(tmp_path / "tuned")
+    defs.resolve_job_def("make").execute_in_process(instance=inst, tags=RANGE)  # makes the shard template
     commits: list[int] = []
 
     def commit(_conn):
         commits.append(1)
 
-    event.listen(Engine, "commit", commit)
     sizes: list[int] = []
     per_batch: list[int] = []
-    batch = SqliteEventLogStorage.store_event_batch
+    batch = adapter.TunedSqliteEventLogStorage.store_event_batch
 
     def counted(self, events):
         sizes.append(len(events))
@@ -249,32 +295,32 @@ def test_a_batch_is_stored_in_one_transaction_per_shard_or_not_at_all(tmp_path, 
         batch(self, events)
         per_batch.append(len(commits) - before)
 
-    SqliteEventLogStorage.store_event_batch = counted
+    monkeypatch.setattr(adapter.TunedSqliteEventLogStorage, "store_event_batch", counted)
+    event.listen(Engine, "commit", commit)
     try:
-        ok = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
+        ok = defs.resolve_job_def("make").execute_in_process(instance=inst, tags=RANGE)
         assert sorted(sizes) == [len(DAYS), len(DAYS)], sizes  # planned events; materializations
         assert max(per_batch) <= 2, per_batch  # one commit per shard: the run's and the index
-
-        real_store = SqliteEventLogStorage.store_event
-        failing: list[int] = []
-
-        def fail_third_of_a_batch(self, entry):
-            if getattr(self._connect, "_af_batch", False) and len(failing) < 3:
-                failing.append(1)
-                if len(failing) == 3:
-                    raise sqlite3.OperationalError("disk I/O error (test)")
-            real_store(self, entry)
-
-        SqliteEventLogStorage.store_event = fail_third_of_a_batch
-        try:
-            fell_back = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
-        finally:
-            SqliteEventLogStorage.store_event = real_store
     finally:
-        SqliteEventLogStorage.store_event_batch = batch
         event.remove(Engine, "commit", commit)
+
+    real_store = adapter.TunedSqliteEventLogStorage.store_event
+    failing: list[int] = []
+
+    def fail_third_of_a_batch(self, entry):
+        if getattr(self._batch, "conns", None) is not None and len(failing) < 3:
+            failing.append(1)
+            if len(failing) == 3:
+                raise sqlite3.OperationalError("disk I/O error (test)")
+        real_store(self, entry)
+
+    monkeypatch.setattr(adapter.TunedSqliteEventLogStorage, "store_event", fail_third_of_a_batch)
+    fell_back = defs.resolve_job_def("make").execute_in_process(instance=inst, tags=RANGE)
+    monkeypatch.undo()
+    assert len(failing) == 3
     assert "Falling back to storing multiple single-event" in capfd.readouterr().err
-    other = dg.DagsterInstance.from_ref(on_disk.get_ref())
+    (tmp_path / "tuned" / "stock").mkdir()
+    other = stock_reader(tmp_path / "tuned")
     for run in (ok, fell_back):
         assert _planned_by_day(other, run.run_id) == DAYS
         mats = Counter(
@@ -287,32 +333,61 @@ def test_a_batch_is_stored_in_one_transaction_per_shard_or_not_at_all(tmp_path, 
         assert latest.run_id == fell_back.run_id
 
 
-def test_outside_the_block_dagster_home_files_are_written_without_a_sync_per_event(tmp_path, monkeypatch):
-    """A run outside quick_run_storage (as the daemon's run worker starts it: run creation, the
-    first and last events) on DAGSTER_HOME: each connection at synchronous=NORMAL and a kept reader
-    per file, so a close does not checkpoint (the WAL stays until the process lets go), and
-    another instance still reads every event."""
-    from sqlalchemy import event
-    from sqlalchemy.pool import Pool
+def test_the_storage_config_dagster_reads_is_the_adapters(tmp_path):
+    """Dagster builds the storages from dagster.yaml through their own classmethods (Dagster's
+    SqliteRunStorage.from_config_value names its own class, hence the override)."""
+    inst = tuned(tmp_path / "tuned")
+    ref = inst.get_ref()
+    assert "TunedSqliteRunStorage" in str(ref.storage_data.config_yaml)
+    assert adapter.TunedSqliteRunStorage.config_type() == adapter.SqliteRunStorage.config_type()
+    assert adapter.TunedSqliteEventLogStorage.config_type() == adapter.SqliteEventLogStorage.config_type()
+    again = dg.DagsterInstance.from_ref(ref)
+    assert type(again.run_storage) is adapter.TunedSqliteRunStorage
+    assert type(again.event_log_storage) is adapter.TunedSqliteEventLogStorage
 
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
-    on_disk = dg.DagsterInstance.local_temp(str(tmp_path))
-    on_disk.add_dynamic_partitions(parts.name, DAYS)
-    modes: list[int] = []
 
-    def mode(dbapi_connection, _record):  # runs after the adapter's listener (installed first)
-        modes.append(dbapi_connection.execute("PRAGMA synchronous").fetchone()[0])
+def test_what_the_tuned_storages_override_is_still_there_in_dagster():
+    """Each Dagster method or attribute the subclasses override or use, by name and signature: a
+    rename in Dagster would leave an override unused (Dagster's own method would run, silently
+    slower), so it fails here first."""
+    import inspect
 
-    event.listen(Pool, "connect", mode)
-    try:
-        run = defs.resolve_job_def("make").execute_in_process(instance=on_disk, tags=RANGE)
-    finally:
-        event.remove(Pool, "connect", mode)
-    assert run.success and modes and set(modes) == {1}, modes  # 1: NORMAL (Dagster's default is FULL, 2)
-    shard = tmp_path / "history" / "runs" / f"{run.run_id}.db"
-    assert shard.with_name(shard.name + "-wal").exists()  # not checkpointed away at each close
-    other = dg.DagsterInstance.from_ref(on_disk.get_ref())
-    assert other.get_run_by_id(run.run_id).is_success
-    assert _planned_by_day(other, run.run_id) == DAYS
-    adapter._close_kept()  # what the process does at exit: the WALs are folded into their files
-    assert not shard.with_name(shard.name + "-wal").exists()
+    events, runs = adapter.SqliteEventLogStorage, adapter.SqliteRunStorage
+    sig = {name: list(inspect.signature(getattr(events, name)).parameters) for name in
+           ("_connect", "_initdb", "has_table", "store_event", "store_event_batch", "has_dynamic_partition",
+            "delete_dynamic_partition", "conn_string_for_shard", "dispose", "__init__")}
+    assert sig == {
+        "_connect": ["self", "shard"], "_initdb": ["self", "engine", "for_index_shard"],
+        "has_table": ["self", "table_name"], "store_event": ["self", "event"], "store_event_batch": ["self", "events"],
+        "has_dynamic_partition": ["self", "partitions_def_name", "partition_key"],
+        "delete_dynamic_partition": ["self", "partitions_def_name", "partition_key"],
+        "conn_string_for_shard": ["self", "shard_name"], "dispose": ["self"],
+        "__init__": ["self", "base_dir", "inst_data"],
+    }, sig
+    assert list(inspect.signature(runs.connect).parameters) == ["self"]
+    assert list(inspect.signature(runs.from_local).parameters) == ["base_dir", "inst_data"]
+    assert list(inspect.signature(runs.__init__).parameters) == ["self", "conn_string", "inst_data"]
+    for cls in (events, runs):
+        assert list(inspect.signature(cls.from_config_value).parameters) == ["inst_data", "config_value"]
+    store = adapter.TunedSqliteEventLogStorage.__new__(adapter.TunedSqliteEventLogStorage)
+    for own in ("_connect", "_initdb", "has_table", "store_event_batch", "has_dynamic_partition"):
+        assert getattr(type(store), own) is not getattr(events, own), own  # overridden, not inherited
+    assert adapter.INDEX_SHARD_NAME == "index" and adapter.SQLITE_BUSY_TIMEOUT_SECONDS > 0
+
+
+def test_the_interrupt_flag_reads_dagsters():
+    """check_captured_interrupt: False outside Dagster's interrupt capture, True once it swallowed a SIGINT."""
+    import os
+    import signal
+    import time
+
+    from dagster._utils.interrupts import capture_interrupts
+
+    assert adapter.check_captured_interrupt() is False
+    with capture_interrupts():
+        os.kill(os.getpid(), signal.SIGINT)
+        deadline = time.monotonic() + 5
+        while not adapter.check_captured_interrupt() and time.monotonic() < deadline:
+            time.sleep(0.001)  # the handler runs in this (the main) thread between bytecodes
+        assert adapter.check_captured_interrupt() is True
+    assert adapter.check_captured_interrupt() is False  # Dagster clears it when the capture ends
