@@ -27,7 +27,8 @@ def _at(hms: str) -> int:
 @pytest.fixture(scope="module")
 def mem(tmp_path_factory: pytest.TempPathFactory) -> Memory:
     """09:00-09:10 in the editor with two 20-second Slack detours (09:03:00 and 09:06:00), then
-    09:10-09:20 in Firefox with one 20-second editor detour (09:14:00), then the editor again."""
+    09:10-09:20 in Firefox with one 20-second editor detour (09:14:00) and one to another site
+    (09:17:00), then the editor again."""
     home = Home(Path(tmp_path_factory.mktemp("counts")) / "home")
     home.init(tz=TZ)
     b = CaptureBatch(source_id="counts-test", recorder="recorder")
@@ -42,8 +43,11 @@ def mem(tmp_path_factory: pytest.TempPathFactory) -> Memory:
                 app = "Editor"
             plan.append((hms, app))
     for i, (hms, app) in enumerate(plan):
+        # Firefox on one site, but for 20 s at 09:17 on another: a detour inside the same app
+        url = (("https://b.example.org/" if hms == "09:17:00" else "https://a.example.com/")
+               if app == "Firefox" else None)
         b.snapshots.append(Snapshot(ref=f"counts-test:frames:{i}", ts_us=_at(hms), stream="monitor_1", app=app,
-                                    window=f"{app} window", source_frame_id=str(i)))
+                                    window=f"{app} window", url=url, source_frame_id=str(i)))
     EventLog(home).append(b, now_us=NOW)
     return Memory(home, clock=lambda: NOW)
 
@@ -68,3 +72,8 @@ def test_interruptions_are_counted_both_ways_and_switches_per_hour(mem: Memory) 
     # a period of the first five minutes: one detour (09:03), no change of frame
     part = mem.summary(mem.period(start=f"{DAY}T09:00", end=f"{DAY}T09:05"))
     assert part["switches"]["total"] == 2
+    # a period starting with the switch into Firefox counts it (the frame before is outside), and
+    # the detour to another site inside Firefox is no switch
+    firefox = mem.summary(mem.period(start=f"{DAY}T09:10", end=f"{DAY}T09:20"))
+    assert firefox["switches"]["total"] == 3
+

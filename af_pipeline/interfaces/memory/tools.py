@@ -93,11 +93,18 @@ class Tools(Lookup):
         }
 
     def _switches(self, p: Period) -> _Switches:
-        """Detours and app switches inside the period, from the whole frames of its days."""
+        """Detours to another app and app switches inside the period. Read from the whole frames
+        of the period's days, so the frame before the period's first one still tells whether
+        that one began with a switch; a detour to another site of the same app is no switch."""
         out = _Switches()
         streams: dict[str, list[FrameRef]] = {}
-        for f in self.period_frames(p):
-            streams.setdefault(str(f.frame.get("stream") or ""), []).append(f)
+        for day in p.days:
+            try:
+                frames = self.day_index(day).frames
+            except BadArgument:  # a day of the period with no capture
+                continue
+            for f in frames:
+                streams.setdefault(str(f.frame.get("stream") or ""), []).append(f)
 
         def hour(t: int) -> str:
             return to_datetime(t, self.tz).strftime("%Y-%m-%d %H")
@@ -110,9 +117,9 @@ class Tools(Lookup):
                     out.per_hour[hour(f.start_us)] += 1
                 for it in f.frame.get("interruptions") or []:
                     at = self._local_us(f.day, str(it.get("at") or "00:00:00"))
-                    if not p.start_us <= at < p.end_us:
-                        continue
                     detour = str(it.get("app") or "")
+                    if detour == app or not p.start_us <= at < p.end_us:
+                        continue
                     out.interrupted_by.setdefault(app, Counter())[detour] += 1
                     out.interrupting.setdefault(detour, Counter())[app] += 1
                     out.per_hour[hour(at)] += 2
