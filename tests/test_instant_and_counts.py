@@ -65,6 +65,7 @@ def test_interruptions_are_counted_both_ways_and_switches_per_hour(mem: Memory) 
     assert apps["Editor"]["was_interrupted"] == {"times": 2, "by": {"Slack": 2}}
     assert apps["Editor"]["interrupted_others"] == {"times": 1, "in": {"Firefox": 1}}
     assert apps["Firefox"]["was_interrupted"] == {"times": 1, "by": {"Editor": 1}}
+    assert "interrupted_others" not in apps["Firefox"] and "was_interrupted" not in apps["Slack"]  # none: absent
     assert apps["Slack"]["interrupted_others"] == {"times": 2, "in": {"Editor": 2}}  # the detour app is in the ledger
     switches = mem.summary(DAY)["switches"]
     # Editor -> Firefox, Firefox -> Editor, and three detours there and back

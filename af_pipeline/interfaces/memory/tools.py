@@ -62,16 +62,19 @@ class Tools(Lookup):
         apps = []
         for a in doc.get("apps", [])[:top]:
             by, into = counts.interrupted_by.get(a["app"], Counter()), counts.interrupting.get(a["app"], Counter())
-            apps.append({
+            row: dict[str, Any] = {
                 "app": a["app"],
                 "minutes": a.get("timeline_minutes", a["minutes"]),
                 "per_monitor_minutes": a["minutes"],
                 "sessions": a["frames"],
                 "longest_session_min": a["longest_frame_min"],
-                "was_interrupted": {"times": by.total(), "by": _top(by)},
-                "interrupted_others": {"times": into.total(), "in": _top(into)},
-                "top_windows": [w["title"] if isinstance(w, dict) else w for w in a.get("top_windows", [])],
-            })
+            }
+            if by:  # absent when none: a long ledger of zeros would cost every answer tokens
+                row["was_interrupted"] = {"times": by.total(), "by": _top(by)}
+            if into:
+                row["interrupted_others"] = {"times": into.total(), "in": _top(into)}
+            row["top_windows"] = [w["title"] if isinstance(w, dict) else w for w in a.get("top_windows", [])]
+            apps.append(row)
         return {
             "period": p.to_json(self.tz),
             "source": source,
@@ -88,7 +91,7 @@ class Tools(Lookup):
                      "per_monitor_minutes count a dual-monitor minute on both; a session is one frame; "
                      "was_interrupted: short detours to other apps inside this app's sessions (by: the apps "
                      "detoured to); interrupted_others: times this app was the detour (in: the apps it "
-                     "interrupted); switches: changes of app on a monitor, a detour counting twice "
+                     "interrupted); both absent when none; switches: changes of app on a monitor, a detour counting twice "
                      "(there and back), per local hour"),
         }
 
