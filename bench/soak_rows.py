@@ -10,7 +10,9 @@ clicks each; no pacing), lands it with one `af sync` pass, then measures with tr
 - the sync pass's dedup: ``EventLog._open_refs(day)`` (the refs of the open day, held for the
   pass), bytes held per ref, and the peak while it is built;
 - the peak of a re-read's conflict check (``_conflicts`` on the 300 newest rows of each kind, as
-  a pass re-reading below its watermark does).
+  a pass re-reading below its watermark does);
+- after the day seals, what the same Memory holds once it answers the rolling window from the
+  sealed day (Python memory held, the RSS step, the modules the sealed-day path imported).
 
 Prints one JSON object (stdout).
 """
@@ -125,6 +127,26 @@ def main(argv: list[str] | None = None) -> int:
     found, _, conflict_peak = held(conflicts)
     out["sync_conflicts_found"] = found
     out["sync_conflicts_peak_bytes_per_row"] = round(conflict_peak / n, 1)
+    # The day seals (as the first sync pass after midnight does) and the same Memory answers the
+    # same rolling window again, now from the sealed day: what the soak's MCP server stepped up by.
+    import psutil
+
+    proc = psutil.Process()
+    gc.collect()
+    rss0, modules = proc.memory_info().rss, set(sys.modules)
+    EventLog(Home(home)).seal(day)
+    tracemalloc.start()
+    for _ in range(5):
+        clock[0] += 10_000_000
+        m.context(m.period(hours=3))
+    gc.collect()
+    out["after_seal_python_held_mb"] = round(tracemalloc.get_traced_memory()[0] / 2**20, 1)
+    top = tracemalloc.take_snapshot().statistics("filename")[:4]
+    tracemalloc.stop()
+    out["after_seal_rss_step_mb"] = round((proc.memory_info().rss - rss0) / 2**20, 1)
+    out["after_seal_new_modules"] = len(set(sys.modules) - modules)
+    out["after_seal_top"] = [f"{st.traceback[0].filename}: {st.size / 2**20:.1f} MB" for st in top]
+    out["after_seal_pieces"] = len(m._slices)
     print(json.dumps(out, indent=2))
     return 0
 
