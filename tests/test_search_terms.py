@@ -104,6 +104,14 @@ def test_first_and_last_visit_and_the_days_it_appeared(mem: Memory) -> None:
     assert mem.search("hollow-org/engine", group_by="day", order="recent")["by_day"][0]["day"] == DAY2
 
 
+def test_a_repository_finds_its_pull_requests_and_a_pull_request_only_itself() -> None:
+    text = "review hollow-org/engine#364 and hollow-org/engine#36".casefold()
+    toks = terms.tokens(text)
+    assert {"hollow-org/engine", "hollow-org/engine#36", "hollow-org/engine#364", "engine"} <= toks
+    other = "review hollow-org/engine#364".casefold()
+    assert terms.match("hollow-org/engine#36", other, terms.tokens(other)) == terms.NONE
+
+
 IDS = st.builds(lambda key, n: f"{key}-{n}", st.sampled_from(["ENG", "PROJ", "person", "abc"]),
                 st.integers(min_value=0, max_value=99999))
 
@@ -124,6 +132,6 @@ def test_no_other_id_matches_an_id_query(ids: list[str], data: Any) -> None:
 @given(st.from_regex(r"[a-z]{1,8}(\.[a-z]{1,8}){1,3}", fullmatch=True), st.from_regex(r"/[a-z0-9/]{0,12}", fullmatch=True))
 def test_a_host_is_one_token_of_its_url(host: str, path: str) -> None:
     url = f"https://{host}{path}"
-    assert host in terms.tokens(host)
-    assert all(terms.match(t, host, terms.tokens(host)) == terms.EXACT for t in terms.terms(host))
+    assert host in terms.tokens(url)  # a URL typed in a title is found by its host
+    assert all(terms.match(t, url, terms.tokens(url)) == terms.EXACT for t in terms.terms(host))
 

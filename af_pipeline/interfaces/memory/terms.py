@@ -2,7 +2,8 @@
 
 A text's tokens are its identifiers kept whole (ticket keys ``ENG-603``, pull requests
 ``hollow-org/engine#36``, hosts ``news.ycombinator.com``, handles, paths: runs of word characters
-joined by any of ``. @ # / + : ~ -``) and each word of them. A query term matches a token, never a
+joined by any of ``. @ # / + : ~ -``), each word of them, and the parts a path, a repository's
+pull request or a URL has (cut at ``/ # : @``). A query term matches a token, never a
 substring of one: ``ENG-60`` does not find ``ENG-603``, ``60`` does not find ``603``, ``person-4``
 does not find ``person-42``. A plain word of PREFIX_MIN letters or more also matches the start
 of a word (``expense`` finds ``Expenses``), which ranks below an exact match. Everything is
@@ -16,6 +17,7 @@ from functools import lru_cache
 
 COMPOUND = re.compile(r"\w+(?:[.@#/+:~-]+\w+)*")
 PART = re.compile(r"\w+")
+CUT = re.compile(r"[/#:@]+")  # where an identifier has parts of its own (a path, a PR of a repo, a URL)
 PREFIX_MIN = 3  # letters a plain word needs to match the start of a longer word
 
 EXACT, PREFIX, NONE = 2, 1, 0
@@ -27,9 +29,21 @@ def terms(query: str) -> list[str]:
 
 
 def tokens(text: str) -> frozenset[str]:
-    """Every token of a (casefolded) text: its identifiers whole, and each of their words."""
+    """Every token of a (casefolded) text: its identifiers whole, each of their words, and, cut
+    at ``/ # : @``, each piece and each leading part (``hollow-org/engine#36`` also gives
+    ``hollow-org/engine`` and ``engine``; a URL gives its host). A ``-`` or ``.`` never cuts:
+    ``eng-603`` gives no ``eng-60``."""
     compounds = COMPOUND.findall(text)
-    return frozenset(compounds).union(*(PART.findall(c) for c in compounds if not c.isalnum()))
+    out = set(compounds)
+    for c in compounds:
+        if c.isalnum():
+            continue
+        out.update(PART.findall(c))
+        for cut in CUT.finditer(c):
+            out.add(c[:cut.start()])
+        out.update(p for p in CUT.split(c) if p)
+    out.discard("")
+    return frozenset(out)
 
 
 @lru_cache(maxsize=4096)
