@@ -34,3 +34,26 @@ def test_pieces_kept_are_few_and_a_repeat_still_hits(tmp_path):
     assert {id(v) for v in mem._slices.values()} == held  # the newest piece was reused, not compiled again
     fresh = Memory(home, clock=lambda: parse_ts("2026-12-01T12:00:00Z"))
     assert [fresh.context(p)[0] for p in periods] == answers  # the same answers as without evictions
+
+
+def test_days_held_in_memory_stay_under_a_row_budget(tmp_path, monkeypatch):
+    """A long-lived reader keeps other days' rows only up to CACHED_ROWS (issue 43: the soak's MCP
+    server held eight sealed busy days nobody asked about again); answers do not change."""
+    from af_pipeline.interfaces.memory import captures
+    from capture.synth import generate
+    from capture.importers.screenpipe import read_screenpipe
+
+    synth = generate(3, 5, tmp_path / "synth", start_day="2026-06-01", tz="UTC")
+    home = Home(tmp_path / "home")
+    home.init(tz="UTC")
+    EventLog(home).append(read_screenpipe(synth.db_path, tz="UTC"))
+    clock = lambda: parse_ts("2026-12-01T12:00:00Z")  # noqa: E731
+    mem = Memory(home, clock=clock)
+    days = [d for d in mem.days()]
+    rows = {d: sum(mem.day_capture(d).count(k) for k in ("snapshots", "inputs", "presence")) for d in days}
+    assert len(mem._captures) == len(days)  # within the default budget: all held
+    monkeypatch.setattr(captures, "CACHED_ROWS", max(rows.values()) + 1)
+    small = Memory(home, clock=clock)
+    answers = [small.summary(d) for d in days]
+    assert list(small._captures) == [days[-1]]  # one busy day's rows at most: the last read
+    assert answers == [Memory(home, clock=clock).summary(d) for d in days]

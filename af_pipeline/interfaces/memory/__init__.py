@@ -33,6 +33,7 @@ from af_pipeline.interfaces.memory.core import (
     CACHED_DAYS,
     CACHED_DOCS,
     CACHED_PIECES,
+    CACHED_ROWS,
     DEFAULT_MAX_TOKENS,
     DEFAULT_MIN_MINUTES,
     MAX_HOURS,
@@ -50,7 +51,7 @@ from af_pipeline.interfaces.memory.tools import Tools
 from capture.errors import AfError
 
 __all__ = [
-    "CACHED_DAYS", "CACHED_DOCS", "CACHED_PIECES", "DEFAULT_BUDGET", "DEFAULT_MAX_TOKENS", "DEFAULT_MIN_MINUTES",
+    "CACHED_DAYS", "CACHED_DOCS", "CACHED_ROWS", "CACHED_PIECES", "DEFAULT_BUDGET", "DEFAULT_MAX_TOKENS", "DEFAULT_MIN_MINUTES",
     "MAX_HOURS", "MAX_PERIOD_DAYS", "MAX_SEARCH_DAYS", "MAX_STEPS", "BadArgument", "FrameRef", "Memory", "Period",
     "Tampered", "fit", "with_skipped",
 ]

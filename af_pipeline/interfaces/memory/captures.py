@@ -13,6 +13,7 @@ from typing import Any
 
 from af_pipeline.interfaces.memory.core import (
     CACHED_DAYS,
+    CACHED_ROWS,
     MemoryCore,
 )
 from capture.errors import AfError
@@ -53,13 +54,20 @@ class Captures(MemoryCore):
                 cap = self._read_open(day)
             self._captures.pop(day, None)
             self._captures[day] = (fp, cap)
-            today = self.today()  # kept: the day live questions ask about
-            while len(self._captures) > CACHED_DAYS:
-                oldest = next(d for d in self._captures if d != today)
+            today = self.today()  # kept: the day live questions ask about, and the day just read
+            while len(self._captures) > CACHED_DAYS or self._held_rows(today) > CACHED_ROWS:
+                oldest = next((d for d in self._captures if d not in (today, day)), None)
+                if oldest is None:
+                    break
                 self._captures.pop(oldest)
                 self._open.pop(oldest, None)
                 self._ts = {k: v for k, v in self._ts.items() if k[0] != oldest}
             return cap
+
+    def _held_rows(self, today: str) -> int:
+        """Rows of the captures held for days other than today (deferred rows counted unmade)."""
+        return sum(cap.count(kind) for d, (_fp, cap) in self._captures.items() if d != today
+                   for kind in ("snapshots", "inputs", "presence"))
 
     def _read_open(self, day: str) -> DayCapture:
         """An open day's rows, by the log's one open-segment reader, which follows the day's

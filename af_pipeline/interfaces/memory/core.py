@@ -32,6 +32,10 @@ DEFAULT_MAX_TOKENS = 20_000  # under the 25k output cap of common MCP clients
 MIN_MAX_TOKENS = 5000  # a busy day's ledger and coverage alone are ~3.5k tokens
 MAX_STEPS = 500
 CACHED_DAYS = 8  # day captures kept in memory (a busy day is tens of MB of rows)
+# rows of days other than today kept in memory at most (snapshots, inputs, presence: a sealed
+# day's element trees are read on demand), about 40 MB at ~125 B a row: a few busy days, so a
+# long-lived MCP server does not keep 8 busy sealed days nobody asks about again (issue 43)
+CACHED_ROWS = 300_000
 SKIPPED_SHOWN = 20  # unreadable open-segment lines an answer names (its sentence counts them all)
 CACHED_DOCS = 70  # day documents (a few hundred kB each): two months of search
 CACHED_PIECES = 4  # compiled parts of a day (a busy open day's is MBs): only exact repeats hit
