@@ -40,8 +40,8 @@ def test_days_held_in_memory_stay_under_a_row_budget(tmp_path, monkeypatch):
     """A long-lived reader keeps other days' rows only up to CACHED_ROWS (issue 43: the soak's MCP
     server held eight sealed busy days nobody asked about again); answers do not change."""
     from af_pipeline.interfaces.memory import captures
-    from capture.synth import generate
     from capture.importers.screenpipe import read_screenpipe
+    from capture.synth import generate
 
     synth = generate(3, 5, tmp_path / "synth", start_day="2026-06-01", tz="UTC")
     home = Home(tmp_path / "home")
