@@ -163,7 +163,11 @@ def announce_days(home: Home, days: list[str] | None = None) -> None:
     if not (home.dagster_home / "dagster.yaml").exists():
         return
 
-    register_days(instance(home), days if days is not None else log_days(home))
+    inst = instance(home)
+    try:
+        register_days(inst, days if days is not None else log_days(home))
+    finally:
+        inst.dispose()  # its storages' kept connections closed now, not at some later collection
 
 
 # --- One run at a time, and runs whose process is gone never keep the warehouse ------------------

@@ -288,3 +288,29 @@ def test_a_moved_folder_gets_its_storage_folder_written_again(tmp_path):
     inst = _instance(moved.dagster_home)
     assert inst.get_run_by_id(run_id).is_success
     assert not (tmp_path / "home").exists()
+
+
+def test_announcing_days_again_and_again_keeps_no_connection_open(tmp_path):
+    """`af sync --watch` announces new days on every pass that lands some: the instance it opens
+    each time (whose storages keep their connections) is disposed, not left to the collector."""
+    import gc
+
+    from assets.instance import announce_days, prepare
+    from capture.home import Home
+
+    home = Home(tmp_path / "home")
+    home.init(tz="UTC")
+    prepare(home)
+
+    def open_files() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    announce_days(home, ["2026-06-01"])
+    gc.disable()
+    try:
+        before = open_files()
+        for _ in range(10):
+            announce_days(home, ["2026-06-01"])
+        assert open_files() <= before, (before, open_files())
+    finally:
+        gc.enable()
