@@ -57,3 +57,23 @@ def test_days_held_in_memory_stay_under_a_row_budget(tmp_path, monkeypatch):
     answers = [small.summary(d) for d in days]
     assert list(small._captures) == [days[-1]]  # one busy day's rows at most: the last read
     assert answers == [Memory(home, clock=clock).summary(d) for d in days]
+
+
+def test_a_reader_that_never_writes_the_cache_keeps_no_text_copy_of_the_live_day(tmp_path):
+    """The MCP server compiles the open day to answer and never writes the open-day cache, so it
+    keeps no canonical JSON of that document beside the document itself; `af context`
+    (write_cache) still writes the cache, which a fresh reader then answers from."""
+    from af_pipeline.interfaces import open_cache
+    from capture.importers.rpm import read_rpm
+
+    home = Home(tmp_path / "home")
+    home.init(tz="UTC")
+    EventLog(home).append(read_rpm(STUDENT), seal=False)  # the day stays open
+    clock = lambda: parse_ts("2026-12-01T12:00:00Z")  # noqa: E731
+    server = Memory(home, clock=clock)
+    answer = server.context(DAY)[0]
+    assert server._disk_docs == {} and not open_cache.cache_path(home.root, DAY).exists()
+    writer = Memory(home, clock=clock, write_cache=True)
+    assert writer.context(DAY)[0] == answer
+    assert writer._disk_docs and open_cache.cache_path(home.root, DAY).exists()
+    assert Memory(home, clock=clock).context(DAY)[0] == answer

@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,10 @@ class AppendReport:
 
 def _refs(rows: Any) -> list[Any]:
     return rows.refs if isinstance(rows, RowColumns) else list(map(_REF_OF, rows))
+
+
+def _in_set(known: set[str], refs: list[str]) -> list[bool]:
+    return [r in known for r in refs]
 
 
 def _exact(row: Any, cls: type) -> bool:
@@ -225,19 +230,21 @@ class Appending(Sealing, Reading):
                                for k, v in by_kind.items()}
                 if day in sealed:
                     day_refs = [row.ref for rows in by_kind.values() for row in rows]
-                    known = self._sealed_refs(day) if self._sharing_source([day], day_refs) else set()
+                    sealed_refs = self._sealed_refs(day) if self._sharing_source([day], day_refs) else set()
+                    held: Callable[[list[str]], list[bool]] = partial(_in_set, sealed_refs)
                 elif (self.open_dir / day).is_dir():
-                    known = self._open_refs(day)
+                    held = self._open_refs(day).mask
                 else:
                     candidates[day] = by_kind
                     continue
                 candidates[day] = {}
                 for kind, rows in by_kind.items():
-                    new = [row for row in rows if row.ref not in known]
+                    here = held([row.ref for row in rows])
+                    new = [row for row, h in zip(rows, here, strict=True) if not h]
                     if len(new) < len(rows):
                         already_here.add(day)
                         # Same identity: the same row again (skipped), or a true conflict (refused).
-                        again = [row for row in rows if row.ref in known]
+                        again = [row for row, h in zip(rows, here, strict=True) if h]
                         for row, reason in self._conflicts(day, kind, again, day in sealed):
                             refused.add(reason, row=row.ref, raw=excerpt(kind, row), day=day)
                             skipped -= 1

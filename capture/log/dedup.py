@@ -5,14 +5,17 @@ log's age. Three things keep it cheap, and none changes an answer: a sealed day 
 if its refs start like some of the batch's (its manifest entry lists the sources of its refs);
 the refs of open days this process has read stay in memory while their files keep their sizes;
 a large append checks sealed refs against an in-memory array of their hashes, and only the rare
-matches exactly.
+matches exactly. An open day's refs are held as 16-byte digests (OpenRefs), not as strings: an
+always-on `af sync --watch` reads them every pass, and strings cost ~125 bytes a ref.
 """
 
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +119,73 @@ def ref_source_ids(con: duckdb.DuckDBPyConnection, files: list[Path], source_ids
 
 # Hashes per block of the index (8 bytes each); a block that grows past twice this is split.
 INDEX_BLOCK = 1 << 16
+# Bytes of an open-day ref's digest (OpenRefs). Two refs with the same 128-bit BLAKE2b digest
+# would be taken for one: for n refs held and m looked up, the chance is about n*m / 2**128
+# (1e-29 for a day of a million rows and a million lookups), far below a disk's error rate.
+REF_DIGEST_BYTES = 16
+# Digests added one append at a time wait in a set until there are this many, then merge.
+OPEN_REFS_PENDING = 4096
+
+
+def ref_digest(ref: str) -> bytes:
+    return hashlib.blake2b(ref.encode(), digest_size=REF_DIGEST_BYTES).digest()
+
+
+class OpenRefs:
+    """The refs of one open day as sorted 16-byte digests: 16 bytes a ref instead of a string's
+    ~125, and the same answers (``ref in refs``) up to the digest's collision chance above."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self._sorted = np.empty(0, dtype=f"S{REF_DIGEST_BYTES}")
+        self._pending: set[bytes] = set()
+
+    def __len__(self) -> int:
+        self._merge()
+        return len(self._sorted)
+
+    def update(self, refs: Iterable[str]) -> None:
+        self._pending.update(map(ref_digest, refs))
+        if len(self._pending) >= OPEN_REFS_PENDING:
+            self._merge()
+
+    def _merge(self) -> None:
+        import numpy as np
+
+        if not self._pending:
+            return
+        new = np.array(sorted(self._pending), dtype=f"S{REF_DIGEST_BYTES}")
+        self._pending = set()
+        self._sorted = np.unique(np.concatenate([self._sorted, new]))  # sorted, each digest once
+
+    def mask(self, refs: Sequence[str]) -> list[bool]:
+        """Whether each of ``refs`` is held (one vectorised search instead of one per ref)."""
+        import numpy as np
+
+        if not refs:
+            return []
+        self._merge()
+        digests = np.array([ref_digest(r) for r in refs], dtype=f"S{REF_DIGEST_BYTES}")
+        arr = self._sorted
+        if not len(arr):
+            return [False] * len(refs)
+        pos = np.minimum(arr.searchsorted(digests), len(arr) - 1)
+        # compared as raw 16-byte records (see __contains__ on trailing NUL bytes)
+        raw = arr.view(np.uint8).reshape(-1, REF_DIGEST_BYTES)
+        want = digests.view(np.uint8).reshape(-1, REF_DIGEST_BYTES)
+        return np.all(raw[pos] == want, axis=1).tolist()
+
+    def __contains__(self, ref: object) -> bool:
+        if not isinstance(ref, str):
+            return False
+        d = ref_digest(ref)
+        if d in self._pending:
+            return True
+        arr = self._sorted
+        i = int(arr.searchsorted(d))
+        # numpy's S dtype drops trailing NUL bytes when it hands an item back: compare as stored
+        return i < len(arr) and arr[i:i + 1].tobytes() == d
 
 
 class SortedHashes:
@@ -189,20 +259,20 @@ class DedupIndex(ManifestChain):
     def __init__(self, home: Home) -> None:
         super().__init__(home)
         # Refs of open days already read by this process, valid while the files keep their sizes.
-        self._ref_cache: dict[str, tuple[tuple[int, ...], set[str]]] = {}
+        self._ref_cache: dict[str, tuple[tuple[int, ...], OpenRefs]] = {}
         # Sorted hashes of the refs of sealed days, built on the first large append (see _maybe_sealed).
         self._index: SortedHashes | None = None
         self._index_days: set[str] = set()
         # "<source id>:" prefixes that every ref of a sealed day starts with (None: unknown, always look).
         self._prefix_cache: dict[str, tuple[str, ...] | None] = {}
 
-    def _open_refs(self, day: str) -> set[str]:
+    def _open_refs(self, day: str) -> OpenRefs:
         folder = self.open_dir / day
         sizes = open_sizes(folder)
         cached = self._ref_cache.get(day)
         if cached and cached[0] == sizes:
             return cached[1]
-        refs: set[str] = set()
+        refs = OpenRefs()
         for kind in ROW_KINDS:
             for rows in open_row_chunks(folder / f"{kind}.jsonl", kind):  # only the refs are kept
                 refs.update(r.ref for r in rows)
@@ -241,8 +311,8 @@ class DedupIndex(ManifestChain):
                 fresh = [d for d in open_days if d not in held]
                 held += fresh[: max(0, OPEN_REFS_CACHED - len(held))]
                 for day in held:
-                    known = self._open_refs(day)
-                    found.update(r for r in refs if r in known)
+                    hits = self._open_refs(day).mask(refs)
+                    found.update(r for r, hit in zip(refs, hits, strict=True) if hit)
                 open_days = [d for d in open_days if d not in held]
             if open_days:
                 found |= self._scan_refs(refs, [], open_days)

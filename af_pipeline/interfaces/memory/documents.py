@@ -81,13 +81,14 @@ class Documents(Published):
             if doc is None:
                 doc = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=typed,
                                                       layout=layout, categories=rules_in(self.home.root)))
-                if follow and state is not None and okey is not None:
+                # kept as text only to be written to the open-day cache: a server that never
+                # writes it (the MCP server) would hold a second copy of the live day's document
+                if self.write_cache and follow and state is not None and okey is not None:
                     disk = self._disk_docs.get(day)
                     docs = dict(disk[1]) if disk is not None and disk[0] == state else {}
                     docs[okey] = canonical_json(doc)
                     self._disk_docs[day] = (state, docs)
-                    if self.write_cache:
-                        self.save_open_cache(day)
+                    self.save_open_cache(day)
             source = "compiled from the sealed log" if sealed else "compiled live from the log (includes unsealed data)"
             self._docs = {k: v for k, v in self._docs.items() if k[:4] != key[:4]}  # older versions
             while len(self._docs) >= CACHED_DOCS:
