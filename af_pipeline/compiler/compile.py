@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any, TypeVar, cast
@@ -47,11 +47,12 @@ from af_pipeline.compiler.sessionize import (
     flicker_merge,
     timeline_pieces,
 )
-from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture
+from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture, Snapshot
 from capture.timeutil import US, day_bounds, to_datetime, zone
 
 _T = TypeVar("_T")
 MIN_US = 60 * US
+_INF = 1 << 62  # beyond any time in us: the edges of a whole day's "window" in _coverage
 # recorders that capture no input events at all: a day of theirs has no input, not an idle user
 NO_INPUT_RECORDERS = frozenset({"activitywatch"})
 TOP_WINDOWS = 3
@@ -78,6 +79,10 @@ class CompileOptions:
     include_typed_text: bool = False  # operator opt-in at build time (emit needs its own)
     layout: str = "identity"  # keyboard map name (af_pipeline/compiler/layouts)
     categories: CategoryRules | None = None  # tier-2 category rules (compiler/categories.py); None: defaults
+    # A part of a day, [start, end) in UTC us: only time inside it is counted. The capture holds
+    # the rows inside it plus context rows (window_context) whose credit crosses its edges; each
+    # row's credited interval is clipped to it. None: the whole capture (a day's document).
+    window: tuple[int, int] | None = None
 
 
 def _minutes(us: int) -> float:
@@ -141,7 +146,7 @@ def compile_day(capture: DayCapture, options: CompileOptions = CompileOptions(),
 
 
 def _compile(capture: DayCapture, options: CompileOptions, rules: Rules) -> dict[str, Any]:
-    framing = _frame_day(capture, rules)
+    framing = _frame_day(capture, rules, options.window)
     return _assemble(capture, framing, attribute_input(capture, framing.rows.index), options, rules, None)
 
 
@@ -243,9 +248,55 @@ class Timeline:
     srank: list[int]  # per row: its rank within its stream (adjacency = "next row of stream")
     prev_a: np.ndarray  # per row: the previous row of the same stream, -1 for none
     segments: list[Segment]  # the frames, ordered by (start, stream, first ref)
+    # a part of a day (CompileOptions.window): [start, end) us, and per row the start of its
+    # credited interval clipped to it (credit is then the clipped length); None for a whole day
+    window: tuple[int, int] | None = None
+    start_a: np.ndarray | None = None
 
 
-def _timeline(capture: DayCapture, rows: DayRows, rules: Rules) -> Timeline:
+def _clip(ts: np.ndarray, credit: np.ndarray, window: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: its credited interval [ts, ts + credit) clipped to the window, as (start, length)."""
+    lo, hi = window
+    a = np.clip(ts, lo, hi)
+    return a, np.clip(ts + credit, lo, hi) - a
+
+
+def window_context(snapshots: Sequence[Snapshot], first: int, stop: int, start_us: int, end_us: int,
+                   rules: Rules = PAPER_RULES) -> tuple[list[int], list[int]]:
+    """The context a part of a day [start_us, end_us) needs besides its rows (positions
+    first..stop-1 of time-ordered ``snapshots``): positions before it and after it.
+
+    Before: each stream's last row before the window (its credit may run into the window), and
+    any row met on the way whose measured span reaches into it. After: each stream's first row at or after the
+    window's end, unless more than a session gap after it (it decides the credit of the stream's
+    last row inside the window; a row further on could not). Compiled with
+    ``CompileOptions(window=(start_us, end_us))``, the rows inside the window earn what they
+    earn in the whole day, clipped to it."""
+    streams = {s.stream for s in snapshots}
+    seen: set[str] = set()
+    before: list[int] = []
+    i = first - 1
+    while i >= 0 and len(seen) < len(streams):
+        s = snapshots[i]
+        if s.stream not in seen or (s.end_us is not None and s.end_us > start_us):
+            before.append(i)
+            seen.add(s.stream)
+        i -= 1
+    seen.clear()
+    after: list[int] = []
+    limit = end_us + rules.gap_s * US
+    i = stop
+    while i < len(snapshots) and len(seen) < len(streams) and snapshots[i].ts_us <= limit:
+        s = snapshots[i]
+        if s.stream not in seen:
+            after.append(i)
+            seen.add(s.stream)
+        i += 1
+    return sorted(before), after
+
+
+def _timeline(capture: DayCapture, rows: DayRows, rules: Rules,
+              window: tuple[int, int] | None = None) -> Timeline:
     index = rows.index
     n = index.n
     apps, sites = rows.apps, rows.sites
@@ -260,12 +311,18 @@ def _timeline(capture: DayCapture, rows: DayRows, rules: Rules) -> Timeline:
     # presence (ActivityWatch afk): on a stream it governs, only not-afk time is active time
     presence_src, not_afk = _presence(capture, streams)
     away_a = np.zeros(n, dtype=np.int64)
+    start_a: np.ndarray | None = None
     if len(streams) == 1:  # one stream: positions are the stream's own order
         ts, pos_list = index.by_stream[streams[0]]
         credit, brk = credits(ts, rules, ends_np)
         credit_a = np.asarray(credit, dtype=np.int64)
+        starts = arrays[None][0]
+        if window is not None:
+            start_a, credit_a = _clip(starts, credit_a, window)
+            starts = start_a
+            credit = credit_a.tolist()
         if streams[0] in not_afk:
-            away_a = _outside(arrays[None][0], credit_a, not_afk[streams[0]])
+            away_a = _outside(starts, credit_a, not_afk[streams[0]])
             credit_a = credit_a - away_a
             credit = credit_a.tolist()
         srank = list(range(n))
@@ -278,13 +335,20 @@ def _timeline(capture: DayCapture, rows: DayRows, rules: Rules) -> Timeline:
         brk_a = np.ones(n, dtype=bool)
         srank_a = np.zeros(n, dtype=np.int64)
         prev_a = np.full(n, -1, dtype=np.int64)
+        if window is not None:
+            start_a = np.zeros(n, dtype=np.int64)
         for stream in streams:
             ts, pos_list = index.by_stream[stream]
             ts_a, pa = cast(tuple[np.ndarray, np.ndarray], arrays[stream])
             c, b = credits(ts_a, rules, ends_np[pa] if ends_np is not None else None)
+            starts = ts_a
+            if start_a is not None and window is not None:
+                starts, c_w = _clip(ts_a, np.asarray(c, dtype=np.int64), window)
+                start_a[pa] = starts
+                c = c_w.tolist()
             if stream in not_afk:
                 c_a = np.asarray(c, dtype=np.int64)
-                away = _outside(ts_a, c_a, not_afk[stream])
+                away = _outside(starts, c_a, not_afk[stream])
                 away_a[pa] = away
                 c = (c_a - away).tolist()
             credit_a[pa] = c
@@ -297,7 +361,7 @@ def _timeline(capture: DayCapture, rows: DayRows, rules: Rules) -> Timeline:
     refs = index.col("ref")
     segments.sort(key=lambda f: (f.start_us, f.stream, refs[f.rows[0]]))
     return Timeline(streams, arrays, ends_np, presence_src, not_afk, away_a, credit, credit_a, brk_a,
-                    srank, prev_a, segments)
+                    srank, prev_a, segments, window, start_a)
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,9 +410,9 @@ def frame_day(capture: DayCapture, rules: Rules = PAPER_RULES) -> Framing:
     return _without_gc(_frame_day, capture, rules)
 
 
-def _frame_day(capture: DayCapture, rules: Rules) -> Framing:
+def _frame_day(capture: DayCapture, rules: Rules, window: tuple[int, int] | None = None) -> Framing:
     rows = _day_rows(capture)
-    timeline = _timeline(capture, rows, rules)
+    timeline = _timeline(capture, rows, rules, window)
     return Framing(rows, timeline, _slots(rows.index.n, timeline.segments))
 
 
@@ -489,6 +553,9 @@ class Ledger:
     domain_us: dict[str, int]
     domain_tl: dict[str, int]
     domain_visits: dict[str, int]
+    # a part of a day: per row, whether it counts (inside the window, or credited inside it);
+    # None for a whole day, where every row counts
+    live: np.ndarray | None = None
 
 
 def _ledger(rows: DayRows, tl: Timeline, slots: Slots, rules: Rules) -> Ledger:
@@ -499,17 +566,26 @@ def _ledger(rows: DayRows, tl: Timeline, slots: Slots, rules: Rules) -> Ledger:
     index = rows.index
     credit, not_afk, ends_np = tl.credit, tl.not_afk, tl.ends
     tl_credit = credit
+    window = tl.window
     if len(tl.streams) > 1:
         tl_a = np.asarray(credits(index.all_ts, rules, ends_np)[0], dtype=np.int64)
+        tl_start = tl.arrays[None][0]
+        if window is not None:
+            tl_start, tl_a = _clip(tl_start, tl_a, window)
         for stream in not_afk:
-            ts_s, pa_s = cast(tuple[np.ndarray, np.ndarray], tl.arrays[stream])
-            tl_a[pa_s] -= _outside(ts_s, tl_a[pa_s], not_afk[stream])
+            _ts_s, pa_s = cast(tuple[np.ndarray, np.ndarray], tl.arrays[stream])
+            tl_a[pa_s] -= _outside(tl_start[pa_s], tl_a[pa_s], not_afk[stream])
         if ends_np is not None:
             # measured spans (ActivityWatch): each instant to the span that started last, not the
             # capped gap to the next row of any stream (a short phone event must not cut off the
             # rest of a desktop event), then afk time of the row's own stream taken out
-            _timeline_spans(tl_a, index.all_ts, ends_np, index.col("stream"), not_afk)
+            _timeline_spans(tl_a, index.all_ts, ends_np, index.col("stream"), not_afk, window)
         tl_credit = tl_a.tolist()
+    live: np.ndarray | None = None
+    if window is not None:
+        all_np = tl.arrays[None][0]
+        live = ((all_np >= window[0]) & (all_np < window[1])) | (tl.credit_a > 0) | \
+            (np.asarray(tl_credit, dtype=np.int64) > 0)
     app_tl: dict[str, int] = {}
     for (a, _site), slot_rows in zip(slots.keys, slots.rows, strict=True):  # every row is in one slot
         app_tl[a] = app_tl.get(a, 0) + sum(map(tl_credit.__getitem__, slot_rows))
@@ -522,11 +598,14 @@ def _ledger(rows: DayRows, tl: Timeline, slots: Slots, rules: Rules) -> Ledger:
     domain_visits: dict[str, int] = {}
     sc, names = rows.site_codes, rows.site_names
     if names:
-        on = np.flatnonzero(sc >= 0)
+        on = np.flatnonzero(sc >= 0 if live is None else (sc >= 0) & live)
         code = sc[on]
         prev = tl.prev_a[on]
         before = np.maximum(prev, 0)
-        starts = code[(prev < 0) | (sc[before] != code) | tl.brk_a[before]]
+        first = (prev < 0) | (sc[before] != code) | tl.brk_a[before]
+        if live is not None:  # a visit the window enters in the middle starts at its edge
+            first |= ~live[before]
+        starts = code[first]
         k = len(names)
         rows_of = np.bincount(code, minlength=k).tolist()
         us = np.bincount(code, weights=tl.credit_a[on], minlength=k).astype(np.int64).tolist()
@@ -536,7 +615,7 @@ def _ledger(rows: DayRows, tl: Timeline, slots: Slots, rules: Rules) -> Ledger:
         for i, site in enumerate(names):
             if rows_of[i]:
                 domain_us[site], domain_tl[site], domain_visits[site] = us[i], tl_us[i], visits[i]
-    return Ledger(tl_credit, app_tl, domain_us, domain_tl, domain_visits)
+    return Ledger(tl_credit, app_tl, domain_us, domain_tl, domain_visits, live)
 
 
 # -- phase 6: the frames of the document and the per-app ledger ---------------------------------
@@ -557,7 +636,7 @@ class FrameList:
 
 def _frame_list(capture: DayCapture, framing: Framing, tally: InputTally, tenure: Tenure,
                 options: CompileOptions, clock: _Clock,
-                page_cache: dict[str, tuple[str, str | None]]) -> FrameList:
+                page_cache: dict[str, tuple[str, str | None]], live: np.ndarray | None = None) -> FrameList:
     rows, tl, slots = framing.rows, framing.timeline, framing.slots
     type_url = rows.type_url
 
@@ -590,8 +669,12 @@ def _frame_list(capture: DayCapture, framing: Framing, tally: InputTally, tenure
     mixed_input = tl.ends is not None and input_count(capture) > 0
     ends_list = tl.ends.tolist() if tl.ends is not None else []
     evidence = rows.evidences(slots.rows)  # per slot, every frame's and interruption's at once
+    live_l = live.tolist() if live is not None else None
     for fi, seg in enumerate(tl.segments):
         app, site = cast(tuple[str, str | None], seg.key)
+        if live_l is not None and not any(map(live_l.__getitem__, chain(
+                seg.rows, chain.from_iterable(it.rows for it in seg.interruptions)))):
+            continue  # only context rows of a part of a day: nothing of it is inside the window
         if not seg.active_us and slot_away[fi] and not any(it.active_us for it in seg.interruptions):
             away_frames += 1  # nothing but away time (a lock screen, an idle window): not a frame
             continue
@@ -633,21 +716,30 @@ def _coverage(capture: DayCapture, framing: Framing, tally: InputTally, tenure: 
     all_ts = index.all_ts
     gaps: list[dict[str, Any]] = []
     all_np = tl.arrays[None][0]
+    window, live = tl.window, ledger.live
+    lo, hi = window if window is not None else (-_INF, _INF)
     # a row covers until its measured end (ActivityWatch), an instant row its own time
     cover = all_np if tl.ends is None else np.maximum.accumulate(np.maximum(all_np, tl.ends))
     for i in np.flatnonzero(all_np[1:] - cover[:-1] > rules.gap_s * US).tolist():
-        g0 = int(cover[i])
-        gaps.append({"start": clock.hms(g0), "end": clock.hms(all_ts[i + 1]),
-                     "minutes": _minutes(all_ts[i + 1] - g0)})
-    covered_us, dual_us = _union_and_overlap(tl.arrays, tl.credit_a)
+        g0, g1 = max(int(cover[i]), lo), min(all_ts[i + 1], hi)  # a part of a day: its part of the gap
+        if g1 > g0:
+            gaps.append({"start": clock.hms(g0), "end": clock.hms(g1), "minutes": _minutes(g1 - g0)})
+    covered_us, dual_us = _union_and_overlap(tl.arrays, tl.credit_a, tl.start_a)
     total_active = sum(credit)
     first_us = all_ts[0] if n else None
     last_us = max((seg.end_us for seg in fl.kept), default=None)
+    inside: np.ndarray | None = None
+    if live is not None:
+        inside = (all_np >= lo) & (all_np < hi)
+        first_live = np.flatnonzero(live)
+        first_us = max(all_ts[int(first_live[0])], lo) if first_live.size else None
+        last_us = min(last_us, hi) if last_us is not None else None
     totals = [sum(v[k] for v in tally.vol) for k in range(7)]
     stream_rows = []
     for stream in tl.streams:
         _ts, pos_list = index.by_stream[stream]
-        entry: dict[str, Any] = {"stream": stream, "rows": len(pos_list),
+        count = len(pos_list) if inside is None else int(np.count_nonzero(inside[pos_list]))
+        entry: dict[str, Any] = {"stream": stream, "rows": count,
                                  "active_min": _minutes(sum(map(credit.__getitem__, pos_list)))}
         if stream in sizes_all:
             entry["width_px"], entry["height_px"] = sizes_all[stream]
@@ -707,7 +799,7 @@ def _assemble(capture: DayCapture, framing: Framing, attribution: Attribution, o
     tenure = _tenure(framing.rows, framing.timeline, framing.slots, tally.has_input)
     ledger = _ledger(framing.rows, framing.timeline, framing.slots, rules)
     page_cache = dict(page_types) if page_types else {}
-    fl = _frame_list(capture, framing, tally, tenure, options, clock, page_cache)
+    fl = _frame_list(capture, framing, tally, tenure, options, clock, page_cache, ledger.live)
     sizes_all = screen_sizes(capture.streams)
     coverage = _coverage(capture, framing, tally, tenure, ledger, fl, rules, clock, sizes_all)
     doc = _document(capture, framing, tally, tenure, ledger, fl, coverage, options, rules, clock, sizes_all)
@@ -742,6 +834,12 @@ def _document(capture: DayCapture, framing: Framing, tally: InputTally, tenure: 
                    for d in sorted(domain_us, key=lambda d: (-domain_tl[d], -domain_us[d], d))]
 
     start_us, end_us = day_bounds(capture.day, clock.zone)
+    n_rows = framing.rows.index.n
+    window = framing.timeline.window
+    if window is not None:  # a part of a day: its own bounds, and the rows inside it
+        start_us, end_us = window
+        all_np = framing.timeline.arrays[None][0]
+        n_rows = int(np.count_nonzero((all_np >= start_us) & (all_np < end_us)))
     return {
         "schema_version": SCHEMA_VERSION,
         "day": capture.day,
@@ -769,7 +867,7 @@ def _document(capture: DayCapture, framing: Framing, tally: InputTally, tenure: 
                         "layout": options.layout},
             "rules": {"dwell_s": rules.dwell_s, "gap_s": rules.gap_s,
                       "flicker_s": rules.flicker_s, "ring_px": RING_PX},
-            "rows": {"snapshots": framing.rows.index.n, "inputs": input_count(capture),
+            "rows": {"snapshots": n_rows, "inputs": input_count(capture),
                      "elements": capture.element_count(), "presence": len(capture.presence),
                      "streams": len(capture.streams)},
         },
@@ -872,8 +970,9 @@ def _click_item(k: tuple[str, str | None, str], count: int) -> dict[str, Any]:
 
 
 def _union_and_overlap(arrays: dict[str | None, tuple[np.ndarray, np.ndarray | None]],
-                       credit: np.ndarray) -> tuple[int, int]:
-    """Wall time covered by at least one stream, and by at least two (dual monitor)."""
+                       credit: np.ndarray, start_a: np.ndarray | None = None) -> tuple[int, int]:
+    """Wall time covered by at least one stream, and by at least two (dual monitor). A row's
+    credited interval starts at its time, or at ``start_a`` (a part of a day: clipped)."""
     per_stream = sorted((k, v) for k, v in arrays.items() if k is not None)
     if len(per_stream) < 2:
         return int(credit.sum()), 0
@@ -885,7 +984,7 @@ def _union_and_overlap(arrays: dict[str | None, tuple[np.ndarray, np.ndarray | N
         m = c > 0
         if not m.any():
             continue
-        s = ts[m]
+        s = ts[m] if start_a is None else start_a[positions][m]
         e = s + c[m]
         first = np.flatnonzero(np.concatenate(([True], s[1:] > e[:-1])))
         last = np.concatenate((first[1:] - 1, [s.size - 1]))
@@ -946,12 +1045,16 @@ def _presence(capture: DayCapture, streams: list[str]) -> tuple[dict[str, str], 
 
 
 def _timeline_spans(tl_a: np.ndarray, all_ts: Any, ends_np: np.ndarray, stream_of: list[str],
-                    not_afk: dict[str, np.ndarray]) -> None:
-    """Overwrite the timeline credit of rows with a measured end (see sessionize.timeline_pieces)."""
+                    not_afk: dict[str, np.ndarray], window: tuple[int, int] | None = None) -> None:
+    """Overwrite the timeline credit of rows with a measured end (see sessionize.timeline_pieces),
+    their pieces clipped to the window if one is given."""
     measured = np.flatnonzero(ends_np != NO_END)
     ts_all = np.asarray(all_ts, dtype=np.int64)
     pieces = timeline_pieces(ts_all[measured].tolist(), ends_np[measured].tolist())
     for row, parts in zip(measured.tolist(), pieces, strict=True):
+        if window is not None:
+            lo, hi = window
+            parts = [(max(a, lo), min(b, hi)) for a, b in parts if min(b, hi) > max(a, lo)]
         total = sum(b - a for a, b in parts)
         iv = not_afk.get(stream_of[row])
         if iv is not None and parts:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -296,7 +297,7 @@ class Documents(Published):
     def _piece(self, day: str, lo: int, hi: int, min_minutes: float) -> tuple[dict[str, Any], str] | None:
         # deferred: numpy/DuckDB, so `af mcp` answers initialize before paying for them
         from af_pipeline.compiler.categories import rules_in
-        from af_pipeline.compiler.compile import CompileOptions, compile_day
+        from af_pipeline.compiler.compile import CompileOptions, compile_day, window_context
 
         key = (day, lo, hi, min_minutes, self.include_typed_text, self._fingerprint(day))
         hit = self._slices.pop(key, None)
@@ -304,8 +305,15 @@ class Documents(Published):
             cap = self._slice(day, lo, hi)
             if not cap.snapshots and not cap.inputs:
                 return None
+            # the rows just outside the part whose credit crosses its edges: compiled with the
+            # window, each row earns what it earns in the whole day, clipped to the part
+            rows = self.day_capture(day).snapshots
+            keys = self._times(day, "snapshots", rows)
+            before, after = window_context(rows, bisect_left(keys, lo), bisect_left(keys, hi), lo, hi)
+            cap.snapshots = [rows[i] for i in before] + cap.snapshots + [rows[i] for i in after]
             hit = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=self.include_typed_text,
-                                                  layout=self.layout, categories=rules_in(self.home.root)))
+                                                  layout=self.layout, categories=rules_in(self.home.root),
+                                                  window=(lo, hi)))
             # "The last N hours" ends at a new now on every call and a live day's rows change with
             # each sync pass, so most pieces are never asked again: keep none of an older version
             # of the day and only the few newest (each holds a compiled document; 17 of them were
