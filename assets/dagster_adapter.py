@@ -93,8 +93,10 @@ __all__ = [
 ]
 
 
-def add_day_metadata(context: dg.AssetExecutionContext, per_day: Mapping[str, Mapping[str, Any]]) -> None:
-    """Each day's metadata on its own partition of this step's materialization.
+def add_day_metadata(context: dg.AssetExecutionContext, per_day: Mapping[str, Mapping[str, Any]],
+                     asset_key: dg.AssetKey | None = None) -> None:
+    """Each day's metadata on its own partition of this step's materialization of ``asset_key``
+    (the step's one asset when not given; one of a multi-asset's keys).
 
     What ``context.add_asset_metadata(meta, partition_key=day)`` does for each day, but the days
     are checked against the run's partitions once: Dagster checks each call with three instance
@@ -106,7 +108,7 @@ def add_day_metadata(context: dg.AssetExecutionContext, per_day: Mapping[str, Ma
             f"metadata for partition(s) {', '.join(stray)} that this run does not target"
         )
     step = context.op_execution_context._step_execution_context
-    key = context.asset_key
+    key = asset_key or context.asset_key
     acc = step._metadata_accumulator
     for day in sorted(per_day):
         acc = acc.with_additional_asset_metadata(asset_key=key, partition_key=day, metadata=per_day[day])
@@ -453,7 +455,7 @@ def run_days(context: dg.AssetCheckExecutionContext) -> list[str]:
 
 def day_check(
     *,
-    asset: dg.AssetsDefinition,
+    asset: dg.AssetsDefinition | dg.AssetKey,
     name: str,
     description: str,
     partitions_def: dg.PartitionsDefinition,

@@ -37,7 +37,7 @@ def build_definitions(home: Home | None = None) -> dg.Definitions:
     home = home or resolve_home(None)
     partitions = day_partitions
     day_assets = derive.build_assets(partitions)
-    by_name = {a.key.to_user_string(): a for a in day_assets}
+    by_name = {key.to_user_string(): key for a in day_assets for key in a.keys}  # one multi-asset, seven keys
     # Great Expectations judges every day the certify job judges; a build may use the SQL screen
     # that tests/test_quality_screen.py holds to GX (checks/quality.py).
     quality_checks = quality.build_checks(by_name["raw_day"], by_name["frames"], partitions, gx_always_in={CERTIFY_JOB})

@@ -110,7 +110,7 @@ def _symbols(symbols: Sequence[str], width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def build_assets(raw_day: dg.AssetsDefinition) -> list[dg.AssetsDefinition]:
+def build_assets(raw_day: dg.AssetKey) -> list[dg.AssetsDefinition]:
     """The routine assets; they depend on every partition of raw_day (the rows they read)."""
     common: dict[str, Any] = {"group_name": GROUP, "code_version": code_version()}
     specs = [

@@ -117,19 +117,6 @@ def split(
     return todo, skip
 
 
-# The decision of a run, taken by its first step and kept for the others (a run's steps run in
-# one process, under the warehouse lock: nothing they skip can change meanwhile).
-_RUN: tuple[str, frozenset[str]] | None = None
-
-
-def skipped_in_run(run_id: str, decide: Any) -> frozenset[str]:
-    """The days this run skips: ``decide()`` on the run's first call, the same set afterwards."""
-    global _RUN
-    if _RUN is None or _RUN[0] != run_id:
-        _RUN = (run_id, frozenset(decide()))
-    return _RUN[1]
-
-
 def latest_metadata(instance: Any, asset_key: Any, days: Sequence[str]) -> dict[str, tuple[dict[str, Any], str]]:
     """day -> (metadata, run id) of each day's latest materialization of the asset (days never
     materialized are left out): newest first, a page at a time until every day is found."""

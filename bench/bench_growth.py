@@ -381,29 +381,36 @@ def _steps_once(home: Any, path: Path, day: str, published: Path) -> dict[str, t
 
     from af_pipeline.compiler.categories import rules_in
     from af_pipeline.warehouse import day_work as steps
+    from af_pipeline.warehouse import quality, store
     from af_pipeline.warehouse.version import code_version
     from capture.log import EventLog
 
     log = EventLog(home)
-    run = steps.RunParts()
     steps._RECENT_DOCS.clear()
     con = duckdb.connect(str(path), config={"checkpoint_threshold": "1GB"})
-    calls: dict[str, Callable[[], Any]] = {
-        "raw_day": lambda: steps.raw_day(con, log, day, run),
-        "frames": lambda: steps.frames(con, day, run),
-        "enriched_input": lambda: steps.enriched_input(con, day, False, run),
-        "page_refs": lambda: steps.page_refs(con, day, run),
-        "day_document": lambda: steps.day_document(con, day, False, run, categories=rules_in(home.root)),
-        "context_block": lambda: steps.context_block(con, day, run),
-        "published_day": lambda: steps.published_day(con, day, published, code_version(), run),
-        "checkpoint": lambda: (con.execute("CHECKPOINT"), con.close()),
-    }
     out = {}
+
+    def took(name: str, since: tuple[float, float]) -> tuple[float, float]:
+        out[name] = (time.perf_counter() - since[0], time.process_time() - since[1])
+        return time.perf_counter(), time.process_time()
+
     try:
-        for name in STEPS:
-            w, c = time.perf_counter(), time.process_time()
-            calls[name]()
-            out[name] = (time.perf_counter() - w, time.process_time() - c)
+        t = took("start", (time.perf_counter(), time.process_time()))
+        steps.raw_day(con, log, day)
+        t = took("raw_day", t)
+        # each step's time: its part computed (day_parts computes a part when asked for it) and written
+        capture = store.load_capture(con, day, lazy_elements=True)
+        for name, part in steps.day_parts(capture, False, rules_in(home.root)):
+            if name == steps.PUBLISHED:
+                failing = quality.failing_days(con, [day]).get(day)
+                steps.published_day(day, published, code_version(), part, failing.reason if failing else None)
+            else:
+                steps.WRITERS[name](con, day, part)
+            t = took(name, t)
+        con.execute("CHECKPOINT")
+        con.close()
+        took("checkpoint", t)
+        out.pop("start")
     finally:
         with contextlib.suppress(Exception):
             con.close()

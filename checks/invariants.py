@@ -52,7 +52,7 @@ def consequence(day: str, failing: quality.Failing, found: Sequence[str], days_i
     return day_result([problem, *found], days_in_run, {**extra, CONSEQUENCE_OF: failing.check})
 
 
-def build_checks(published_day: dg.AssetsDefinition, partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
+def build_checks(published_day: dg.AssetKey, partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
     @day_check(
         asset=published_day,
         name=RECOMPILE,

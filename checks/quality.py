@@ -237,7 +237,7 @@ def checked(con: Any, days: Sequence[str], spec: rules.Spec, screen: bool = True
     return out
 
 
-def build_checks(raw_day: dg.AssetsDefinition, frames: dg.AssetsDefinition, partitions: dg.PartitionsDefinition,
+def build_checks(raw_day: dg.AssetKey, frames: dg.AssetKey, partitions: dg.PartitionsDefinition,
                  gx_always_in: Collection[str] = ()) -> list[dg.AssetChecksDefinition]:
     """The two checks; in the jobs named in ``gx_always_in`` (certify) GX judges every day, elsewhere
     (a build) the screen may pass a batch without GX."""

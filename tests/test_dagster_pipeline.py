@@ -133,7 +133,8 @@ def test_materializing_a_day_again_replaces_it_and_keeps_sealed_files(tmp_path):
     con.close()
     # nothing changed, so nothing was written: same bytes, same mtimes, and the step says so
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()} == first
-    published = again.asset_materializations_for_node("published_day")[0]
+    (published,) = [m for m in again.asset_materializations_for_node("day_work")
+                    if m.asset_key == dg.AssetKey("published_day")]  # one step, seven keys
     assert published.metadata["written"].value is False
 
 
@@ -279,6 +280,10 @@ def _snapshot(defs: dg.Definitions) -> dict:
             if a.partitions_def else "unpartitioned"
             for a in defs.assets or []
             for key in a.keys
+        },
+        # the steps each job runs: the day assets are one multi-asset, one step for the seven keys
+        "job_steps": {
+            name: sorted(repo.get_job(name).graph.node_dict) for name in ("build", "certify", "routines")
         },
         "job_checks": {
             name: sorted(k.name for k in repo.get_job(name).asset_layer.asset_graph.asset_check_keys)

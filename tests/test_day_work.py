@@ -73,50 +73,52 @@ def test_a_day_built_step_after_step_reads_its_capture_once(one_day, tmp_path):
 
 
 @pytest.mark.parametrize("typed", [False, True])
-def test_steps_building_on_each_other_give_what_steps_rereading_the_warehouse_give(one_day, tmp_path, typed):
-    """Parts handed on in memory (one run) and parts recomputed by each step alone (a step
-    materialized by itself) give the same tables and the same published bytes."""
+def test_a_day_built_at_once_gives_what_its_steps_alone_give(one_day, tmp_path, typed):
+    """build_day (the parts handed on in one call) and the steps taken one by one from the
+    warehouse's rows (day_parts on a capture read back, each part written by its writer) give
+    the same tables and the same published bytes."""
+    from af_pipeline.warehouse import quality
+
     home, log, day = one_day
     out = {}
-    for carried in (True, False):
+    for at_once in (True, False):
         con = duckdb.connect(":memory:")
-        published = tmp_path / f"published-{carried}"
+        published = tmp_path / f"published-{at_once}"
         try:
-            run = steps.RunParts() if carried else None
-            steps.raw_day(con, log, day, run)
-            steps.frames(con, day, run)
-            steps.enriched_input(con, day, typed, run)
-            steps.page_refs(con, day, run)
-            steps.day_document(con, day, typed, run)
-            meta = steps.context_block(con, day, run)
-            steps.published_day(con, day, published, "test", run)
+            if at_once:
+                meta = steps.build_day(con, log, day, published, typed, "test", measure_raw=True)[steps.CONTEXTS]
+            else:
+                steps.raw_day(con, log, day, typed)
+                for step, part in steps.day_parts(store.load_capture(con, day, lazy_elements=True), typed, None):
+                    if step == steps.PUBLISHED:
+                        assert quality.failing_days(con, [day]) == {}
+                        steps.published_day(day, published, "test", part)
+                    else:
+                        got = steps.WRITERS[step](con, day, part)
+                        meta = got if step == steps.CONTEXTS else meta
             digests = store.digests(con, [day])[day]
         finally:
             con.close()
         files = {p.name: p.read_bytes() for p in sorted((published / day).iterdir())}
-        out[carried] = (digests, files, meta)
+        out[at_once] = (digests, files, meta)
     assert out[True] == out[False]
     digests, files, meta = out[True]
     assert int(digests["frames"].split(":")[0]) > 0 and int(digests["enriched_input"].split(":")[0]) > 0
     assert meta["raw_rows_tokens"] > 0 and "document.md" in files
 
 
-def test_a_run_that_holds_too_many_rows_carries_nothing_and_still_builds(one_day, tmp_path):
+def test_the_document_step_alone_reads_the_rows_from_the_warehouse(one_day, tmp_path):
     home, log, day = one_day
     store.LOADS.clear()
     con = duckdb.connect(":memory:")
     try:
-        run = steps.RunParts(max_rows=0)
-        steps.raw_day(con, log, day, run)
-        steps.frames(con, day, run)
-        steps.enriched_input(con, day, False, run)
-        steps.day_document(con, day, False, run)
-        assert run.held(day) is None
-        doc, _tokens = steps.document(con, day)
+        steps.raw_day(con, log, day)
+        meta = steps.day_document(con, day, False)
+        doc, tokens = steps.document(con, day)
     finally:
         con.close()
-    assert store.LOADS[day] == 3  # each step read the day again, as a step materialized alone does
-    assert doc["day"] == day and doc["frames"]
+    assert store.LOADS[day] == 1
+    assert doc["day"] == day and doc["frames"] and tokens == meta["document_tokens"]
 
 
 def _to_old_layout(con):

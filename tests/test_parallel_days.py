@@ -65,8 +65,47 @@ def _serial(home, days, out: Path):
         con.close()
 
 
-def test_a_range_built_by_workers_is_byte_identical_to_the_serial_build(tmp_path, monkeypatch):
+def _with_workers(home, days, out: Path, run: parallel_days.RunParts):
+    """The days built by build_day with the run's day workers (what the Dagster multi-asset does)."""
+    from af_pipeline.warehouse.version import code_version
+
+    con = duckdb.connect(":memory:")
+    try:
+        with run:
+            run.start_prefetch(home.root, days, False, rules_in(home.root), min_days=2)
+            for day in days:
+                day_work.build_day(con, EventLog(home), day, out, False, code_version(), rules_in(home.root), run=run)
+        return store.digests(con, days)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("share, own", [(0, 0), (0.5, 1)], ids=["every day from the worker", "one day the run's own"])
+def test_days_built_with_workers_are_byte_identical_to_the_serial_build(tmp_path, monkeypatch, share, own):
+    """With a share, the run's process computes its days itself (the first of them) while the
+    worker computes the others: the same bytes as the serial build either way, each day's parts
+    used (not recomputed), nothing held after the run and no worker left."""
+    home, days = _landed(tmp_path)
+    monkeypatch.setenv(parallel_days.WORKERS_ENV, "1")
+    monkeypatch.setenv(parallel_days.OWN_SHARE_ENV, str(share))
+    run = parallel_days.RunParts()  # made and passed by the run, as the multi-asset does
+    ours = _with_workers(home, days, tmp_path / "workers", run)
+    pre = run.prefetch
+    assert pre is not None and pre.stats["days"] == len(days) - own and pre.stats.get("own_days", 0) == own
+    assert run.used == dict.fromkeys(days, True)  # every day's parts were used, not recomputed
+    assert pre._results == {}  # each build took its day: nothing held after the run
+    for proc in pre._procs:  # the workers ended with their last day
+        assert proc.poll() is not None
+
+    serial = _serial(home, days, tmp_path / "serial")
+    assert _tree(tmp_path / "workers") == _tree(tmp_path / "serial")
+    assert serial and all(ours[d][t] == v for d in days for t, v in serial[d].items()), (ours, serial)
+
+
+def test_a_dagster_range_run_with_workers_is_byte_identical_to_the_serial_build(tmp_path, monkeypatch):
     from assets import certify as harness
+    from assets.day_assets import WORKERS_SAID
+    from assets.instance import instance
 
     home, days = _landed(tmp_path)
     monkeypatch.setenv(parallel_days.WORKERS_ENV, "1")
@@ -74,36 +113,8 @@ def test_a_range_built_by_workers_is_byte_identical_to_the_serial_build(tmp_path
     monkeypatch.setattr(parallel_days, "MIN_DAYS", 2)
     out = harness.run_build(home, days, force=True)
     assert out.ok, out.failures
-    assert day_work._RUN is not None
-    pre = day_work._RUN[1].prefetch
-    assert pre is not None and pre.stats["days"] == 2  # both days came from the worker
-    assert all(day_work._RUN[1]._trusted[d] for d in days)  # and were used, not recomputed
-    assert pre._results == {}  # each step took its part: nothing held after the run
-    for proc in pre._procs:  # the workers ended with their last day
-        assert proc.poll() is not None
-
-    serial = _serial(home, days, tmp_path / "serial")
-    assert _tree(home.published_dir) == _tree(tmp_path / "serial")
-    ours = _digests(home, days)
-    assert serial and all(ours[d][t] == v for d in days for t, v in serial[d].items()), (ours, serial)
-
-
-def test_the_runs_own_share_of_days_is_byte_identical_to_the_serial_build(tmp_path, monkeypatch):
-    """With a share, the run's process computes its days itself (the first of them) while the
-    worker computes the others: the same bytes as the serial build, nothing held after the run."""
-    from assets import certify as harness
-
-    home, days = _landed(tmp_path)
-    monkeypatch.setenv(parallel_days.WORKERS_ENV, "1")
-    monkeypatch.setenv(parallel_days.OWN_SHARE_ENV, "0.5")
-    monkeypatch.setattr(parallel_days, "MIN_DAYS", 2)
-    out = harness.run_build(home, days, force=True)
-    assert out.ok, out.failures
-    assert day_work._RUN is not None
-    pre = day_work._RUN[1].prefetch
-    assert pre is not None and pre.stats["own_days"] == 1 and pre.stats["days"] == 1  # one each
-    assert all(day_work._RUN[1]._trusted[d] for d in days)
-    assert pre._results == {}
+    said = [r.user_message for r in instance(home).all_logs(out.run_id) if WORKERS_SAID in r.user_message]
+    assert said == [f"day_work: 2 of 2 day(s) computed ahead ({WORKERS_SAID}: 1)"], said
 
     serial = _serial(home, days, tmp_path / "serial")
     assert _tree(home.published_dir) == _tree(tmp_path / "serial")
@@ -173,26 +184,34 @@ def test_the_row_bound_leaves_later_days_to_the_steps(tmp_path):
 
 
 def test_options_or_capture_other_than_the_workers_use_the_serial_path(tmp_path):
-    """A part is used only for the capture the warehouse holds and the step's own options."""
+    """A day's parts are used only for the capture the warehouse holds and the build's own options."""
     home, days = _landed(tmp_path)
     con = duckdb.connect(str(home.warehouse_path))
     try:
         for day in days:
             store.load_raw_day(con, EventLog(home), day)
-        run = day_work.RunParts()
-        run.prefetch = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), 10**9, workers=1, share=0)
-        assert run.prefetched(con, days[0], day_work.FRAMES) is not None
-        assert run.prefetched(con, days[0], day_work.ENRICHED, include_typed_text=True) is None
-        assert run.prefetched(con, days[0], day_work.DOCUMENTS, False, rules_in(home.root)) is None  # built on it
-        con.execute(f"UPDATE {store.RAW_DAYS} SET segment_hashes = '{{}}' WHERE day = ?", [days[1]])
-        assert run.prefetched(con, days[1], day_work.FRAMES) is None  # another capture than the worker's
-        run.close()
+        with parallel_days.RunParts() as run:
+            run.prefetch = parallel_days.DayPrefetch(home.root, days, False, rules_in(home.root), 10**9, workers=1,
+                                                     share=0)
+            assert run.day_parts(con, days[0], True, rules_in(home.root)) is None  # typed text: not the workers'
+            assert run.used == {days[0]: False}
+            con.execute(f"UPDATE {store.RAW_DAYS} SET segment_hashes = '{{}}' WHERE day = ?", [days[1]])
+            assert run.day_parts(con, days[1], False, rules_in(home.root)) is None  # another capture than the worker's
+        with parallel_days.RunParts() as run:
+            run.prefetch = parallel_days.DayPrefetch(home.root, days[:1], False, rules_in(home.root), 10**9,
+                                                     workers=1, share=0)
+            assert run.day_parts(con, days[0], False, None) is None  # other category rules
+        with parallel_days.RunParts() as run:
+            run.prefetch = parallel_days.DayPrefetch(home.root, days[:1], False, rules_in(home.root), 10**9,
+                                                     workers=1, share=0)
+            parts = run.day_parts(con, days[0], False, rules_in(home.root))
+            assert parts is not None and set(day_work.STEPS[1:]) <= set(parts)
     finally:
         con.close()
 
 
 def test_a_short_range_starts_no_worker(tmp_path):
-    run = day_work.RunParts()
+    run = parallel_days.RunParts()
     assert run.start_prefetch(tmp_path, ["2026-06-01"], False, None) is None
     assert run.prefetch is None
 

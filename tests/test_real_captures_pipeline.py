@@ -241,15 +241,15 @@ def test_a_failing_day_fails_alone(tmp_path, capsys, monkeypatch):
 
     from af_pipeline.warehouse import day_work
 
-    honest = day_work.frames
+    honest = day_work.WRITERS[day_work.FRAMES]
 
-    def over_credited(con, day, run=None):  # a compiler fault on one day: active time above wall time
-        out = honest(con, day, run)
+    def over_credited(con, day, part):  # a compiler fault on one day: active time above wall time
+        out = honest(con, day, part)
         if day == DAY2:
             con.execute("UPDATE frames SET active_us = wall_us + 1 WHERE day = ?", [day])
         return out
 
-    monkeypatch.setattr(day_work, "frames", over_credited)
+    monkeypatch.setitem(day_work.WRITERS, day_work.FRAMES, over_credited)
     code, built = af(capsys, "build", "--home", str(home))
     assert code == 1
     assert (home / "published" / DAY1 / "manifest.json").is_file()
@@ -271,7 +271,7 @@ def test_a_failing_day_fails_alone(tmp_path, capsys, monkeypatch):
     assert f"{DAY2} byte_identical_recompile [consequence]:" in certified
     assert "frames_quality: frames_quality" not in built + certified
 
-    monkeypatch.setattr(day_work, "frames", honest)  # the fault fixed: the next build publishes the day
+    monkeypatch.setitem(day_work.WRITERS, day_work.FRAMES, honest)  # the fault fixed: the next build publishes the day
     code, built = af(capsys, "build", "--home", str(home))
     assert code == 0, built
     assert (home / "published" / DAY2 / "manifest.json").is_file()

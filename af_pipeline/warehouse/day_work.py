@@ -1,33 +1,26 @@
-"""The per-day work of the day assets, as plain functions over one warehouse connection.
+"""A day's work as plain functions over one warehouse connection: the step order, written once.
 
-Each function does one asset's work for one day: compute its part, replace the day in its
-table, and return the day's numbers (plain values; assets/day_assets.py turns them into Dagster
-metadata). No Dagster here: the assets are thin loops over these, and certification's
-independent rebuild calls the same functions day by day (``build_day``) without paying for an
-orchestrator it does not need.
-
-The way of one day's data, each step building on the one before (the compiler's phases,
-af_pipeline/compiler/compile.py):
+No Dagster here. ``day_parts`` holds the order of a day's steps, each building on the one before
+(the compiler's phases, af_pipeline/compiler/compile.py), as pure functions of the day's capture:
 
     raw_day          log -> raw_* (the day's sealed files registered, or its rows copied)
-    frames           the day's rows, read once -> compile.frame_day (timeline, credit, frames)
-    enriched_input   + enrich.attribute_input (attribution, click resolution) -> the table
+    frames           the day's rows -> compile.frame_day (timeline, credit, frames)
+    enriched_input   + enrich.attribute_input (attribution, click resolution)
     page_refs        + entities.type_url per URL of those rows
     day_document     compile.assemble(frames, attribution, page types) -> canonical JSON
     context_block    the document -> the block
     published_day    the document and the block -> files
 
-How results pass between steps: in memory, per run (``RunParts``), with the warehouse tables as
-the source of truth. The tables cannot carry what the next phase needs without becoming a second
-copy of the raw rows (the document needs every row's credit, owner frame and evidence ref), and a
-Python object passed in memory costs nothing to hand on. It is safe because every run holds the
-data folder's warehouse lock for its whole length (assets/instance.py) and runs its steps in one
-process (the in-process executor): within a run nobody else writes the raw tables, and a run
-that reloads a day (raw_day) drops what it held for it. A new run starts empty. A step that
-finds nothing carried (it was materialized alone, or its day was not admitted because the run
-holds more rows than ``CARRY_MAX_ROWS``) computes the earlier phases again from the warehouse:
-the same functions on the same rows, so the same bytes, only slower. A day's capture is read
-from the warehouse once per run (store.LOADS counts the reads, for tests and benchmarks).
+``build_day`` does one day: raw_day, then each part of ``day_parts`` written to its table as it
+comes (``WRITERS``), the day's data-quality rules judged on what it wrote, and the files
+published (or withheld). Everyone who builds a day calls it: the Dagster multi-asset
+(assets/day_assets.py, one call per day of its run), certification's independent rebuild, a
+team build; and a range run's day workers (parallel_days) compute the same ``day_parts``
+ahead, from the sealed log, for ``build_day`` to write. A day's parts live in the local
+variables of one ``build_day`` call: nothing is kept between days or calls but the content-
+addressed cache of documents just written (``_RECENT_DOCS``), which only spares reading a file
+back. A day's capture is read from the warehouse once per build (store.LOADS counts the reads,
+for tests and benchmarks), and not at all when a day worker read it from the log.
 """
 
 from __future__ import annotations
@@ -37,35 +30,33 @@ import functools
 import hashlib
 import json
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 
 from af_pipeline.compiler.categories import CategoryRules
-from af_pipeline.compiler.compile import frame_day
 from af_pipeline.compiler.emit import DEFAULT_BUDGET
-from af_pipeline.compiler.enrich import attribute_input, enrich_columns
 from af_pipeline.warehouse import publish, quality, store
 from capture.log import EventLog
 
 if TYPE_CHECKING:  # the compiler (numpy, the entity tables) loads when a step first runs
     from af_pipeline.compiler.compile import Framing
     from af_pipeline.compiler.enrich import Attribution
-    from af_pipeline.warehouse.parallel_days import DayPrefetch
     from capture.model import DayCapture
 
 CONTEXT_BUDGET_TOKENS = DEFAULT_BUDGET  # the recompile check renders with the same budget
 PREVIEW_CHARS = 4000  # the context block preview in the UI; the full block is in published/
 
+RAW = "raw_day"
 FRAMES = "frames"
 ENRICHED = "enriched_input"
 PAGE_REFS = "page_refs"
 DOCUMENTS = "day_document"
 CONTEXTS = "context_block"
 PUBLISHED = "published_day"
+STEPS = (RAW, FRAMES, ENRICHED, PAGE_REFS, DOCUMENTS, CONTEXTS, PUBLISHED)  # also the asset keys
 SNAPSHOTS_ONLY = ("snapshots",)
 ENRICH_KINDS = ("snapshots", "inputs", "elements", "streams")  # what enrich() reads
 
@@ -111,137 +102,113 @@ DOCUMENT_COLUMNS = {
 INLINE_DOCUMENT = "canonical_json"  # the column of warehouses written before document files
 CONTEXT_COLUMNS = {"text": "VARCHAR", "sha256": "VARCHAR", "tokens": "BIGINT"}
 
-# A run keeps the parts of at most this many capture rows (snapshots, inputs, presence, streams)
-# in memory at once, about 0.4 GB: a nightly day or a range of weeks. Days beyond it are not
-# carried; their steps read the warehouse again.
-CARRY_MAX_ROWS = 1_000_000
+
+# What a part is, per step (each a plain value that pickles: a day worker sends them whole):
+#   FRAMES    (rows, numbers)                 ENRICHED  (columns, numbers)
+#   PAGE_REFS (rows, numbers)                 DOCUMENTS (canonical bytes, sha256, tokens, numbers)
+#   CONTEXTS  (text, tokens, sha256, numbers) PUBLISHED (files, canonical sha256, sealed, segments)
+DayParts = Mapping[str, Any]
 
 
-@dataclass
-class DayParts:
-    """What the steps of one day have computed so far in this run."""
+class Prefetched(Protocol):
+    """Where a day's parts may already be computed (parallel_days.RunParts: a range run's workers)."""
 
-    capture: DayCapture
-    rows: int
-    framing: Framing | None = None
-    attribution: Attribution | None = None
-    page_types: dict[str, tuple[str, str | None]] | None = None
-    document: tuple[dict[str, Any], str, str, int, bool] | None = None  # doc, canonical, sha, tokens, sealed
-    context: str | None = None  # the context block's text
+    def day_parts(self, con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool,
+                  categories: CategoryRules | None) -> DayParts | None: ...
 
 
-class RunParts:
-    """The parts one run's steps hand each other, per day (see the module docstring)."""
+def day_parts(capture: DayCapture, include_typed_text: bool, categories: CategoryRules | None,
+              measure_raw: bool = True) -> Iterator[tuple[str, Any]]:
+    """Every derived step's part of one day, in the steps' order: (step, part) pairs, each
+    computed from the ones before (pure: the capture and the options in, values out).
 
-    def __init__(self, max_rows: int = CARRY_MAX_ROWS):
-        self.max_rows = max_rows
-        self._days: dict[str, DayParts] = {}
-        self._rows = 0
-        self.prefetch: DayPrefetch | None = None
-        self._trusted: dict[str, bool] = {}  # day -> the workers' capture is the warehouse's
+    The one place the order is written: ``build_day`` writes each part as it comes, a day worker
+    (parallel_days) computes them all ahead. ``measure_raw`` adds to the context block's numbers
+    what an agent would read instead (the day's rows as a search API returns them, in tokens): a
+    measurement for people, not part of any table or file."""
+    from af_pipeline.compiler.compile import frame_day
+    from af_pipeline.compiler.emit import raw_rows_tokens
+    from af_pipeline.compiler.enrich import attribute_input
 
-    def start_prefetch(
-        self, root: Path | str, days: Sequence[str], include_typed_text: bool, categories: CategoryRules | None,
-        min_days: int | None = None,
-    ) -> DayPrefetch | None:
-        """Compute these days' parts in worker processes (parallel_days), for a range of at least
-        ``min_days`` days (parallel_days.MIN_DAYS); a shorter range keeps the serial path."""
-        from af_pipeline.warehouse import parallel_days
-
-        enough = len(days) >= (parallel_days.MIN_DAYS if min_days is None else min_days)
-        if self.prefetch is None and enough and parallel_days.worker_count() > 0:
-            self.prefetch = parallel_days.DayPrefetch(root, days, include_typed_text, categories, self.max_rows)
-        return self.prefetch
-
-    def close(self) -> None:
-        if self.prefetch is not None:
-            self.prefetch.close()
-
-    def prefetched(
-        self, con: duckdb.DuckDBPyConnection, day: str, piece: str, include_typed_text: bool | None = None,
-        categories: CategoryRules | None | str = "",
-    ) -> Any | None:
-        """A step's part of the day as a worker computed it, or None: no worker has the day, or its
-        capture or options are not the ones this step would use (then the step computes it)."""
-        pre = self.prefetch
-        if pre is None:
-            return None
-        found = pre.result(day)  # waits for the day's worker; raises the worker's error
-        if found is None:
-            return None
-        trusted = self._trusted.get(day)
-        if trusted is None:
-            # sealed days only: an open day's rows may have grown since the worker read them
-            trusted = found["provenance"][1] and found["provenance"] == _provenance(con, day)
-            self._trusted[day] = trusted
-        value = pre.take(day, piece)
-        if include_typed_text is not None and include_typed_text != pre.include_typed_text:
-            trusted = False
-        if categories != "" and categories != pre.categories:
-            trusted = False
-        if not trusted:  # the day's later parts build on this one: none of them is used either
-            self._trusted[day] = False
-            return None
-        return value
-
-    def drop(self, day: str) -> None:
-        gone = self._days.pop(day, None)
-        if gone is not None:
-            self._rows -= gone.rows
-
-    def held(self, day: str) -> DayParts | None:
-        return self._days.get(day)
-
-    def day(self, con: duckdb.DuckDBPyConnection, day: str) -> DayParts:
-        """The day's parts, reading its capture from the warehouse if this run has not yet."""
-        parts = self._days.get(day)
-        if parts is not None:
-            store.bind_elements(con, parts.capture)  # the connection that read it may be closed
-            return parts
-        capture = store.load_capture(con, day, lazy_elements=True)
-        rows = sum(capture.count(k) for k in ("snapshots", "inputs", "presence", "streams"))
-        parts = DayParts(capture, rows)
-        if self._rows + rows <= self.max_rows:
-            self._days[day] = parts
-            self._rows += rows
-        return parts
-
-    def framing(self, con: duckdb.DuckDBPyConnection, day: str) -> tuple[DayParts, Framing]:
-
-        parts = self.day(con, day)
-        if parts.framing is None:
-            parts.framing = frame_day(parts.capture)
-        return parts, parts.framing
-
-    def attribution(self, con: duckdb.DuckDBPyConnection, day: str) -> tuple[DayParts, Framing, Attribution]:
-
-        parts, framing = self.framing(con, day)
-        if parts.attribution is None:
-            parts.attribution = attribute_input(parts.capture, framing.rows.index)
-        return parts, framing, parts.attribution
+    framing = frame_day(capture)
+    yield FRAMES, frames_part(framing)
+    attribution = attribute_input(capture, framing.rows.index)
+    yield ENRICHED, enriched_part(capture, attribution, include_typed_text)
+    page_rows, types, page_meta = page_part(url_counts(capture))
+    yield PAGE_REFS, (page_rows, page_meta)
+    body, sha, n_tokens, doc_meta = document_part(capture, framing, attribution, include_typed_text, categories, types)
+    del framing, attribution  # no later step needs them
+    yield DOCUMENTS, (body, sha, n_tokens, doc_meta)
+    doc = json.loads(body.decode("utf-8"))  # later steps read the document as stored (canonical JSON: sorted keys)
+    text, n, ctx_sha, ctx_meta = context_part(doc, n_tokens)
+    if measure_raw:
+        ctx_meta |= raw_part(raw_rows_tokens(capture), n)
+    yield CONTEXTS, (text, n, ctx_sha, ctx_meta)
+    yield PUBLISHED, (artifact_bytes(doc, text), sha, doc_meta["sealed"], _segments(doc))
 
 
-def _provenance(con: duckdb.DuckDBPyConnection, day: str) -> tuple[str, bool, list[str], dict[str, str]] | None:
-    """(tz, sealed, recorders, segment sha256s) raw_day recorded for the day (parallel_days.Provenance)."""
+def build_day(
+    con: duckdb.DuckDBPyConnection,
+    log: EventLog,
+    day: str,
+    published_dir: Path,
+    include_typed_text: bool,
+    code_version: str,
+    categories: CategoryRules | None = None,
+    *,
+    run: Prefetched | None = None,
+    measure_raw: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """Every step of one day, in order, each on the one before; step -> the day's numbers.
+
+    raw_day and the derived tables are one transaction (store.batch: the day's rows committed
+    together, or none); then the day's data-quality rules are judged on what it wrote, and the
+    files are published, or withheld when a rule is broken (quality.failing_days: the
+    ``withheld`` reason in published_day's numbers; files published before stay as they were).
+    ``run``: where a day worker may have computed the parts already (used only when its capture
+    is the one raw_day stored and its options are these, else the day is computed here)."""
+    out: dict[str, dict[str, Any]] = {}
+    files: Any = None
+    with store.batch(con):
+        out[RAW] = raw_day(con, log, day, include_typed_text)
+        ready = run.day_parts(con, day, include_typed_text, categories) if run is not None else None
+        if ready is not None:
+            parts: Iterable[tuple[str, Any]] = ((step, ready[step]) for step in STEPS[1:])
+        else:
+            capture = store.load_capture(con, day, lazy_elements=True)
+            parts = day_parts(capture, include_typed_text, categories, measure_raw)
+        for step, part in parts:
+            if step == PUBLISHED:
+                files = part
+                break
+            out[step] = WRITERS[step](con, day, part)
+    if not measure_raw:
+        out[CONTEXTS] = {k: v for k, v in out[CONTEXTS].items() if k not in RAW_KEYS}
+    failing = quality.failing_days(con, [day]).get(day)
+    out[PUBLISHED] = published_day(day, published_dir, code_version, files, failing.reason if failing else None)
+    return out
+
+
+def raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str, include_typed_text: bool = False) -> dict[str, Any]:
+    """Load the day's rows from the log into the raw layer; the numbers of what was loaded."""
+    # typed text stays in the log unless the build opts in (store.TYPED_KINDS)
+    loaded = store.load_raw_day(con, log, day, include_typed_text)
+    counts = loaded["counts"]
+    return {f"rows_{k}": int(v) for k, v in counts.items()} | {
+        "rows_total": int(sum(counts.values())),
+        "sealed": bool(loaded["sealed"]),
+        "recorders": ", ".join(loaded["recorders"]) or "-",
+    }
+
+
+def provenance(con: duckdb.DuckDBPyConnection, day: str) -> tuple[str, bool, list[str], dict[str, str]] | None:
+    """(tz, sealed, recorders, segment sha256s) raw_day recorded for the day (what a day worker's
+    capture must share with the warehouse's for its parts to be used: parallel_days.Provenance)."""
     row = con.execute(f"SELECT tz, sealed, recorders, segment_hashes FROM {store.RAW_DAYS} WHERE day = ?",
                       [day]).fetchone()
     if row is None:
         return None
     return str(row[0]), bool(row[1]), list(json.loads(row[2])), dict(json.loads(row[3]))
-
-
-_RUN: tuple[str, RunParts] | None = None
-
-
-def run_parts(run_id: str) -> RunParts:
-    """The parts of this Dagster run; a new run starts empty (one run holds the warehouse at a time)."""
-    global _RUN
-    if _RUN is None or _RUN[0] != run_id:
-        if _RUN is not None:
-            _RUN[1].close()  # workers an earlier run left (it failed before its last step)
-        _RUN = (run_id, RunParts())
-    return _RUN[1]
-
 
 
 def _site_of() -> Callable[[str | None], str | None]:
@@ -275,34 +242,9 @@ def frame_rows(refs: Sequence[str], segments: Iterable[Any]) -> list[tuple]:
     return rows
 
 
-def raw_day(con: duckdb.DuckDBPyConnection, log: EventLog, day: str, run: RunParts | None = None,
-            include_typed_text: bool = False) -> dict[str, Any]:
-    if run is not None:
-        run.drop(day)  # what this run held for the day was read before this reload
-    # typed text stays in the log unless the build opts in (store.TYPED_KINDS)
-    loaded = store.load_raw_day(con, log, day, include_typed_text)
-    counts = loaded["counts"]
-    return {f"rows_{k}": int(v) for k, v in counts.items()} | {
-        "rows_total": int(sum(counts.values())),
-        "sealed": bool(loaded["sealed"]),
-        "recorders": ", ".join(loaded["recorders"]) or "-",
-    }
-
-
-def frames(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None) -> dict[str, Any]:
-    """The document's own frames (compile.frame_day: afk time is out of their active time)."""
-    ready = run.prefetched(con, day, FRAMES) if run is not None else None
-    if ready is not None:
-        rows, meta = ready
-    else:
-        _parts, framing = (run or RunParts()).framing(con, day)
-        rows, meta = frames_part(framing)
-    store.replace_day(con, FRAMES, day, FRAME_COLUMNS, rows)
-    return meta
-
-
 def frames_part(framing: Framing) -> tuple[list[tuple], dict[str, Any]]:
-    """The frames table's rows of a day and its numbers (pure: a day worker computes it too)."""
+    """The frames table's rows of a day (the document's own frames: compile.frame_day, afk time
+    out of their active time) and its numbers."""
     rows = frame_rows(framing.rows.index.col("ref"), framing.timeline.segments)
     active_us = sum(r[7] for r in rows)
     return rows, {
@@ -312,51 +254,28 @@ def frames_part(framing: Framing) -> tuple[list[tuple], dict[str, Any]]:
     }
 
 
-def enriched_input(
-    con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, run: RunParts | None = None
-) -> dict[str, Any]:
-    ready = run.prefetched(con, day, ENRICHED, include_typed_text) if run is not None else None
-    if ready is not None:
-        rows, meta = ready
-    else:
-        parts, _framing, attribution = (run or RunParts()).attribution(con, day)
-        rows, meta = enriched_part(parts.capture, attribution, include_typed_text)
-    store.replace_day_columns(con, ENRICHED, day, ENRICHED_COLUMNS, rows)
-    return meta
+def write_frames(con: duckdb.DuckDBPyConnection, day: str, part: Any) -> dict[str, Any]:
+    rows, meta = part
+    store.replace_day(con, FRAMES, day, FRAME_COLUMNS, rows)
+    return dict(meta)
 
 
 def enriched_part(
     capture: DayCapture, attribution: Attribution, include_typed_text: bool
 ) -> tuple[list[list[Any]], dict[str, Any]]:
-    """The enriched_input columns of a day (ENRICHED_COLUMNS order) and its numbers (pure)."""
+    """The enriched_input columns of a day (ENRICHED_COLUMNS order) and its numbers."""
+    from af_pipeline.compiler.enrich import enrich_columns
+
     by_name = enrich_columns(capture, attribution, typed_text=include_typed_text)  # no object per event
     cols = [by_name[name] for name in ENRICHED_COLUMNS]
     by_res = Counter(by_name["resolution"])
     return cols, {"events": len(by_name["ref"])} | {f"resolution_{k}": v for k, v in sorted(by_res.items())}
 
 
-def page_refs(con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None) -> dict[str, Any]:
-    ready = run.prefetched(con, day, PAGE_REFS) if run is not None else None
-    if ready is not None:
-        rows, meta = ready
-        store.replace_day(con, PAGE_REFS, day, PAGE_COLUMNS, rows)
-        return meta
-    held = run.held(day) if run is not None else None
-    if held is not None:  # the rows this run read for the day
-        counts = url_counts(held.capture)
-    else:
-        store.load_capture(con, day, ())  # the day must have been loaded: a clear error if not
-        counts = dict(
-            con.execute(  # counted in the warehouse: no snapshot objects for a URL tally
-                f"SELECT url, count(*) FROM {store.day_relation(con, day, 'snapshots')} "
-                "WHERE url IS NOT NULL AND url <> '' GROUP BY url",
-            ).fetchall()
-        )
-    rows, types, meta = page_part(counts)
-    store.replace_day(con, PAGE_REFS, day, PAGE_COLUMNS, rows)
-    if held is not None:
-        held.page_types = types  # the document types no URL again
-    return meta
+def write_enriched(con: duckdb.DuckDBPyConnection, day: str, part: Any) -> dict[str, Any]:
+    cols, meta = part
+    store.replace_day_columns(con, ENRICHED, day, ENRICHED_COLUMNS, cols)
+    return dict(meta)
 
 
 def url_counts(capture: DayCapture) -> dict[str, int]:
@@ -367,7 +286,7 @@ def url_counts(capture: DayCapture) -> dict[str, int]:
 def page_part(
     counts: dict[str, int],
 ) -> tuple[list[tuple], dict[str, tuple[str, str | None]], dict[str, Any]]:
-    """The page_refs rows of a day's URL counts, each URL's (kind, entity), the numbers (pure)."""
+    """The page_refs rows of a day's URL counts, each URL's (kind, entity), the numbers."""
     from af_pipeline.compiler.entities import type_url  # the suffix list (~0.6 s): only when a step runs
 
     site_of = _site_of()
@@ -389,40 +308,18 @@ def page_part(
     }
 
 
-def day_document(
-    con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, run: RunParts | None = None,
-    categories: CategoryRules | None = None,
-) -> dict[str, Any]:
-    """The document assembled from the day's frames, attribution and page types (compile.assemble)."""
-    ready = run.prefetched(con, day, DOCUMENTS, include_typed_text, categories) if run is not None else None
-    if ready is not None:
-        body, sha, n_tokens, meta = ready
-        parts = None
-    else:
-        parts, framing, attribution = (run or RunParts()).attribution(con, day)
-        body, sha, n_tokens, meta = document_part(
-            parts.capture, framing, attribution, include_typed_text, categories, parts.page_types)
-    canonical = body.decode("utf-8")
-    store.move_text_to_documents(con, DOCUMENTS, INLINE_DOCUMENT)  # an older warehouse, once
-    store.write_document(con, day, sha, body)  # before the row that names it is committed
-    store.replace_day(
-        con, DOCUMENTS, day, DOCUMENT_COLUMNS,
-        [(sha, meta["frames"], meta["active_minutes"], n_tokens, meta["sealed"])],
-    )
-    store.after_commit(con, lambda: store.drop_other_documents(con, day, keep=sha))
-    _remember(sha, canonical)
-    if parts is not None:
-        # later steps read the document as stored (canonical JSON: sorted keys), never the dict built here
-        parts.document = (json.loads(canonical), canonical, sha, n_tokens, meta["sealed"])
-        parts.framing = parts.attribution = None  # no later step needs them
-    return meta
+def write_page_refs(con: duckdb.DuckDBPyConnection, day: str, part: Any) -> dict[str, Any]:
+    rows, meta = part
+    store.replace_day(con, PAGE_REFS, day, PAGE_COLUMNS, rows)
+    return dict(meta)
 
 
 def document_part(
     capture: DayCapture, framing: Framing, attribution: Attribution, include_typed_text: bool,
     categories: CategoryRules | None, page_types: dict[str, tuple[str, str | None]] | None,
 ) -> tuple[bytes, str, int, dict[str, Any]]:
-    """The day's canonical document bytes, their sha256, their tokens and the step's numbers (pure)."""
+    """The day's canonical document bytes (compile.assemble of the frames, the attribution and
+    the page types), their sha256, their tokens and the step's numbers."""
     from af_pipeline.compiler import tokens
     from af_pipeline.compiler.compile import CompileOptions, assemble
     from af_pipeline.compiler.emit import canonical_bytes
@@ -443,34 +340,30 @@ def document_part(
     }
 
 
-def context_block(
-    con: duckdb.DuckDBPyConnection, day: str, run: RunParts | None = None, measure_raw: bool = True
+def write_document(con: duckdb.DuckDBPyConnection, day: str, part: Any) -> dict[str, Any]:
+    """The document as a file named by its sha256, and its row (store.write_document)."""
+    body, sha, n_tokens, meta = part
+    store.move_text_to_documents(con, DOCUMENTS, INLINE_DOCUMENT)  # an older warehouse, once
+    store.write_document(con, day, sha, body)  # before the row that names it is committed
+    store.replace_day(
+        con, DOCUMENTS, day, DOCUMENT_COLUMNS,
+        [(sha, meta["frames"], meta["active_minutes"], n_tokens, meta["sealed"])],
+    )
+    store.after_commit(con, lambda: store.drop_other_documents(con, day, keep=sha))
+    _remember(sha, body.decode("utf-8"))
+    return dict(meta)
+
+
+def day_document(
+    con: duckdb.DuckDBPyConnection, day: str, include_typed_text: bool, categories: CategoryRules | None = None,
 ) -> dict[str, Any]:
-    """The day's context block; ``preview`` in the result is its first PREVIEW_CHARS (Markdown).
-
-    ``measure_raw`` adds what an agent would read instead (the day's rows as a search API returns
-    them, in tokens) to the result: a measurement for people, not part of the table, so the
-    certification rebuild, which only compares tables and files, skips it."""
-    from af_pipeline.compiler.emit import raw_rows_tokens
-
-    ready = run.prefetched(con, day, CONTEXTS) if run is not None else None
-    if ready is not None:
-        text, n, sha, meta = ready
-        store.replace_day(con, CONTEXTS, day, CONTEXT_COLUMNS, [(text, sha, n)])
-        return meta if measure_raw else {k: v for k, v in meta.items() if k not in RAW_KEYS}
-    held = run.held(day) if run is not None else None
-    if held is not None and held.document is not None:
-        doc, doc_tokens = held.document[0], held.document[3]
-    else:
-        doc, doc_tokens = document(con, day)
-    text, n, sha, meta = context_part(doc, doc_tokens)
-    store.replace_day(con, CONTEXTS, day, CONTEXT_COLUMNS, [(text, sha, n)])
-    if measure_raw:
-        capture = held.capture if held is not None else store.load_capture(con, day, SNAPSHOTS_ONLY)
-        meta |= raw_part(raw_rows_tokens(capture), n)
-    if held is not None:
-        held.context = text
-    return meta
+    """The document step alone, from the day's rows in the warehouse (raw_day first): the
+    day's parts up to the document (day_parts), only the document written."""
+    capture = store.load_capture(con, day, lazy_elements=True)
+    for step, part in day_parts(capture, include_typed_text, categories, measure_raw=False):
+        if step == DOCUMENTS:
+            return write_document(con, day, part)
+    raise AssertionError("day_parts gave no document")  # pragma: no cover - the order has one
 
 
 RAW_KEYS = ("raw_rows_tokens", "reduction_vs_raw_rows")
@@ -481,7 +374,8 @@ def raw_part(raw: int, n: int) -> dict[str, Any]:
 
 
 def context_part(doc: dict[str, Any], doc_tokens: int) -> tuple[str, int, str, dict[str, Any]]:
-    """The context block of a document: (text, tokens, sha256, the step's numbers) (pure)."""
+    """The context block of a document: (text, tokens, sha256, the step's numbers); ``preview``
+    in the numbers is its first PREVIEW_CHARS (Markdown)."""
     from af_pipeline.compiler import emit, tokens
 
     text = emit.context_block(doc, CONTEXT_BUDGET_TOKENS)
@@ -495,61 +389,43 @@ def context_part(doc: dict[str, Any], doc_tokens: int) -> tuple[str, int, str, d
     }
 
 
+def write_context(con: duckdb.DuckDBPyConnection, day: str, part: Any) -> dict[str, Any]:
+    text, n, sha, meta = part
+    store.replace_day(con, CONTEXTS, day, CONTEXT_COLUMNS, [(text, sha, n)])
+    return dict(meta)
+
+
+# How each derived step's part is written (published_day publishes after the day's commit).
+WRITERS: dict[str, Callable[[duckdb.DuckDBPyConnection, str, Any], dict[str, Any]]] = {
+    FRAMES: write_frames,
+    ENRICHED: write_enriched,
+    PAGE_REFS: write_page_refs,
+    DOCUMENTS: write_document,
+    CONTEXTS: write_context,
+}
+
+
 def published_day(
-    con: duckdb.DuckDBPyConnection, day: str, published_dir: Path, code_version: str, run: RunParts | None = None,
-    withheld: str | None = None,
+    day: str, published_dir: Path, code_version: str, part: Any, withheld: str | None = None,
 ) -> dict[str, Any]:
-    """Publish the day's files; ``path`` in the result is the day's folder. The files are a
-    function of the capture and the code alone (no wall-clock stamp): a day built again from
-    the same segments with the same code is left as it is, mtimes included (``written`` False).
+    """Publish the day's files (``part``: day_parts' PUBLISHED); ``path`` in the result is the
+    day's folder. The files are a function of the capture and the code alone (no wall-clock
+    stamp): a day built again from the same segments with the same code is left as it is, mtimes
+    included (``written`` False).
 
     A day whose rows break a data-quality rule (``withheld``: quality.failing_days' reason) is
     not published: nothing is written for it, files published before stay as they were, and the
     result says why (``withheld``)."""
     if withheld is not None:
-        if run is not None:
-            run.drop(day)
         return {"path": str(published_dir / day), "written": False, "withheld": withheld}
-    held = run.held(day) if run is not None else None
-    ready = run.prefetched(con, day, PUBLISHED) if run is not None else None
-    if ready is not None:
-        files, sha, sealed, segments = ready
-    elif held is not None and held.document is not None and held.context is not None:
-        doc, _canonical, sha, _tokens, sealed = held.document
-        files = artifact_bytes(doc, held.context)
-        segments = _segments(doc)
-    else:
-        files, sha, sealed, segments = day_artifacts(con, day)
+    files, sha, sealed, segments = part
     out = publish.publish_day(
         published_dir, day, files, canonical_sha256=sha, sealed=sealed, segments=segments, code_version=code_version
     )
-    if run is not None:
-        run.drop(day)  # the day's last step: its parts are done
     meta: dict[str, Any] = {"path": str(out.folder), "sealed": sealed, "written": out.written, "canonical_sha256": sha}
     for name, f in out.manifest["files"].items():
         meta[f"sha256 {name}"] = f["sha256"]
     return meta
-
-
-def build_day(
-    con: duckdb.DuckDBPyConnection,
-    log: EventLog,
-    day: str,
-    published_dir: Path,
-    include_typed_text: bool,
-    code_version: str,
-    categories: CategoryRules | None = None,
-) -> None:
-    """Every step of one day, in the assets' order, each on the one before (one capture read)."""
-    run = RunParts()
-    raw_day(con, log, day, run, include_typed_text)
-    frames(con, day, run)
-    enriched_input(con, day, include_typed_text, run)
-    page_refs(con, day, run)
-    day_document(con, day, include_typed_text, run, categories)
-    context_block(con, day, run, measure_raw=False)
-    failing = quality.failing_days(con, [day]).get(day)
-    published_day(con, day, published_dir, code_version, run, failing.reason if failing else None)
 
 
 _SCALARS = {str, int, float, bool, type(None)}
@@ -569,8 +445,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-# Canonical documents just written, by their sha256. The steps after day_document read the
-# day's document back; a hit here spares reading and decompressing its file. The sha256 column
+# Canonical documents just written, by their sha256. A reader of a day's document just built
+# (document(), a check after the build in the same process) is spared reading and decompressing
+# its file. The sha256 column
 # says which document the warehouse holds; a document is only taken from here when its hash
 # matches, so a hit is always the stored document.
 _RECENT_DOCS: OrderedDict[str, str] = OrderedDict()
@@ -617,18 +494,6 @@ def document(con: Any, day: str) -> tuple[dict[str, Any], int]:
     if found is None:
         raise LookupError(f"day {day} has no document in the warehouse; materialize day_document first")
     return json.loads(found[0]), found[2]
-
-
-def day_artifacts(con: Any, day: str) -> tuple[dict[str, bytes], str, bool, dict[str, str]]:
-    """The published files of one day from the warehouse: (files, canonical sha256, sealed, segments)."""
-
-    found = _stored_document(con, day)
-    ctx = con.execute(f"SELECT text FROM {CONTEXTS} WHERE day = ?", [day]).fetchone()
-    if found is None or ctx is None:
-        raise LookupError(f"day {day} has no document or context block in the warehouse")
-    canonical, sha, _tokens, sealed = found
-    doc = json.loads(canonical)
-    return artifact_bytes(doc, ctx[0]), sha, sealed, _segments(doc)
 
 
 def _segments(doc: dict[str, Any]) -> dict[str, str]:

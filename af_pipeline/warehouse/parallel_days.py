@@ -1,21 +1,22 @@
 """A range run's day work on the other cores: each day's parts computed ahead in worker processes.
 
-A Dagster range run (``af build`` of many days) runs its steps asset by asset in one process,
-so the day work (frames, attribution, page types, the document, its renderings and token
-counts: every function of the capture alone, day_work's ``*_part`` functions) used one core.
-Here, when the run's first step starts, ``DayPrefetch`` starts ``os.cpu_count() - 1`` worker
-processes (at least one) that read each day straight from the sealed log (the same verified
-segments raw_day registers) and compute every step's part, in day order; the run's steps take a
-day's part when they reach it (``RunParts.prefetched``) and only write it. The warehouse keeps
-one writer: the run's process. The run's process computes a static share of the days itself
-(``own_days``, ``OWN_SHARE``: half of them, measured) when a step first needs one, since with one
-worker (2 cores) it would otherwise wait on the worker most of the run.
+A range run (``af build`` of many days: one call of the Dagster multi-asset) builds its days one
+after the other in one process (day_work.build_day), so the day work (frames, attribution, page
+types, the document, its renderings and token counts: day_work.day_parts, every part a function
+of the capture alone) used one core. Here, when the run starts, ``DayPrefetch`` starts
+``os.cpu_count() - 1`` worker processes (at least one) that read each day straight from the
+sealed log (the same verified segments raw_day registers) and compute its parts with the same
+``day_parts``, in day order; the run's ``build_day`` takes a day's parts when it reaches the day
+(``RunParts.day_parts``) and only writes them. The warehouse keeps one writer: the run's
+process. The run's process computes a static share of the days itself (``own_days``,
+``OWN_SHARE``: half of them, measured) when it reaches one, since with one worker (2 cores) it
+would otherwise wait on the worker most of the run.
 
-Why it gives the same bytes: a worker calls the same pure functions, in the same order, on the
-capture ``EventLog.read_day`` gives, which is the capture raw_day stores (same rows, same
-order). A result is used only when the day's provenance the warehouse recorded (tz, sealed,
-recorders, segment sha256s) equals the worker's, and when the step's options (typed text,
-category rules) are the ones the workers had; otherwise the step computes the day itself, as
+Why it gives the same bytes: a worker calls the same ``day_parts`` on the capture
+``EventLog.read_day`` gives, which is the capture raw_day stores (same rows, same order). A
+day's parts are used only when the day's provenance the warehouse recorded (tz, sealed,
+recorders, segment sha256s) equals the worker's, and when the build's options (typed text,
+category rules) are the ones the workers had; otherwise ``build_day`` computes the day itself, as
 without workers. Results are keyed by day, so worker scheduling decides nothing.
 
 Lifetime: a worker is a fresh interpreter (``python -m af_pipeline.warehouse.parallel_days``,
@@ -26,12 +27,12 @@ without an ``if __name__ == "__main__"`` guard would then start a second build i
 (it waits forever on the warehouse lock). Each worker has a lifeline pipe whose only writer is
 the run's process: when that process ends, even by SIGKILL, the lifeline reads end-of-file and
 the worker exits at once. A worker exits by itself when no day is left to give it. A worker's
-exception travels back and is raised by the step that needs the day, naming it; a worker
-that dies (killed, out of memory) leaves its day and the days not yet given out to the steps.
+exception travels back and is raised by the build of that day, naming it; a worker that dies
+(killed, out of memory) leaves its day and the days not yet given out to the run.
 
 Memory: a day's parts cross as one pickle (measured: see docs/benchmarks.md); the run holds at
-most ``max_rows`` capture rows' worth of days (day_work.CARRY_MAX_ROWS): days past the bound
-are not given to the workers and their steps compute them as before.
+most ``max_rows`` capture rows' worth of days computed ahead (MAX_ROWS): days past the bound are
+not given to the workers and the run computes them itself.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ from capture.process import end
 # (tz, sealed, recorders, segment hashes): what a result must share with the warehouse's raw_days
 Provenance = tuple[str, bool, list[str], dict[str, str]]
 
+# The parts of at most this many capture rows (snapshots, inputs, presence, streams) are held at
+# once, about 0.4 GB: days past it are not given to the workers, the run computes them itself.
+MAX_ROWS = 1_000_000
 MIN_DAYS = 4  # fewer days keep the serial path: a worker start costs ~1.5 s CPU, a day saves the run ~0.8 s (docs/benchmarks.md)
 
 
@@ -95,30 +99,66 @@ def worker_count() -> int:
 
 
 def compute_day(log: Any, day: str, include_typed_text: bool, categories: Any) -> dict[str, Any]:
-    """Every step's part of one day from the sealed log (the steps' own pure functions)."""
-    import json
-
-    from af_pipeline.compiler.compile import frame_day
-    from af_pipeline.compiler.emit import raw_rows_tokens
-    from af_pipeline.compiler.enrich import attribute_input
-    from af_pipeline.warehouse import day_work as dw
+    """Every derived step's part of one day from the sealed log: day_work.day_parts, the one
+    place the steps' order is written, on the capture the log gives."""
+    from af_pipeline.warehouse import day_work
 
     cap = log.read_day(day, lazy_elements=True)
-    framing = frame_day(cap)
-    attribution = attribute_input(cap, framing.rows.index)
     out: dict[str, Any] = {"provenance": (str(cap.tz), bool(cap.sealed), list(cap.recorders), dict(cap.segment_hashes))}
     out["rows"] = sum(cap.count(k) for k in ("snapshots", "inputs", "presence", "streams"))
-    out[dw.FRAMES] = dw.frames_part(framing)
-    out[dw.ENRICHED] = dw.enriched_part(cap, attribution, include_typed_text)
-    page_rows, types, page_meta = dw.page_part(dw.url_counts(cap))
-    out[dw.PAGE_REFS] = (page_rows, page_meta)
-    body, sha, n_tokens, doc_meta = dw.document_part(cap, framing, attribution, include_typed_text, categories, types)
-    out[dw.DOCUMENTS] = (body, sha, n_tokens, doc_meta)
-    doc = json.loads(body.decode("utf-8"))  # what the later steps read: the document as stored
-    text, n, ctx_sha, ctx_meta = dw.context_part(doc, n_tokens)
-    out[dw.CONTEXTS] = (text, n, ctx_sha, ctx_meta | dw.raw_part(raw_rows_tokens(cap), n))
-    out[dw.PUBLISHED] = (dw.artifact_bytes(doc, text), sha, doc_meta["sealed"], dw._segments(doc))
+    out.update(day_work.day_parts(cap, include_typed_text, categories, measure_raw=True))
     return out
+
+
+class RunParts:
+    """A range run's day workers, as one run's ``build_day`` calls use them (day_work.Prefetched).
+
+    Made by the run (the Dagster multi-asset: a local variable of its one call) and closed when
+    it ends; nothing of it outlives the run."""
+
+    def __init__(self, max_rows: int = MAX_ROWS):
+        self.max_rows = max_rows
+        self.prefetch: DayPrefetch | None = None
+        self.used: dict[str, bool] = {}  # day -> its workers' parts were used (False: computed by the run)
+
+    def start_prefetch(
+        self, root: Path | str, days: Sequence[str], include_typed_text: bool, categories: Any,
+        min_days: int | None = None,
+    ) -> DayPrefetch | None:
+        """Compute these days' parts in worker processes, for a range of at least ``min_days``
+        days (MIN_DAYS); a shorter range keeps the serial path."""
+        enough = len(days) >= (MIN_DAYS if min_days is None else min_days)
+        if self.prefetch is None and enough and worker_count() > 0:
+            self.prefetch = DayPrefetch(root, days, include_typed_text, categories, self.max_rows)
+        return self.prefetch
+
+    def close(self) -> None:
+        if self.prefetch is not None:
+            self.prefetch.close()
+
+    def __enter__(self) -> RunParts:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def day_parts(self, con: Any, day: str, include_typed_text: bool, categories: Any) -> dict[str, Any] | None:
+        """The day's parts as a worker computed them, or None: no worker has the day, or its
+        capture (the provenance raw_day recorded) or options are not the ones of this build
+        (then build_day computes the day itself)."""
+        from af_pipeline.warehouse import day_work
+
+        pre = self.prefetch
+        if pre is None:
+            return None
+        found = pre.take_day(day)  # waits for the day's worker; raises the worker's error
+        if found is None:
+            return None
+        # sealed days only: an open day's rows may have grown since the worker read them
+        trusted = bool(found["provenance"][1]) and found["provenance"] == day_work.provenance(con, day)
+        trusted = trusted and include_typed_text == pre.include_typed_text and categories == pre.categories
+        self.used[day] = trusted
+        return found if trusted else None
 
 
 def _watch(lifeline: int) -> None:
@@ -345,17 +385,15 @@ class DayPrefetch:
             self._results[day] = result
             self._rows += int(result["rows"])
 
-    def take(self, day: str, piece: str) -> Any | None:
-        """One step's part of the day, removed from what the run holds (each step takes its own)."""
+    def take_day(self, day: str) -> dict[str, Any] | None:
+        """The day's parts, no longer held by the run (its build writes them); None as result()."""
         found = self.result(day)
         if found is None:
             return None
         with self._cond:
-            value = found.pop(piece, None)
-            if all(k in ("provenance", "rows") for k in found):  # every step took its part
-                self._results.pop(day, None)
+            if self._results.pop(day, None) is not None:
                 self._rows -= int(found["rows"])
-        return value
+        return found
 
     def close(self) -> None:
         """Stop the workers now (a run that ends early); idle workers have ended already."""
