@@ -1,7 +1,8 @@
 """A captured window title holding bidirectional controls (U+202E shows the text after it
 reversed, U+2066 opens an isolate) never reaches an MCP client raw: every tool answer, over the
 official SDK's stdio client, writes them as \\uXXXX escapes, and its JSON reads back the title
-as captured."""
+as captured. The structured content (which the SDK writes as UTF-8, unescaped) holds the same
+escapes as text, never a raw control."""
 
 from __future__ import annotations
 
@@ -70,8 +71,14 @@ def test_every_tool_answer_escapes_the_bidi_controls_of_a_captured_title(home: H
     r = anyio.run(lambda: _session(home, "--now", NOW, calls=calls, probe=False))
     assert len(r["results"]) == len(calls)
     titled = set()
-    for name, args, is_error, text in r["results"]:
+    structured_titled = set()
+    escaped = "Inbox \\u2066PROJ-42\\u2069 invoice\\u202etxt.exe"  # the escapes as text
+    for (name, args, is_error, text), structured in zip(r["results"], r["structured"], strict=True):
         assert not BIDI & set(text), (name, args, sorted(BIDI & set(text)))
+        raw = BIDI & {c for s in _strings(structured) for c in s}
+        assert not raw, (name, args, sorted(raw))  # the structured content: no raw control either
+        if escaped in _strings(structured):
+            structured_titled.add(name)
         if is_error or text.startswith("AF-CONTEXT"):
             continue
         decoded = json.loads(text)
@@ -82,6 +89,7 @@ def test_every_tool_answer_escapes_the_bidi_controls_of_a_captured_title(home: H
     # windows and the mail subjects
     assert titled == {"get_activity", "get_activity_at", "search_activity", "get_day_summary",
                       "get_communications"}, titled
+    assert structured_titled == titled, structured_titled  # the same answers show it, escaped
     err, block = next((e, t) for n, _, e, t in r["results"] if n == "get_context")
     assert not err and "invoice txt.exe" in block  # the context block shows a control as a space
     err, text = r["results"][-1][2:]
@@ -90,7 +98,7 @@ def test_every_tool_answer_escapes_the_bidi_controls_of_a_captured_title(home: H
 
 def test_the_answer_is_the_json_text_with_only_the_controls_escaped(home: Home) -> None:
     """Escaping changes nothing but the controls: the text equals the compact JSON of the same
-    value with each control written as its escape."""
+    value with each control written as its escape, and so does the structured content."""
     from af_pipeline.compiler.emit import escape_bidi
     from capture.files import canonical_json
 
@@ -100,3 +108,7 @@ def test_the_answer_is_the_json_text_with_only_the_controls_escaped(home: Home) 
     assert not err
     assert text == escape_bidi(canonical_json(json.loads(text)))
     assert TITLE in _strings(json.loads(text))
+    # the structured content is the same value with each control's escape as text, nothing else changed
+    from af_pipeline.interfaces.mcp_server import escaped_strings
+
+    assert r["structured"][0] == escaped_strings(json.loads(text)) != json.loads(text)

@@ -20,7 +20,14 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from af_pipeline.compiler import tokens
 from af_pipeline.interfaces.mcp_front import plain_arguments
-from af_pipeline.interfaces.mcp_server import MAX_HOURS, BadArgument, Memory, early_calls, open_memory
+from af_pipeline.interfaces.mcp_server import (
+    DOCUMENT_SCHEMA_ID,
+    MAX_HOURS,
+    BadArgument,
+    Memory,
+    early_calls,
+    open_memory,
+)
 from capture.home import Home
 from capture.log import EventLog
 from capture.model import CaptureBatch, InputEvent, Snapshot
@@ -106,6 +113,7 @@ async def _session(home: Home, *extra: str, calls: list[Call], follow: Any = Non
                     for name, args in calls:
                         res = await s.call_tool(name, args)
                         out["results"].append((name, args, res.is_error, res.content[0].text))
+                        out.setdefault("structured", []).append(res.structured_content)
                     try:
                         await s.read_resource(f"activity://day/{DAY1}/context.txt")
                         out["resource_error"] = None
@@ -124,6 +132,9 @@ async def _session(home: Home, *extra: str, calls: list[Call], follow: Any = Non
                     res = await s.call_tool(name, args)
                     text = res.content[0].text if res.content else ""
                     out["results"].append((name, args, res.is_error, text))
+                    # the structured content, beside the results (the SDK's client checked it
+                    # against the tool's output schema)
+                    out.setdefault("structured", []).append(res.structured_content)
                     return bool(res.is_error), text
 
                 for name, args in calls:
@@ -231,7 +242,13 @@ def test_lists_described_read_only_tools_and_prompts(replay: dict[str, Any]) -> 
     # the listing every session pays for stays small (issue 38): compact schemas, brief period arguments
     listing = json.dumps({"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True)
                                     for t in replay["tools"]]}, separators=(",", ":"))
-    assert tokens.count(listing) <= 3000
+    assert tokens.count(listing) <= 3000  # output schemas included (DESIGN: tools/list is counted whole)
+    for t in replay["tools"]:  # every tool describes the top level of its structured content
+        assert t.output_schema["type"] == "object" and t.output_schema["properties"], t.name
+    # the document tool names document schema v1 by its $id instead of inlining it
+    schema = json.loads((REPO / "af_pipeline/compiler/schema/document-v1.schema.json").read_text())
+    activity = next(t for t in replay["tools"] if t.name == "get_activity")
+    assert schema["$id"] == DOCUMENT_SCHEMA_ID and DOCUMENT_SCHEMA_ID in activity.output_schema["description"]
     assert {p.name for p in replay["prompts"]} == PROMPTS
     assert "yesterday" in replay["standup"].messages[0].content.text
 
@@ -391,14 +408,31 @@ def test_the_front_answers_tool_calls_as_the_sdk_does(home: Home, replay: dict[s
     schemas = {t.name: t.input_schema for t in replay["tools"]}
     call = early_calls(open_memory(home, now=NOW))
     checked = 0
-    for name, args, err, text in replay["results"]:
+    assert len(replay["structured"]) == len(replay["results"])
+    for (name, args, err, text), structured in zip(replay["results"], replay["structured"], strict=True):
         plain = plain_arguments(args, schemas[name])
         if plain is None:  # left to the SDK's validation
             assert (name, args) == ("get_context", {"hours": "soon"}), (name, args)
             continue
-        assert call(name, plain) == {"content": [{"type": "text", "text": text}], "isError": err}, (name, args)
+        want: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+        if not err:  # the structured content too (an error has none)
+            want["structuredContent"] = structured
+        assert call(name, plain) == {**want, "isError": err}, (name, args)
         checked += 1
     assert checked >= 40
+
+
+def test_structured_content_repeats_the_text(replay: dict[str, Any]) -> None:
+    """Every answer's structuredContent is its text's JSON value (the context block as
+    {"context": block}); an error has none. The SDK's client checked each against its tool's
+    output schema when it received it."""
+    for (name, args, err, text), structured in zip(replay["results"], replay["structured"], strict=True):
+        if err:
+            assert structured is None, (name, args)
+        elif text.startswith("AF-CONTEXT"):
+            assert structured == {"context": text}, (name, args)
+        else:
+            assert structured == json.loads(text), (name, args)
 
 
 def test_a_restart_answers_the_handshake_as_the_sdk_did(home: Home, tmp_path: Path) -> None:
