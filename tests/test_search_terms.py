@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from af_pipeline.interfaces.memory import Memory, terms
 from capture.home import Home
 from capture.log import EventLog
-from capture.model import CaptureBatch, Snapshot
+from capture.model import CaptureBatch, InputEvent, Snapshot
 from capture.timeutil import parse_ts
 
 TZ = "Europe/Paris"
@@ -59,6 +59,10 @@ def mem(tmp_path_factory: pytest.TempPathFactory) -> Memory:
                 ts = parse_ts(f"{d}T{hm}:00+02:00") + k * 60_000_000
                 b.snapshots.append(Snapshot(ref=f"search-test:frames:{i}-{k}", ts_us=ts, stream="monitor_1", app=app,
                                             window=title, url=url, source_frame_id=f"{i}-{k}"))
+            if title == "z.md":  # a button named like day 1's file, clicked: named on day 2, never shown
+                b.inputs.append(InputEvent(ref=f"search-test:ui:{i}", ts_us=parse_ts(f"{d}T{hm}:10+02:00"),
+                                           kind="click", stream="monitor_1", x=10, y=10, button="left", app=app,
+                                           element_role="AXButton", element_name="todo.md"))
         # day 1 lands after its end (sealed), day 2 while it is still going (open)
         log.append(b, now_us=NOW if day == DAY2 else parse_ts(f"{DAY2}T12:00:00+02:00"))
     assert [d.sealed for d in log.days()] == [True, False]
@@ -102,6 +106,16 @@ def test_first_and_last_visit_and_the_days_it_appeared(mem: Memory) -> None:
     assert [(d["day"], d["frames"]) for d in days["by_day"]] == [(DAY1, 1), (DAY2, 1)]
     assert days["by_day"][0]["first"].startswith("09:1") and days["by_day"][1]["first"].startswith("10:3")
     assert mem.search("hollow-org/engine", group_by="day", order="recent")["by_day"][0]["day"] == DAY2
+
+
+def test_the_days_something_was_shown_apart_from_the_days_it_was_only_clicked(mem: Memory) -> None:
+    """"On which days did I open todo.md": day 1 showed it as a window title; on day 2 only a
+    button of that name was clicked. The days list the first; the second is named apart."""
+    assert any(r["matched"] == ["clicked: todo.md"] for r in mem.search("todo.md")["results"])
+    days = mem.search("todo.md", group_by="day")
+    assert [d["day"] for d in days["by_day"]] == [DAY1] and days["frames"] == 1
+    assert days["named_only"] == [{"day": DAY2, "frames": 1, "in": ["clicked"]}]
+    assert "named_only" not in mem.search("ENG-60", group_by="day")
 
 
 def test_a_repository_finds_its_pull_requests_and_a_pull_request_only_itself() -> None:

@@ -133,7 +133,8 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "get_context": _object("context:string"),
     "get_activity_at": _object("time:string day:string tz:string streams:array"),
     "search_activity": _object(f"query:string words:array order:string {_PERIOD} total:integer results:array "
-                               "next_cursor:string|null group_by:string days:integer frames:integer by_day:array"),
+                               "next_cursor:string|null group_by:string days:integer frames:integer by_day:array "
+                               "named_only:array"),
     "get_activity": _object(f"served:object frames:array {_PAGE}",
                             f"first page: a document of schema {DOCUMENT_SCHEMA_ID}; later pages: its frames"),
     "get_steps": _object(f"frame:object steps:array other_matches:array {_PAGE}"),

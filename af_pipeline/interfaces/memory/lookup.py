@@ -133,7 +133,7 @@ class Lookup(Documents):
         else:
             p = self.period(start=start or days[0], end=end, max_days=MAX_SEARCH_DAYS)
         known = set(days)
-        scored: list[tuple[tuple[Any, ...], FrameRef, list[str]]] = []
+        scored: list[tuple[tuple[Any, ...], FrameRef, list[str], frozenset[str]]] = []
         with self.lock:
             for d in p.days:
                 if d not in known:
@@ -149,14 +149,14 @@ class Lookup(Documents):
                     f = idx.frames[i]
                     if f.start_us >= p.end_us or f.end_us <= p.start_us:
                         continue
-                    phrased, together, score, fields = _score((idx.fields or [])[i], words, phrase)
+                    phrased, together, score, fields, kinds = _score((idx.fields or [])[i], words, phrase)
                     tier = (-sum(1 for m in found if m), -sum(1 for m in found if m == terms.EXACT), -phrased, -together)
                     rank: tuple[Any, ...] = (*tier, -score, -float(f.frame.get("active_min", 0.0)), -f.start_us, f.qid)
                     if order == "recent":
                         rank = (*tier, -f.start_us, f.qid)
                     elif order == "oldest":
                         rank = (*tier, f.start_us, f.qid)
-                    scored.append((rank, f, fields))
+                    scored.append((rank, f, fields, kinds))
         scored.sort(key=lambda r: r[0])
         if (order != "relevance" or group_by) and scored:  # only the best-matching tier
             best = scored[0][0][:4]
@@ -167,7 +167,7 @@ class Lookup(Documents):
         offset = _cursor_offset(cursor, key)
         page = scored[offset:offset + limit]
         results = []
-        for _, f, fields in page:
+        for _, f, fields, _kinds in page:
             fr = f.frame
             item = self._brief(f, short=True)
             item["day"] = f.day
@@ -185,12 +185,21 @@ class Lookup(Documents):
         }
 
     def _by_day(self, query: str, words: list[str], order: str, p: Period,
-                scored: list[tuple[tuple[Any, ...], FrameRef, list[str]]], days: list[str]) -> dict[str, Any]:
-        """search(group_by="day"): the matching days, each with its frames, minutes and the
-        first and last matching frame's start and end (local times), in ``order`` of days."""
+                scored: list[tuple[tuple[Any, ...], FrameRef, list[str], frozenset[str]]],
+                days: list[str]) -> dict[str, Any]:
+        """search(group_by="day"): the days the query was on screen (a frame's app, site, URL
+        host, window title or page matched), each with its frames, minutes and the first and
+        last matching frame's start and end (local times), in ``order`` of days; apart, the days
+        it was only named elsewhere (a clicked target such as a sidebar's '#random', a page kind,
+        a folded detour's name, typed text), with the fields that named it."""
         per: dict[str, list[FrameRef]] = {}
-        for _, f, _fields in scored:
-            per.setdefault(f.day, []).append(f)
+        named: dict[str, tuple[int, set[str]]] = {}
+        for _, f, _fields, kinds in scored:
+            if kinds & SHOWN:
+                per.setdefault(f.day, []).append(f)
+            else:
+                n, where = named.get(f.day, (0, set()))
+                named[f.day] = (n + 1, where | kinds)
         rows: list[dict[str, Any]] = []
         for day in sorted(per, reverse=order == "recent"):
             frames = sorted(per[day], key=lambda f: f.start_us)
@@ -198,26 +207,36 @@ class Lookup(Documents):
                          "minutes": round(sum(float(f.frame.get("active_min", 0.0)) for f in frames), 2),
                          "first": frames[0].frame.get("start"), "last": frames[-1].frame.get("end"),
                          "first_id": frames[0].qid, "last_id": frames[-1].qid})
+        only = [{"day": day, "frames": named[day][0], "in": sorted(named[day][1])}
+                for day in sorted(set(named) - set(per), reverse=order == "recent")]
         return fit({
             "query": query, "words": words, "order": order, "group_by": "day", "period": p.to_json(self.tz),
             "days": len(rows), "frames": sum(r["frames"] for r in rows), "by_day": rows,
+            **({"named_only": only, "named_only_note": "days it was only named in these fields (a clicked "
+                "target, a page kind, a detour, typed text), never the app, site, URL host, title or page "
+                "on screen"} if only else {}),
             "typed_text": "searched" if self.include_typed_text else "not searched (operator did not enable it)",
-            **({"note": f"nothing matched in {p.label}; the log holds {days[0]} to {days[-1]}"} if not rows else {}),
+            **({"note": f"nothing matched in {p.label}; the log holds {days[0]} to {days[-1]}"}
+           if not rows and not only else {}),
         })
 
 
 ORDERS = ("relevance", "recent", "oldest")  # search_activity's orders
+# the fields that say what the screen showed (group_by="day" lists the days the query was one of them)
+SHOWN = frozenset({"app", "site", "host", "title", "page"})
 _WEIGHT = {"page": 5, "title": 4, "site": 3, "host": 3, "app": 3, "clicked": 2, "page_kind": 1, "interruption": 1,
            "typed": 1}
 
 
-def _score(fields: Sequence[tuple[str, str]], words: Sequence[str], phrase: str) -> tuple[int, int, int, list[str]]:
-    """(phrase, together, weighted score, matched fields): whether one field holds the query as
-    typed (on token boundaries), whether one field holds every term of the query, the
-    field-weighted count of matched terms (an exact match counts twice a word start), and the
-    fields that matched (kind: text)."""
+def _score(fields: Sequence[tuple[str, str]], words: Sequence[str],
+           phrase: str) -> tuple[int, int, int, list[str], frozenset[str]]:
+    """(phrase, together, weighted score, matched fields, their kinds): whether one field holds
+    the query as typed (on token boundaries), whether one field holds every term of the query,
+    the field-weighted count of matched terms (an exact match counts twice a word start), the
+    first fields that matched (kind: text) and the kinds of all that matched."""
     score, has_phrase, together = 0, 0, 0
     shown: list[str] = []
+    kinds: set[str] = set()
     for name, text in fields:
         low = text.casefold()
         if not any(w in low for w in words):
@@ -225,12 +244,13 @@ def _score(fields: Sequence[tuple[str, str]], words: Sequence[str], phrase: str)
         toks = terms.tokens(low)
         found = [terms.match(w, low, toks) for w in words]
         if any(found):
+            kinds.add(name)
             score += _WEIGHT[name] * sum(found)
             has_phrase |= int(terms.has_phrase(phrase, low))
             together |= int(all(found))
             if len(shown) < 4:
                 shown.append(f"{name}: {text[:120]}")
-    return has_phrase, together, score, shown
+    return has_phrase, together, score, shown, frozenset(kinds)
 
 
 def _evidence_summary(frame: dict[str, Any]) -> dict[str, Any]:
