@@ -19,7 +19,11 @@ The rest of assets/ and checks/ speaks public Dagster only. What is here has no 
   batches in one transaction per shard, partitions remembered within :func:`quick_run_storage`);
   the data folder's dagster.yaml names them (assets/instance.py). Importing this module replaces
   no attribute of Dagster, SQLAlchemy or any other library (tests/test_dagster_no_patches.py);
-- run and pool-slot bookkeeping used to settle runs killed mid-step (assets/instance.py).
+- run and pool-slot bookkeeping used to settle runs killed mid-step (assets/instance.py);
+- the dask executor for day partitions (:func:`dask_day_executor`): dagster-dask hands the run
+  record to dask, which walks it, and the record of a run over day partitions holds a partition
+  subset that refuses iteration; the executor here is dagster-dask's own with that subset left
+  out of the record it ships (Dagster ignores such a subset and reads the run's partition tags).
 
 tests/test_dagster_adapter.py exercises each on a real instance and pins TESTED_WITH, so an
 upgrade fails there first, with the list of what to re-verify.
@@ -83,6 +87,7 @@ __all__ = [
     "DayResults",
     "add_day_metadata",
     "check_captured_interrupt",
+    "dask_day_executor",
     "day_check",
     "free_run_slots",
     "latest_materializations",
@@ -510,6 +515,42 @@ def day_check(
         return decorator(cast(Callable[..., dg.AssetCheckResult], events))
 
     return decorate
+
+
+# --- the dask executor for day partitions (assets.definitions.build_job_on) ---------------------
+
+
+def dask_day_executor() -> dg.ExecutorDefinition:
+    """dagster-dask's executor (the same name and config), for runs over day partitions. dask
+    walks every tuple it is given, and the record of a run over dynamic partitions (a tuple)
+    carries a KeyRangesPartitionsSubset, a Dagster record that refuses iteration, so dagster-dask
+    0.29 fails every partitioned run ("Iteration is not allowed on `@record`
+    KeyRangesPartitionsSubset"). This executor ships the run record without that subset: Dagster
+    itself ignores a key-range subset and reads the run's partitions from its tags
+    (DagsterRun.get_resolved_partitions_subset_for_events), which stay. Imported when asked for:
+    dask is slow to import and no `af` command needs it."""
+    from dagster._core.execution.context.system import PlanOrchestrationContext
+    from dagster._record import copy as record_copy
+    from dagster_dask import dask_executor
+    from dagster_dask.executor import DaskExecutor
+
+    class DayDaskExecutor(DaskExecutor):
+        def execute(self, plan_context: PlanOrchestrationContext, execution_plan: Any) -> Any:
+            run = plan_context.dagster_run
+            if run.partitions_subset is not None:
+                # this run's own orchestration context, made for this call
+                plan_context._plan_data = plan_context.plan_data._replace(
+                    dagster_run=record_copy(run, partitions_subset=None))
+            return super().execute(plan_context, execution_plan)
+
+    @dg.executor(name=dask_executor.name, config_schema=dask_executor.config_schema.as_field(),
+                 requirements=dg.multiple_process_executor_requirements())
+    def day_dask_executor(init_context: dg.InitExecutorContext) -> dg.Executor:
+        cluster = cast(Mapping[str, Any], init_context.executor_config["cluster"])
+        ((cluster_type, cluster_configuration),) = cluster.items()
+        return DayDaskExecutor(cluster_type, cluster_configuration)
+
+    return day_dask_executor
 
 
 # --- runs and pool slots (assets/instance.py settles runs whose process was killed) -------------

@@ -162,9 +162,10 @@ def _for_the_ui(step: str, meta: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
+def build_assets(partitions: dg.PartitionsDefinition, pooled: bool = True) -> list[dg.AssetsDefinition]:
     """The day assets over the given day partitions (partitions depend on the data folder): one
-    multi-asset with the seven keys."""
+    multi-asset with the seven keys, in the warehouse pool unless not ``pooled`` (the dask
+    executor: assets.definitions.build_job_on)."""
     version = code_version()
     specs = [
         dg.AssetSpec(
@@ -186,7 +187,7 @@ def build_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinitio
         specs=specs,
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
-        pool=WAREHOUSE_POOL,
+        pool=WAREHOUSE_POOL if pooled else None,
         description="Every day of the run built once, in the steps' order (af_pipeline/warehouse/day_work.py: "
         "build_day): raw_day, frames, enriched_input, page_refs, day_document, context_block, published_day.",
     )

@@ -30,13 +30,17 @@ def _same_config(_day: str) -> dict[str, object]:
     return {}
 
 
-def build_definitions(home: Home | None = None) -> dg.Definitions:
+def build_definitions(home: Home | None = None, executor: dg.ExecutorDefinition | None = None,
+                      pooled: bool = True) -> dg.Definitions:
+    """The code location of a data folder; ``executor``: the jobs' executor (the in-process one
+    unless told: see build_job_on); ``pooled``: the day assets in the warehouse pool (dask cannot
+    ship a run that names a pool)."""
     # The webserver, daemon and run workers load the code here, not through `af`: their files in
     # the data folder (warehouse, run history, published/) must be as private as the CLI's.
     private_files()
     home = home or resolve_home(None)
     partitions = day_partitions
-    day_assets = derive.build_assets(partitions)
+    day_assets = derive.build_assets(partitions, pooled=pooled)
     by_name = {key.to_user_string(): key for a in day_assets for key in a.keys}  # one multi-asset, seven keys
     # Great Expectations judges every day the certify job judges; a build may use the SQL screen
     # that tests/test_quality_screen.py holds to GX (checks/quality.py).
@@ -79,8 +83,33 @@ def build_definitions(home: Home | None = None) -> dg.Definitions:
         resources=resources_for(home),
         # Dagster's console log as usual, plus the stage lines `af build` turns on (off by default).
         loggers={"console": dg.colored_console_logger, "progress": stage_progress},
-        executor=dg.in_process_executor,
+        executor=executor or dg.in_process_executor,
     )
+
+
+EXECUTORS = ("in_process", "multiprocess", "dask")
+
+
+def build_job_on(root: str, executor: str) -> dg.JobDefinition:
+    """The build job of the data folder at ``root`` on one of EXECUTORS. Module level, so the
+    processes of a multiprocess or dask run rebuild it from its arguments:
+    ``dg.build_reconstructable_job("assets.definitions", "build_job_on", reconstructable_args=(root, executor))``.
+
+    The day work is one step whatever the executor (the day assets' one multi-asset), so each
+    builds the same bytes (tests/test_executors_bytes.py); the in-process one is the default
+    because a step process costs seconds here. On dask, which enforces no pools and cannot ship
+    a run that names one (dagster-dask walks the run record, and Dagster's op-concurrency record
+    refuses iteration), the day step names no pool: the warehouse lock every run holds
+    (assets/instance.py, through the data_folder resource) keeps the one writer."""
+    if executor == "dask":
+        from assets.dagster_adapter import dask_day_executor
+
+        chosen: dg.ExecutorDefinition = dask_day_executor()  # dagster-dask's, for partitioned runs
+    elif executor in EXECUTORS:
+        chosen = dg.multiprocess_executor if executor == "multiprocess" else dg.in_process_executor
+    else:
+        raise ValueError(f"unknown executor {executor!r} (one of {', '.join(EXECUTORS)})")
+    return build_definitions(Home(root), executor=chosen, pooled=executor != "dask").resolve_job_def(BUILD_JOB)
 
 
 @dg.definitions
