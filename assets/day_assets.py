@@ -221,9 +221,9 @@ def build_assets(partitions: dg.PartitionsDefinition, pooled: bool = True) -> li
                 # a range's day work starts now on the other cores: sealed days only, an open
                 # day may still grow between a worker's read and its build here
                 run.start_prefetch(data_folder.root, [d for d in todo if d in sealed], typed, categories)
-                for i, day in enumerate(todo):
-                    built = steps.build_day(con, log, day, data_folder.published_dir, typed, version, categories,
-                                            run=run, measure_raw=True)
+                built_days = steps.build_days(con, log, todo, data_folder.published_dir, typed, version,
+                                              categories, run=run, measure_raw=True)
+                for i, (day, built) in enumerate(built_days):
                     published = built[steps.PUBLISHED]
                     if published.get("withheld"):
                         context.log.warning(f"published_day: {day} not published: {published['withheld']}")

@@ -245,7 +245,10 @@ def failing_days(con: Any, days: Sequence[str]) -> dict[str, Failing]:
     if not days:
         return {}
     for spec in (RAW, FRAMES):
-        for day, problems in violations(con, select(spec, days, con), spec).items():
+        rows = select(spec, days, con)
+        if screen(con, rows, spec, days) is not None:
+            continue  # every row passes every rule (the screen is stricter than the rules' queries)
+        for day, problems in violations(con, rows, spec).items():
             out.setdefault(day, []).extend((spec.check, p) for p in problems)
     return {day: Failing(p[0][0], _one_sentence([t for _c, t in p])) for day, p in sorted(out.items())}
 
