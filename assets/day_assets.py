@@ -2,9 +2,10 @@
 
     raw_day -> frames, enriched_input, page_refs -> day_document -> context_block -> published_day
 
-Seven asset keys, one step: each day of the run is built by one call of
-af_pipeline/warehouse/day_work.py's ``build_day`` (the one place the steps' order is written),
-which reads the day's rows once and hands each part to the next in its own local variables, so
+Seven asset keys, one step: the days of the run are built by one call of
+af_pipeline/warehouse/day_work.py's ``build_days`` (the steps' order is written once, in its
+``day_parts``), which reads each day's rows once and hands each part to the next in its own
+local variables, so
 the graph the UI draws is the flow that runs, on any executor (in-process, multiprocess, dask:
 tests/test_executors_bytes.py). Nothing is carried between steps or runs in module state. The
 specs keep the deps between the keys (the UI's lineage), and each key gets one materialization
@@ -13,12 +14,12 @@ a range run; the run's totals per key go to its log. A range of at least
 parallel_days.MIN_DAYS sealed days has its days computed ahead on the other cores
 (parallel_days.RunParts, made and closed by this call).
 
-A day's rows are committed together (raw and derived tables, one transaction), then its
-data-quality rules are judged on what it wrote and its files are published, or withheld when a
-rule is broken (published_day's metadata says which rule and rows; the data-quality checks of
-checks/quality.py fail for that day with the same reason); the other days of a range are
-published. A failure ends the step: days built before it keep what they wrote, and Dagster
-records no materialization of the run.
+The rows of a few days at a time (day_work.JUDGE_EVERY) are committed together (raw and derived
+tables, one transaction), then those days' data-quality rules are judged on what they wrote and
+each day's files are published, or withheld when a rule is broken (published_day's metadata
+says which rule and rows; the data-quality checks of checks/quality.py fail for that day with
+the same reason); the other days of a range are published. A failure ends the step: days
+committed before it keep what they wrote, and Dagster records no materialization of the run.
 
 A day whose published files already come from the segments the log holds and from this code
 version is skipped (assets/unchanged.py): its tables and files stay as they are, and its
@@ -189,7 +190,7 @@ def build_assets(partitions: dg.PartitionsDefinition, pooled: bool = True) -> li
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=WAREHOUSE_POOL if pooled else None,
         description="Every day of the run built once, in the steps' order (af_pipeline/warehouse/day_work.py: "
-        "build_day): raw_day, frames, enriched_input, page_refs, day_document, context_block, published_day.",
+        "build_days): raw_day, frames, enriched_input, page_refs, day_document, context_block, published_day.",
     )
     def day_work(context: dg.AssetExecutionContext, data_folder: DataFolder,
                  warehouse: DuckDBResource) -> Iterator[dg.MaterializeResult]:

@@ -1,12 +1,12 @@
 """A range run's day work on the other cores: each day's parts computed ahead in worker processes.
 
 A range run (``af build`` of many days: one call of the Dagster multi-asset) builds its days one
-after the other in one process (day_work.build_day), so the day work (frames, attribution, page
+after the other in one process (day_work.build_days), so the day work (frames, attribution, page
 types, the document, its renderings and token counts: day_work.day_parts, every part a function
 of the capture alone) used one core. Here, when the run starts, ``DayPrefetch`` starts
 ``os.cpu_count() - 1`` worker processes (at least one) that read each day straight from the
 sealed log (the same verified segments raw_day registers) and compute its parts with the same
-``day_parts``, in day order; the run's ``build_day`` takes a day's parts when it reaches the day
+``day_parts``, in day order; the run's ``build_days`` takes a day's parts when it reaches the day
 (``RunParts.day_parts``) and only writes them. The warehouse keeps one writer: the run's
 process. The run's process computes a static share of the days itself (``own_days``,
 ``OWN_SHARE``: half of them, measured) when it reaches one, since with one worker (2 cores) it
@@ -16,7 +16,7 @@ Why it gives the same bytes: a worker calls the same ``day_parts`` on the captur
 ``EventLog.read_day`` gives, which is the capture raw_day stores (same rows, same order). A
 day's parts are used only when the day's provenance the warehouse recorded (tz, sealed,
 recorders, segment sha256s) equals the worker's, and when the build's options (typed text,
-category rules) are the ones the workers had; otherwise ``build_day`` computes the day itself, as
+category rules) are the ones the workers had; otherwise ``build_days`` computes the day itself, as
 without workers. Results are keyed by day, so worker scheduling decides nothing.
 
 Lifetime: a worker is a fresh interpreter (``python -m af_pipeline.warehouse.parallel_days``,
@@ -111,7 +111,7 @@ def compute_day(log: Any, day: str, include_typed_text: bool, categories: Any) -
 
 
 class RunParts:
-    """A range run's day workers, as one run's ``build_day`` calls use them (day_work.Prefetched).
+    """A range run's day workers, as one run's ``build_days`` call uses them (day_work.Prefetched).
 
     Made by the run (the Dagster multi-asset: a local variable of its one call) and closed when
     it ends; nothing of it outlives the run."""
@@ -145,7 +145,7 @@ class RunParts:
     def day_parts(self, con: Any, day: str, include_typed_text: bool, categories: Any) -> dict[str, Any] | None:
         """The day's parts as a worker computed them, or None: no worker has the day, or its
         capture (the provenance raw_day recorded) or options are not the ones of this build
-        (then build_day computes the day itself)."""
+        (then build_days computes the day itself)."""
         from af_pipeline.warehouse import day_work
 
         pre = self.prefetch
