@@ -259,10 +259,9 @@ def questions_38(o: Oracle, seed: int, titles: dict[str, list[tuple[str, int]]])
     words = sorted({w for ws in day_words.values() for w in ws if len(w) >= 5 and w.isalpha()})
     words = [w for w in words if 2 <= sum(w in ws for ws in day_words.values()) < len(o.days)]
     multi_ids = [i for i in ids if len({d for d, _ in o.hits(i, True)}) >= 2]
-    for q in rng.sample(multi_ids, min(5, len(multi_ids))):
-        qs.append({"kind": "which days", "query": q, "truth": sorted({d for d, _ in o.hits(q, False)})})
-    for q in rng.sample(words, min(5, len(words))):
-        qs.append({"kind": "which days", "query": q, "truth": sorted({d for d, _ in o.hits(q, False)})})
+    for pool in (multi_ids, words):  # 5 ids, then 5 title words (the draws in this order)
+        for q in rng.sample(pool, min(5, len(pool))):
+            qs.append({"kind": "which days", "query": q, "truth": sorted({d for d, _ in o.hits(q, False)})})
     windows = []
     for d in o.days:
         start = day_bounds(d, TZ)[0]
@@ -374,25 +373,44 @@ def _minus(day: str, n: int) -> str:
     return (date.fromisoformat(day) - timedelta(days=n)).isoformat()
 
 
+async def _at_instant(call: Any, q: dict[str, Any], detour: bool) -> tuple[bool, Any]:
+    """get_activity_at(T) must name the app the monitor showed at T: the covering frame's, or
+    (``detour``) the short detour's folded into it when one covers T."""
+    err, text = await call("get_activity_at", {"time": q["time"], "around": 0})
+    if err:
+        return False, text
+    row = next((r for r in json.loads(text)["streams"] if r["stream"] == q["stream"]), None)
+    if not row or not row.get("at"):
+        return False, None
+    if not detour:
+        return row["at"]["app"] == q["truth"], row["at"]["app"]
+    return (row["detour"]["app"] if row.get("detour") else row["at"]["app"]) == q["truth"], \
+        {"at": row["at"]["app"], "detour": (row.get("detour") or {}).get("app")}
+
+
+async def _first_result(call: Any, q: dict[str, Any], order: str, limit: int) -> tuple[bool, Any]:
+    """search_activity(query, order)'s first result must be the frame covering the oracle's
+    (day, ts): the last visit (order='recent') or the first (order='oldest')."""
+    err, text = await call("search_activity", {"query": q["query"], "order": order, "limit": limit})
+    if err:
+        return False, text
+    results = json.loads(text)["results"]
+    if not results:
+        return False, None
+    best = results[0]
+    day, ts = q["truth"]
+    return (best["day"] == day and _frame_covers(best, day, ts),
+            f"{best['id']} {best['start']}-{best['end']} {best['app']} {best.get('window')}")
+
+
 async def _answer(call: Any, q: dict[str, Any]) -> tuple[bool, Any]:
     kind = q["kind"]
-    if kind == "time lookup":
-        err, text = await call("get_activity_at", {"time": q["time"], "around": 0})
-        if err:
-            return False, text
-        row = next((r for r in json.loads(text)["streams"] if r["stream"] == q["stream"]), None)
-        app = row["at"]["app"] if row and row.get("at") else None
-        return app == q["truth"], app
-    if kind == "last visit":
-        err, text = await call("search_activity", {"query": q["query"], "order": "recent", "limit": 3})
-        if err:
-            return False, text
-        results = json.loads(text)["results"]
-        if not results:
-            return False, None
-        best = results[0]
-        day, ts = q["truth"]
-        return best["day"] == day and _frame_covers(best, day, ts), f"{best['day']} {best['start']}-{best['end']}"
+    if kind in ("time lookup", "detour"):
+        return await _at_instant(call, q, detour=kind == "detour")
+    if kind in ("last visit", "id lookup", "host last visit", "first visit"):
+        # one recipe: the title lookups of issue 11 read three results, issue 38's one
+        return await _first_result(call, q, "oldest" if kind == "first visit" else "recent",
+                                   3 if kind == "last visit" else 1)
     if kind == "week total":
         err, text = await call("get_day_summary", {"start": q["start"], "end": q["end"], "top": 200})
         if err:
@@ -417,20 +435,9 @@ KINDS_38 = ("id lookup", "host last visit", "which days", "first visit", "hour m
 
 
 async def _answer_38(call: Any, q: dict[str, Any]) -> tuple[bool, Any]:
-    """Issue 38's recipes: one call each, the cheapest an agent reading docs/mcp.md would make."""
+    """Issue 38's recipes (those not shared with issue 11's kinds, see _answer): one call each,
+    the cheapest an agent reading docs/mcp.md would make."""
     kind = q["kind"]
-    if kind in ("id lookup", "host last visit", "first visit"):
-        order = "oldest" if kind == "first visit" else "recent"
-        err, text = await call("search_activity", {"query": q["query"], "order": order, "limit": 1})
-        if err:
-            return False, text
-        results = json.loads(text)["results"]
-        if not results:
-            return False, None
-        best = results[0]
-        day, ts = q["truth"]
-        return (best["day"] == day and _frame_covers(best, day, ts),
-                f"{best['id']} {best['start']}-{best['end']} {best['app']} {best.get('window')}")
     if kind == "which days":
         err, text = await call("search_activity", {"query": q["query"], "group_by": "day"})
         if err:
@@ -448,14 +455,7 @@ async def _answer_38(call: Any, q: dict[str, Any]) -> tuple[bool, Any]:
         app = next((a for a in doc["apps"] if a["app"] == q["app"]), None)
         got = app["minutes"] if app else 0.0
         return abs(got - q["truth"]) <= 0.01 * q["truth"], got
-    err, text = await call("get_activity_at", {"time": q["time"], "around": 0})  # detour
-    if err:
-        return False, text
-    row = next((r for r in json.loads(text)["streams"] if r["stream"] == q["stream"]), None)
-    if not row or not row.get("at"):
-        return False, None
-    return (row["detour"]["app"] if row.get("detour") else row["at"]["app"]) == q["truth"], \
-        {"at": row["at"]["app"], "detour": (row.get("detour") or {}).get("app")}
+    raise ValueError(f"no recipe for {kind!r}")
 
 
 def _p95(xs: list[float]) -> float:
