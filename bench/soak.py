@@ -70,7 +70,7 @@ def _free_port() -> int:
 class Writer(threading.Thread):
     """screenpipe's capture loop, committing a frame, its tree and two clicks together."""
 
-    def __init__(self, path: Path, rate: float):
+    def __init__(self, path: Path, rate: float, switch_every: float = 0.0):
         super().__init__(daemon=True)
         from screenpipe_eras import EraDB
 
@@ -78,6 +78,7 @@ class Writer(threading.Thread):
         self.era.con.execute("PRAGMA journal_mode = WAL")
         self.era.con.commit()
         self.path, self.every = path, 1.0 / rate
+        self.switch_every = switch_every  # seconds on one app and window; 0: a new one every frame
         self.stop = threading.Event()
         self.frames = 0
 
@@ -86,11 +87,12 @@ class Writer(threading.Thread):
 
         con = self.era.con = self.era._connect(self.path)  # this thread's own connection
         apps = ["Code", "Firefox", "Slack", "Terminal", "Figma"]
-        next_at = time.monotonic()
+        start = next_at = time.monotonic()
         while not self.stop.is_set():
             at = datetime.now(UTC)
             n = self.frames
-            fid = self.era.snapshot(at, apps[n % 5], f"{apps[n % 5]} window {n % 40}", sample_tree(f"t{n % 200}"))
+            k = int((time.monotonic() - start) / self.switch_every) if self.switch_every > 0 else n
+            fid = self.era.snapshot(at, apps[k % 5], f"{apps[k % 5]} window {k % 40}", sample_tree(f"t{n % 200}"))
             for k in (1, 2):
                 con.execute("INSERT INTO ui_events (timestamp, event_type, x, y, button, frame_id) "
                             "VALUES (?, 'click', ?, 20, 0, ?)", (at.isoformat(), 10 * k, fid))
@@ -241,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=30.0, help="how long the services run (default 30)")
     ap.add_argument("--rate", type=float, default=5.0, help="frames a second the writer commits (default 5)")
+    ap.add_argument("--switch-every", type=float, default=10.0, metavar="S",
+                    help="seconds the writer stays on one app and window before the next (default 10, several "
+                    "times a busy person's switching; 0: a new app every frame, the first soaks' writer)")
     ap.add_argument("--midnight-after", type=float, default=None, metavar="MIN",
                     help="give the data folder a real zone whose local midnight falls about MIN minutes into "
                          "the run (grace 0 h: the day before seals at the first pass after it)")
@@ -253,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     args.work.mkdir(parents=True)
     home = args.work / "home"
     db = args.work / "db.sqlite"
-    writer = Writer(db, args.rate)
+    writer = Writer(db, args.rate, args.switch_every)
     writer.era.snapshot(datetime.now(UTC), "Code", "start", ())
     writer.era.con.commit()
     writer.era.con.close()  # the writer's thread opens its own
@@ -351,13 +356,15 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = {name: _verdict(s) for name, s in samples.items() if len(s) >= 3}
     days = {name: _per_day(s, max(1, len(s) // 10)) for name, s in samples.items() if len(s) >= 3}
     per_row = disk[-1][1] / max(1, disk[-1][0] * 8) if disk else 0  # a frame, 5 elements and 2 clicks
-    result = {"minutes": args.minutes, "rate_frames_s": args.rate, "frames": frames, "died": died,
+    result = {"minutes": args.minutes, "rate_frames_s": args.rate, "switch_every_s": args.switch_every,
+              "frames": frames, "died": died,
               "verdicts": verdicts, "disk_bytes_per_row": round(per_row, 1),
               "mcp_calls": len(mcp_times), "mcp_median_s": round(statistics.median(mcp_times), 3) if mcp_times else None,
               "mcp_errors": mcp_errors[:5], "serve_errors": len(serve_errors),
               "tz": tz, "midnight_utc": midnight.isoformat() if midnight else None, "per_day": days,
               "samples": samples}
-    lines = [f"soak: {args.minutes:g} min, {frames:,} frames at {args.rate:g}/s (x2 clicks, 5 elements each)", "",
+    lines = [f"soak: {args.minutes:g} min, {frames:,} frames at {args.rate:g}/s (x2 clicks, 5 elements each), a new app every "
+             f"{args.switch_every:g} s", "",
              "| process tree | RSS start MB | RSS end MB | growth | open files start / end max | threads | ok |",
              "|---|---|---|---|---|---|---|"]
     for name, v in verdicts.items():

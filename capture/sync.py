@@ -182,14 +182,18 @@ def _record(home: Home, name: str, state: dict[str, Any], result: PassResult, no
 # ----------------------------------------------------------------------------- one pass
 
 
-def sync_once(home: Home, source: Source, *, now_us: int | None = None, progress: Progress | None = None) -> PassResult:
-    """One incremental pass over one source; a failure is reported in the result, not raised."""
+def sync_once(home: Home, source: Source, *, now_us: int | None = None, progress: Progress | None = None,
+              open_refs: dict[str, Any] | None = None) -> PassResult:
+    """One incremental pass over one source; a failure is reported in the result, not raised.
+    ``open_refs``: the open days' ref digests kept from earlier passes (EventLog.keep_open_refs)."""
     now = time.time_ns() // 1000 if now_us is None else now_us
     started = time.monotonic()
     state = _state(home, source.name)
     result = PassResult(source.name, ok=True)
     try:
         log = EventLog(home)
+        if open_refs is not None:
+            log.keep_open_refs(open_refs)
         if source.kind == "activitywatch":
             # Asked of the server before taking the log: a slow server never holds the writer lock.
             batches, state = _activitywatch_batches(home, source, state, now)
@@ -532,12 +536,15 @@ def watch(
     due = dict.fromkeys((s.name for s in chosen), 0.0)
     failures = dict.fromkeys((s.name for s in chosen), 0)
     passes = 0
+    # Each pass checks the rows it reads against the open day's refs: kept between passes, so a
+    # pass reads only what it lands instead of the whole open day again (it grew with the day).
+    open_refs: dict[str, Any] = {}
     while not stop.is_set():
         now = time.monotonic()
         for s in chosen:
             if stop.is_set() or now < due[s.name]:
                 continue
-            result = sync_once(home, s)
+            result = sync_once(home, s, open_refs=open_refs)
             passes += 1
             failures[s.name] = 0 if result.ok else failures[s.name] + 1
             delay = interval_s if result.ok else min(MAX_BACKOFF_S, interval_s * 2 ** failures[s.name])

@@ -41,5 +41,23 @@ def test_many_refs_cost_about_their_digests() -> None:
     refs = OpenRefs()
     refs.update(f"sp:host:frame:{i}:{'x' * 30}" for i in range(20_000))
     refs.mask(["x"])  # merges what is pending
-    assert refs._sorted.nbytes == 20_000 * dedup.REF_DIGEST_BYTES
+    assert refs._refs._sorted.nbytes == 20_000 * dedup.REF_DIGEST_BYTES
     assert "sp:host:frame:19999:" + "x" * 30 in refs and "sp:host:frame:20000:" + "x" * 30 not in refs
+
+
+@settings(derandomize=True, max_examples=100)
+@given(rows=st.lists(st.tuples(st.text(max_size=8), st.integers(), st.none() | st.floats(allow_nan=False, allow_infinity=False)),
+                     max_size=30, unique_by=lambda r: r[0]),
+       changed=st.integers(min_value=0, max_value=29))
+def test_a_row_is_known_by_its_content_only_when_every_field_is_equal(rows, changed) -> None:
+    """A re-read row whose fields all equal a logged row's is the same row again (no conflict to
+    look for); one differing in any field, or in a field's type, is not taken for it."""
+    refs = OpenRefs()
+    refs.add_rows("inputs", rows)
+    assert all(refs.same_rows("inputs", rows))
+    if rows:
+        ref, n, f = rows[changed % len(rows)]
+        assert refs.same_rows("inputs", [(ref, n + 1, f)]) == [False]
+        assert refs.same_rows("snapshots", [(ref, n, f)]) == [False]  # another kind
+        if f is not None and f == int(f):
+            assert refs.same_rows("inputs", [(ref, n, int(f))]) == [False]  # 1.0 is not 1 here

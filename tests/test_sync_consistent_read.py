@@ -234,3 +234,46 @@ def test_a_folder_holding_inputs_without_a_stream_builds_documents_with_every_cl
     for f in doc["frames"]:
         per_stream[f["stream"]] = per_stream.get(f["stream"], 0) + f["input"]["clicks"]
     assert per_stream == {"m1": 6, "m2": 6}
+
+
+def test_watch_passes_read_the_open_day_once_and_land_the_same(tmp_path: Path, monkeypatch) -> None:
+    """`af sync --watch` keeps the open day's ref digests between passes (issue 43: each pass read
+    the whole open day again, its cost and the process's memory growing with the day): a later
+    pass reads none of the day's rows back and lands each event once, and a re-read row that
+    differs from the logged one is still quarantined as a conflict."""
+    from dataclasses import replace
+
+    from test_faults_source_rewrites import T0
+
+    from capture import sync
+    from capture.log import append, dedup
+    from capture.model import CaptureBatch
+
+    reads: list[str] = []
+    for module in (dedup, append):
+        real = module.open_row_chunks
+        monkeypatch.setattr(module, "open_row_chunks",
+                            lambda path, kind, real=real: (reads.append(kind), real(path, kind))[1])
+    home, db = _home(tmp_path), Db(tmp_path / "db.sqlite")
+    source = sync.register(home, "screenpipe", str(db.path))
+    open_refs: dict = {}
+    now = int((T0.timestamp() + 600) * 1_000_000)  # just after the last frame: the day stays open
+    for k in range(4):
+        db.capture(10)
+        r = sync.sync_once(home, source, now_us=now, open_refs=open_refs)
+        assert r.ok and r.quarantined == 0, r
+        if k >= 2:
+            assert not reads, f"pass {k + 1} read the open day's rows again: {reads}"
+        reads.clear()
+    _once(home, db.events())
+    assert open_refs, "the passes kept the open day's digests"
+
+    log = EventLog(home)
+    log.keep_open_refs(open_refs)
+    day = log.days()[0].day
+    logged = log.read_day(day).inputs[0]
+    report = log.append(CaptureBatch(source_id="test", recorder="test", inputs=[replace(logged, x=(logged.x or 0) + 1)]),
+                        now_us=now)
+    assert report.quarantined == 1 and "differs in x" in next(iter(report.quarantine_reasons))
+    report = log.append(CaptureBatch(source_id="test", recorder="test", inputs=[logged]), now_us=now)
+    assert report.quarantined == 0 and report.skipped == 1

@@ -162,13 +162,18 @@ class Appending(Sealing, Reading):
                 ).fetchall()
             differing = {ref: diff.split(",") for ref, diff in found if diff}
         else:
-            # only the logged rows of these refs: a pass re-reads a few hundred rows below its
-            # watermark, and holding the whole open day's rows for them grew with the day
-            wanted = set(cols["ref"])
+            # A pass re-reads a few hundred rows below its watermark, each pass: rows equal field
+            # for field to a logged one are known by their content digests (OpenRefs) without
+            # reading the day again; only the others are compared with the logged rows of their
+            # refs, read from the day's file (not its whole rows: they grew with the day).
+            given = list(zip(*(cols[n] for n in names), strict=True))
+            same = self._open_refs(day).same_rows(kind, given)
+            unknown = [v for v, known in zip(given, same, strict=True) if not known]
+            wanted = {v[0] for v in unknown}
             stored = {r.ref: r for rows_ in open_row_chunks(self.open_dir / day / f"{kind}.jsonl", kind)
-                      for r in rows_ if r.ref in wanted}
+                      for r in rows_ if r.ref in wanted} if wanted else {}
             differing = {}
-            for values in zip(*(cols[n] for n in names), strict=True):
+            for values in unknown:
                 old = stored.get(values[0])
                 if old is not None:
                     fields_ = [n for n, v in zip(names, values, strict=True) if getattr(old, n) != v]
@@ -307,6 +312,8 @@ class Appending(Sealing, Reading):
                     self._ref_cache.pop(day, None)
                     if cached is not None:  # keep a live day's refs: the recorder appends often
                         cached[1].update(ref for cols in fresh.values() for ref in cols["ref"])
+                        for kind, cols in fresh.items():
+                            cached[1].add_rows(kind, zip(*(cols[n] for n in NAMES[kind]), strict=True))
                         self._ref_cache[day] = (open_sizes(folder), cached[1])
                     state = "landed"
                 for kind, cols in fresh.items():

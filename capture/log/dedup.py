@@ -24,6 +24,7 @@ from capture.log.files import sql_list
 from capture.log.layout import SOURCES_SEALED
 from capture.log.manifest import ManifestChain
 from capture.log.opensegments import open_row_chunks, open_sizes
+from capture.log.schema import NAMES
 from capture.model import ROW_KINDS
 
 if TYPE_CHECKING:  # imported on first use (capture/log/core.py)
@@ -131,9 +132,13 @@ def ref_digest(ref: str) -> bytes:
     return hashlib.blake2b(ref.encode(), digest_size=REF_DIGEST_BYTES).digest()
 
 
-class OpenRefs:
-    """The refs of one open day as sorted 16-byte digests: 16 bytes a ref instead of a string's
-    ~125, and the same answers (``ref in refs``) up to the digest's collision chance above."""
+def row_digest(kind: str, values: tuple[Any, ...]) -> bytes:
+    """A digest of a row's content (its fields' values in schema order, types included)."""
+    return hashlib.blake2b(repr((kind, values)).encode(), digest_size=REF_DIGEST_BYTES).digest()
+
+
+class DigestSet:
+    """16-byte digests, sorted in one numpy array (plus a small set of recent additions)."""
 
     def __init__(self) -> None:
         import numpy as np
@@ -145,8 +150,8 @@ class OpenRefs:
         self._merge()
         return len(self._sorted)
 
-    def update(self, refs: Iterable[str]) -> None:
-        self._pending.update(map(ref_digest, refs))
+    def update(self, digests: Iterable[bytes]) -> None:
+        self._pending.update(digests)
         if len(self._pending) >= OPEN_REFS_PENDING:
             self._merge()
 
@@ -159,33 +164,59 @@ class OpenRefs:
         self._pending = set()
         self._sorted = np.unique(np.concatenate([self._sorted, new]))  # sorted, each digest once
 
-    def mask(self, refs: Sequence[str]) -> list[bool]:
-        """Whether each of ``refs`` is held (one vectorised search instead of one per ref)."""
+    def mask(self, digests: Sequence[bytes]) -> list[bool]:
+        """Whether each digest is held (one vectorised search instead of one per digest)."""
         import numpy as np
 
-        if not refs:
+        if not digests:
             return []
         self._merge()
-        digests = np.array([ref_digest(r) for r in refs], dtype=f"S{REF_DIGEST_BYTES}")
         arr = self._sorted
         if not len(arr):
-            return [False] * len(refs)
-        pos = np.minimum(arr.searchsorted(digests), len(arr) - 1)
-        # compared as raw 16-byte records (see __contains__ on trailing NUL bytes)
+            return [False] * len(digests)
+        want = np.array(digests, dtype=f"S{REF_DIGEST_BYTES}")
+        pos = np.minimum(arr.searchsorted(want), len(arr) - 1)
+        # compared as raw 16-byte records: numpy's bytes dtype drops trailing NUL bytes when it
+        # hands an item back, so items are never compared as Python bytes
         raw = arr.view(np.uint8).reshape(-1, REF_DIGEST_BYTES)
-        want = digests.view(np.uint8).reshape(-1, REF_DIGEST_BYTES)
-        return np.all(raw[pos] == want, axis=1).tolist()
+        asked = want.view(np.uint8).reshape(-1, REF_DIGEST_BYTES)
+        return np.all(raw[pos] == asked, axis=1).tolist()
+
+    def __contains__(self, digest: object) -> bool:
+        if digest in self._pending:
+            return True
+        return isinstance(digest, bytes) and self.mask([digest])[0]
+
+
+class OpenRefs:
+    """The refs of one open day, and its rows' contents, as 16-byte digests: 32 bytes a row
+    instead of a ref string's ~125 (and no row held), with the same answers (``ref in refs``,
+    ``same_rows``) up to the digest's collision chance above."""
+
+    def __init__(self) -> None:
+        self._refs = DigestSet()
+        self._rows = DigestSet()
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def update(self, refs: Iterable[str]) -> None:
+        self._refs.update(map(ref_digest, refs))
+
+    def mask(self, refs: Sequence[str]) -> list[bool]:
+        return self._refs.mask([ref_digest(r) for r in refs])
 
     def __contains__(self, ref: object) -> bool:
-        if not isinstance(ref, str):
-            return False
-        d = ref_digest(ref)
-        if d in self._pending:
-            return True
-        arr = self._sorted
-        i = int(arr.searchsorted(d))
-        # numpy's S dtype drops trailing NUL bytes when it hands an item back: compare as stored
-        return i < len(arr) and arr[i:i + 1].tobytes() == d
+        return isinstance(ref, str) and ref_digest(ref) in self._refs
+
+    def add_rows(self, kind: str, values: Iterable[tuple[Any, ...]]) -> None:
+        """Note rows' contents (each a tuple of its fields in schema order)."""
+        self._rows.update(row_digest(kind, v) for v in values)
+
+    def same_rows(self, kind: str, values: Sequence[tuple[Any, ...]]) -> list[bool]:
+        """Whether each row (a tuple of its fields in schema order) is, field for field, one
+        the day holds. False says only "not known to be": the caller compares those exactly."""
+        return self._rows.mask([row_digest(kind, v) for v in values])
 
 
 class SortedHashes:
@@ -266,6 +297,12 @@ class DedupIndex(ManifestChain):
         # "<source id>:" prefixes that every ref of a sealed day starts with (None: unknown, always look).
         self._prefix_cache: dict[str, tuple[str, ...] | None] = {}
 
+    def keep_open_refs(self, cache: dict[str, tuple[tuple[int, ...], OpenRefs]]) -> None:
+        """Read and keep open days' digests in ``cache``, shared with later logs of this process
+        (``af sync --watch`` makes one per pass): a day whose files kept their sizes is not read
+        again, and a pass's own rows are added as it writes them."""
+        self._ref_cache = cache
+
     def _open_refs(self, day: str) -> OpenRefs:
         folder = self.open_dir / day
         sizes = open_sizes(folder)
@@ -274,8 +311,10 @@ class DedupIndex(ManifestChain):
             return cached[1]
         refs = OpenRefs()
         for kind in ROW_KINDS:
-            for rows in open_row_chunks(folder / f"{kind}.jsonl", kind):  # only the refs are kept
+            names = NAMES[kind]
+            for rows in open_row_chunks(folder / f"{kind}.jsonl", kind):  # only digests are kept
                 refs.update(r.ref for r in rows)
+                refs.add_rows(kind, (tuple(getattr(r, n) for n in names) for r in rows))
         self._ref_cache[day] = (sizes, refs)
         return refs
 

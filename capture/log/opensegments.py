@@ -44,6 +44,10 @@ def skipped_sentence(lines: Sequence[SkippedLine], named: int = 3) -> str:
 # Every text field but the ref, which is unique.
 _SHARED = {kind: tuple(n for n, t in COLUMNS[kind].items() if t == "VARCHAR" and n != "ref") for kind in COLUMNS}
 _intern = sys.intern
+# Numbers repeat too (an element tree's time and bounds, a click's position): within one parse,
+# equal ints, and equal non-zero floats (0.0 and -0.0 are equal but print differently), are
+# made one object. About 100 of an element row's ~350 bytes held (bench/soak_rows.py).
+_NUMBERS = {kind: tuple(n for n, t in COLUMNS[kind].items() if t in ("BIGINT", "DOUBLE")) for kind in COLUMNS}
 
 
 def _text(line: bytes) -> str:
@@ -57,6 +61,9 @@ def parse_lines(data: bytes, kind: str, first_line: int = 1) -> tuple[list[Any],
     known = NAMES[kind]
     known_set = frozenset(known)
     shared = _SHARED[kind]
+    numeric = _NUMBERS[kind]
+    ints: dict[int, int] = {}
+    floats: dict[float, float] = {}
     rows: list[Any] = []
     linenos: list[int] = []
     problems: list[tuple[int, str, str]] = []
@@ -75,6 +82,13 @@ def parse_lines(data: bytes, kind: str, first_line: int = 1) -> tuple[list[Any],
             v = obj.get(n)
             if type(v) is str:
                 obj[n] = _intern(v)
+        for n in numeric:
+            v = obj.get(n)
+            t = type(v)  # exact types: a bool is an int, and 1 == 1.0
+            if t is int:
+                obj[n] = ints.setdefault(v, v)  # type: ignore[arg-type]
+            elif t is float and v:
+                obj[n] = floats.setdefault(v, v)  # type: ignore[arg-type]
         if VERSION_FIELD in obj:
             version = obj.pop(VERSION_FIELD)
             if type(version) is not int or version < 1:
