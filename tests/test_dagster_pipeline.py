@@ -414,3 +414,43 @@ def test_af_import_makes_the_new_days_partitions_of_the_folders_instance(tmp_pat
     stages = [line.split()[0] for line in err if " done (" in line]
     assert sorted(stages) == sorted([*build_definitions(home).resolve_job_def("build").graph.node_dict]), err
     assert len(err) == len(stages) + 1 and "building 1 day(s)" in err[0], err
+
+
+def test_a_watch_tells_the_instance_of_a_day_once(tmp_path):
+    """`af sync --watch` lands rows every pass; the instance hears of a day when its first rows
+    land, not on every pass (each announcement opens the instance)."""
+    from af_pipeline.interfaces.commands.sync import DayAnnouncer
+    from assets.instance import instance, prepare
+    from assets.partitions import DAYS, registered_days
+    from capture.sync import PassResult
+
+    home = new_home(tmp_path)
+    prepare(home)
+    landed = PassResult("screenpipe", ok=True, landed=5)
+    announcer = DayAnnouncer(home)
+    EventLog(home).append(only_days(corpus(), {"2026-06-01"}))
+    announcer.after_pass(landed)
+    inst = instance(home)
+    try:
+        assert registered_days(inst) == ["2026-06-01"]
+        inst.delete_dynamic_partition(DAYS, "2026-06-01")  # were it asked again, it would come back
+        announcer.after_pass(landed)
+        assert registered_days(inst) == []
+        EventLog(home).append(only_days(corpus(), {"2026-06-02"}))
+        announcer.after_pass(PassResult("screenpipe", ok=True, landed=0))  # nothing landed: nothing asked
+        assert registered_days(inst) == []
+        announcer.after_pass(landed)  # a new day: the instance is told the log's days
+        assert registered_days(inst) == ["2026-06-01", "2026-06-02"]
+    finally:
+        inst.dispose()
+
+
+def test_the_log_names_its_days_without_reading_the_open_ones(tmp_path):
+    home = new_home(tmp_path)
+    log = EventLog(home)
+    batch = corpus(days=3)
+    log.append(batch, seal=False)
+    days = days_of(batch)
+    log.seal(days[0])
+    assert len(days) == 3 and {d.sealed for d in log.days()} == {True, False}  # both kinds named
+    assert log.day_names() == [d.day for d in log.days()] == days

@@ -24,7 +24,7 @@ def log_days(home: Home) -> list[str]:
     """Days present in the log (sealed or open), oldest first; empty without a log."""
     if not home.exists():
         return []
-    return [s.day for s in EventLog(home).days()]
+    return EventLog(home).day_names()
 
 
 def today(tz: str, now: datetime | None = None) -> date:

@@ -218,6 +218,13 @@ class Reading(ManifestChain):
         super().__init__(home)
         self._columns_cache: dict[tuple[str, ...], frozenset[str]] = {}
 
+    def day_names(self) -> list[str]:
+        """Every day in the log, sealed or open, oldest first, from the manifest and the open
+        folder's names alone: ``days()`` reads each open day whole to count its rows, which the
+        watchers that only ask which days exist (sync's announcing, the sensor's tick) paid on
+        every pass."""
+        return sorted(set(self._sealed()) | set(self._open_days()))
+
     def days(self) -> list[DayStatus]:
         """Every day in the log, sealed or open, with its row counts per kind (all segments)."""
         out: list[DayStatus] = []

@@ -13,6 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from af_pipeline.interfaces import cli
+from af_pipeline.warehouse.days import log_days
 from capture import sync
 from capture.errors import UserError
 from capture.home import resolve_home
@@ -92,17 +93,37 @@ def _run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, _stop)
     print(f"following {len(chosen)} source(s) every {args.interval:g} s into {home.root}; Ctrl-C stops",
           file=sys.stderr, flush=True)
-    keeper = OpenCacheKeeper(home, stop)
-    sync.watch(home, chosen, interval_s=args.interval, stop=stop, on_pass=lambda r: _pass_done(home, r, args.json,
-                                                                                                 keeper))
+    keeper, announcer = OpenCacheKeeper(home, stop), DayAnnouncer(home)
+    sync.watch(home, chosen, interval_s=args.interval, stop=stop,
+               on_pass=lambda r: _pass_done(home, r, args.json, keeper, announcer))
     print("stopped", file=sys.stderr)
     return 0
 
 
-def _pass_done(home: Any, r: sync.PassResult, as_json: bool, keeper: OpenCacheKeeper) -> None:
+def _pass_done(home: Any, r: sync.PassResult, as_json: bool, keeper: OpenCacheKeeper,
+               announcer: DayAnnouncer) -> None:
     _say(r, as_json, quiet=True, tz=home.settings().tz)
-    _announce(home, [r])
+    announcer.after_pass(r)
     keeper.after_pass(r)
+
+
+class DayAnnouncer:
+    """Tells the folder's Dagster instance about a day once, when --watch first lands a row of it.
+    Announcing on every pass that landed rows opened the instance every couple of seconds all day
+    for nothing: the days it holds change at most once a day."""
+
+    def __init__(self, home: Any) -> None:
+        self.home = home
+        self.told: set[str] = set()
+
+    def after_pass(self, r: sync.PassResult) -> None:
+        if not (r.ok and r.landed):
+            return
+        days = set(log_days(self.home))
+        if days <= self.told or not (self.home.dagster_home / "dagster.yaml").exists():
+            return  # nothing new, or no instance yet (af ui's sensor adds the days when it starts)
+        _announce(self.home, [r])
+        self.told |= days
 
 
 class OpenCacheKeeper:
