@@ -8,12 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from af_pipeline.interfaces.memory import Memory
+from af_pipeline.interfaces.memory.core import BadArgument
 from capture.home import Home
 from capture.log import EventLog
 from capture.model import CaptureBatch, Snapshot
-from capture.timeutil import parse_ts
+from capture.timeutil import day_bounds, parse_ts, to_datetime
 
 TZ = "Europe/Paris"
 DAY = "2026-06-01"
@@ -78,3 +81,69 @@ def test_interruptions_are_counted_both_ways_and_switches_per_hour(mem: Memory) 
     firefox = mem.summary(mem.period(start=f"{DAY}T09:10", end=f"{DAY}T09:20"))
     assert firefox["switches"]["total"] == 3
 
+
+
+def test_a_detour_across_a_period_edge_counts_its_return_in_the_period_it_happened(mem: Memory) -> None:
+    # the Slack detour runs 09:03:00-09:03:20: the switch there before 09:03:10, the switch back after
+    before = mem.summary(mem.period(start=f"{DAY}T09:00", end=f"{DAY}T09:03:10"))["switches"]
+    after = mem.summary(mem.period(start=f"{DAY}T09:03:10", end=f"{DAY}T09:05"))["switches"]
+    assert (before["total"], after["total"]) == (1, 1)
+
+
+# ---- the rule: a period's switches are the changes of app between consecutive rows of one monitor,
+# each counted at the later row's time, whatever frames and folded detours the rows made
+
+RULE_DAY = "2026-03-16"
+RULE_T0 = parse_ts(f"{RULE_DAY}T09:00:00Z")
+US = 1_000_000
+
+
+def _row_switches(rows: list[tuple[int, str, str, str]], lo: int, hi: int) -> int:
+    """(seconds after 09:00, monitor, app, site): changes of app between a monitor's consecutive
+    rows whose later row is in [lo, hi)."""
+    n = 0
+    for m in {r[1] for r in rows}:
+        mine = sorted(r for r in rows if r[1] == m)
+        n += sum(1 for p, q in zip(mine, mine[1:], strict=False)
+                 if p[2] != q[2] and lo <= RULE_T0 + q[0] * US < hi)
+    return n
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.tuples(st.integers(0, 900), st.sampled_from(["monitor_1", "monitor_2"]),
+                               st.sampled_from(["A", "B", "C"]), st.sampled_from(["a.example.com", "b.example.org"])),
+                     min_size=2, max_size=40, unique_by=lambda r: (r[0], r[1])),
+       cuts=st.lists(st.integers(0, 900), min_size=1, max_size=3, unique=True))
+@example(rows=[(0, "monitor_1", "A", "a.example.com"), (10, "monitor_1", "B", "a.example.com"),
+               (15, "monitor_1", "A", "a.example.com"), (40, "monitor_1", "A", "a.example.com")], cuts=[12])
+# nested detours: A at one site, B, A at another site (folded into B), B, A again; and B, A on two sites, B
+@example(rows=[(0, "monitor_1", "A", "x.example.com"), (5, "monitor_1", "B", "x.example.com"),
+               (8, "monitor_1", "A", "y.example.org"), (11, "monitor_1", "B", "x.example.com"),
+               (14, "monitor_1", "A", "x.example.com"), (40, "monitor_1", "A", "x.example.com")], cuts=[600])
+@example(rows=[(0, "monitor_1", "B", "x.example.com"), (5, "monitor_1", "A", "x.example.com"),
+               (8, "monitor_1", "A", "y.example.org"), (11, "monitor_1", "A", "x.example.com"),
+               (14, "monitor_1", "B", "x.example.com"), (40, "monitor_1", "B", "x.example.com")], cuts=[600])
+def test_switches_of_any_period_are_the_rows_changes_of_app(tmp_path_factory: pytest.TempPathFactory,
+                                                            rows: list[tuple[int, str, str, str]],
+                                                            cuts: list[int]) -> None:
+    home = Home(Path(tmp_path_factory.mktemp("switch-rule")) / "home")
+    home.init(tz="UTC")
+    b = CaptureBatch(source_id="rule", recorder="recorder")
+    for i, (s, m, app, site) in enumerate(sorted(rows)):
+        b.snapshots.append(Snapshot(ref=f"rule:frames:{i}", ts_us=RULE_T0 + s * US, stream=m, app=app,
+                                    window=f"{app} window", url=f"https://{site}/", source_frame_id=str(i)))
+    now = parse_ts(f"{RULE_DAY}T20:00:00Z")
+    EventLog(home).append(b, now_us=now)
+    m = Memory(home, clock=lambda: now)
+    start, end = day_bounds(RULE_DAY, "UTC")
+    assert m.summary(RULE_DAY, top=1)["switches"]["total"] == _row_switches(rows, start, end)
+    edges = [start, *sorted(RULE_T0 + c * US for c in cuts), end]
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        if lo == start and hi == end:
+            continue
+        p = m.period(start=to_datetime(lo, "UTC").isoformat(), end=to_datetime(hi, "UTC").isoformat())
+        try:
+            got = m.summary(p, top=1)["switches"]["total"]
+        except BadArgument:  # no row in the period
+            got = 0
+        assert got == _row_switches(rows, lo, hi), (lo, hi)

@@ -5,8 +5,11 @@ steps of a frame, communications.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from af_pipeline.compiler.document import decode_refs, encode_refs
@@ -31,7 +34,7 @@ from af_pipeline.interfaces.memory.paging import (
     _check_max_tokens,
     _page,
 )
-from capture.timeutil import hhmmss, to_datetime
+from capture.timeutil import US, day_bounds, hhmmss, to_datetime
 
 
 @dataclass
@@ -96,27 +99,45 @@ class Tools(Lookup):
         }
 
     def _switches(self, p: Period) -> _Switches:
-        """Detours to another app and app switches inside the period. Read from the whole frames
-        of the period's days, so the frame before the period's first one still tells whether
-        that one began with a switch; a detour to another site of the same app is no switch."""
+        """Detours to another app and app switches inside the period.
+
+        A whole day is read from its frames: a change of app from a monitor's frame to the next
+        (the frame before the day's first one, on an earlier day of the period, still tells
+        whether that one began with a switch), and a folded detour to another app two, there and
+        back within the hour it began; a detour to another site of the same app is no switch.
+        The rows are read instead where the frames cannot tell: a part of a day (a detour may
+        begin before the part and end inside it), or a day with a detour that may end in the
+        next hour or two detours that may be one inside the other (a frame lists a detour's own
+        detours after it, not in it). There each change of app between a monitor's consecutive
+        rows counts at the later row. Detours (was_interrupted) are counted where they begin."""
         out = _Switches()
         streams: dict[str, list[FrameRef]] = {}
+        by_rows: dict[str, tuple[int, int]] = {}  # days counted from their rows: [lo, hi)
+
+        def hour(t: int) -> str:
+            return to_datetime(t, self.tz).strftime("%Y-%m-%d %H")
+
         for day in p.days:
             try:
                 frames = self.day_index(day).frames
             except BadArgument:  # a day of the period with no capture
                 continue
+            ds, de = day_bounds(day, self.tz)
+            lo, hi = max(ds, p.start_us), min(de, p.end_us)
+            if (lo, hi) != (ds, de) or self._detours_unsure(frames, hour):
+                by_rows[day] = (lo, hi)
             for f in frames:
                 streams.setdefault(str(f.frame.get("stream") or ""), []).append(f)
 
-        def hour(t: int) -> str:
-            return to_datetime(t, self.tz).strftime("%Y-%m-%d %H")
-
-        for frames in streams.values():
+        before: dict[tuple[str, str], str] = {}  # (day, stream) -> app of the stream's last frame of an earlier day
+        for stream, frames in streams.items():
             frames.sort(key=lambda f: (f.start_us, f.qid))
             for prev, f in zip([None, *frames], frames, strict=False):
                 app = str(f.frame.get("app") or "")
-                if prev is not None and str(prev.frame.get("app") or "") != app and p.start_us <= f.start_us < p.end_us:
+                rows = f.day in by_rows
+                if rows and prev is not None and prev.day != f.day:
+                    before[(f.day, stream)] = str(prev.frame.get("app") or "")
+                if not rows and prev is not None and str(prev.frame.get("app") or "") != app:
                     out.per_hour[hour(f.start_us)] += 1
                 for it in f.frame.get("interruptions") or []:
                     at = self._local_us(f.day, str(it.get("at") or "00:00:00"))
@@ -125,8 +146,39 @@ class Tools(Lookup):
                         continue
                     out.interrupted_by.setdefault(app, Counter())[detour] += 1
                     out.interrupting.setdefault(detour, Counter())[app] += 1
-                    out.per_hour[hour(at)] += 2
+                    if not rows:
+                        out.per_hour[hour(at)] += 2
+        for day, (lo, hi) in by_rows.items():
+            self._row_switches(day, lo, hi, before, out.per_hour, hour)
         return out
+
+    def _detours_unsure(self, frames: list[FrameRef], hour: Callable[[int], str]) -> bool:
+        """Whether a frame holds a detour that may end in the next hour, or two detours that may
+        be one folded inside the other: a detour lasts at most the flicker limit, and its ``at``
+        is cut to the second."""
+        from af_pipeline.compiler.sessionize import PAPER_RULES  # deferred: numpy, as the documents
+
+        near = (PAPER_RULES.flicker_s + 1) * US
+        for f in frames:
+            ats = sorted(self._local_us(f.day, str(it.get("at") or "00:00:00"))
+                         for it in f.frame.get("interruptions") or [])
+            if any(b - a <= near for a, b in pairwise(ats)) or any(hour(a) != hour(a + near) for a in ats):
+                return True
+        return False
+
+    def _row_switches(self, day: str, lo: int, hi: int, before: dict[tuple[str, str], str],
+                      per_hour: Counter[str], hour: Callable[[int], str]) -> None:
+        """Changes of app between a monitor's consecutive rows of ``day`` whose later row is in
+        [lo, hi), per hour; a monitor's first row of the day is compared with ``before``."""
+        rows = self.day_capture(day).snapshots
+        stop = bisect_left(self._times(day, "snapshots", rows), hi)
+        last: dict[str, str] = {}
+        # a monitor's rows in the compiler's order (time, then ref)
+        for s in sorted(rows[:stop], key=lambda s: (s.ts_us, s.ref)):
+            prev = last.get(s.stream, before.get((day, s.stream)))
+            last[s.stream] = s.app
+            if prev is not None and prev != s.app and s.ts_us >= lo:
+                per_hour[hour(s.ts_us)] += 1
 
     def activity(self, p: Period | str, min_minutes: float = DEFAULT_MIN_MINUTES, evidence: str = "ranges",
                  max_tokens: int = DEFAULT_MAX_TOKENS, cursor: str | None = None) -> dict[str, Any]:
