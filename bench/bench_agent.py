@@ -21,7 +21,8 @@ Issue 38's kinds (their own seeded draws; `total` stays the four kinds above, `t
   subdomain (news.ycombinator.com) -> search_activity(host, order="recent" / "oldest", limit=1);
   the last / first raw row whose URL has that host (or whose title holds it);
 - which days: "on which days did I open <id or title word>?" -> search_activity(q, group_by="day");
-  right if the days equal those whose raw rows hold q as a token in the title or as the URL host;
+  right if the days equal those whose raw rows hold q as a token of the title, the app's name or
+  the URL's host (linear.app holds "linear": the days on that site count);
 - hour minutes: "how long was I in app A between HH:00 and HH+1:00 on day D?" ->
   get_day_summary(start, end); the oracle clips each row's earned interval to the window; within 1 %;
 - switches: "how many app switches between HH:00 and HH+1:00 on day D?" -> get_day_summary(start,
@@ -29,7 +30,11 @@ Issue 38's kinds (their own seeded draws; `total` stays the four kinds above, `t
   different apps, at the later row's time (a detour A -> B -> A is two); exact;
 - detour: "what was on monitor M at T?" where M's rows go A, B (another app, at most 20 s), A and
   T is 1 s into B -> get_activity_at(T, around=0): its `detour` app, else the covering frame's app,
-  must be B.
+  must be B;
+- interrupted in: "how often was I interrupted in app A on day D?" -> get_day_summary(day=D,
+  top=200): A's `was_interrupted.times` (absent: 0) must equal the oracle's count of short detours
+  to another app inside A's frames (Oracle.interruptions: the flicker merge of
+  af_pipeline/compiler/sessionize.py, redone from the rows); exact.
 
 The oracle is independent of the compiler: it reads the raw snapshot rows from the log
 (EventLog.read_day) and applies the documented rules in a few lines of its own (docs/
@@ -68,6 +73,8 @@ from capture.timeutil import day_bounds, to_datetime  # noqa: E402
 TZ = "Europe/Paris"
 DWELL_US, GAP_US = 90_000_000, 300_000_000
 SLACK_US = 90_000_000
+FLICKER_US = 20_000_000  # the longest detour the flicker merge folds (docs/document-schema.md)
+GOOGLE_SURFACES = {"mail", "docs", "drive", "calendar", "meet", "chat", "keep", "sheets", "slides"}
 HOUR_US = 3_600_000_000
 Row = tuple[int, str, str, str, str, str]  # (ts_us, stream, ref, app, window, url)
 
@@ -157,6 +164,16 @@ class Oracle:
                 or (url_text and ql in r[5].casefold() and pat.search(r[5].casefold()))
                 or (r[5] and (urlsplit(r[5]).hostname or "") == ql)]
 
+    def shown_days(self, q: str) -> list[str]:
+        """The days q was on screen: a row holds it as a whole token (as in hits) of its title,
+        its app's name or its URL's host, where a host's dot-separated words are tokens too
+        (linear.app shows "linear", news.ycombinator.com "ycombinator")."""
+        ql = q.casefold()
+        pat = re.compile(r"(?<!\w)" + re.escape(ql) + r"(?!\w)")
+        return sorted({d for d in self.days for r in self.rows[d]
+                       if any(ql in t and pat.search(t) for t in
+                              (r[4].casefold(), r[3].casefold(), (urlsplit(r[5]).hostname or "") if r[5] else ""))})
+
     def window_minutes(self, day: str, a_us: int, b_us: int) -> dict[str, float]:
         """One timeline, each row's earned interval [ts, ts + min(gap, 90 s)) (none over 300 s)
         clipped to [a_us, b_us)."""
@@ -181,6 +198,59 @@ class Oracle:
         return sum(1 for rows in self.per_stream(day).values() for p, n in zip(rows, rows[1:], strict=False)
                    if p[3] != n[3] and a_us <= n[0] < b_us)
 
+    def interruptions(self, day: str) -> dict[str, int]:
+        """app -> how many short detours to another app its frames held on ``day``.
+
+        The documented rule (sessionize's flicker merge), redone on one monitor's rows in (time,
+        ref) order: a run is a stretch of rows with one key (app, site) and no gap over 300 s
+        inside; it ends ``min(gap to the next row, 90 s)`` after its last row, or at that row
+        when a gap over 300 s (or the monitor's last row) follows, which closes it. When a run of
+        key K starts and the two runs before it are K then B, neither closed by a gap, and B
+        lasted at most 20 s, B is a detour of the K run (with any detours B held), which goes on.
+        A detour to another site of the same app is no interruption of the app."""
+        out: dict[str, int] = defaultdict(int)
+        for rows in self.per_stream(day).values():
+            # [key, start, end, closed, detour apps]
+            runs: list[tuple[tuple[str, str | None], list[Any]]] = []
+            for i, r in enumerate(rows):
+                gap = rows[i + 1][0] - r[0] if i + 1 < len(rows) else GAP_US + 1
+                closed = gap > GAP_US
+                end = r[0] + (0 if closed else min(gap, DWELL_US))
+                key = (r[3], self.site(r[5]))
+                if runs and runs[-1][0] == key and not runs[-1][1][2]:
+                    runs[-1][1][1:3] = [end, closed]
+                    continue
+                if (len(runs) >= 2 and runs[-2][0] == key and not runs[-2][1][2] and not runs[-1][1][2]
+                        and runs[-1][1][1] - runs[-1][1][0] <= FLICKER_US):
+                    b_key, b = runs.pop()
+                    runs[-1][1][3] += [b_key[0], *b[3]]
+                    runs[-1][1][1:3] = [end, closed]
+                    continue
+                runs.append((key, [r[0], end, closed, []]))
+            for (app, _site), (_s, _e, _c, detours) in runs:
+                for d in detours:
+                    if d != app:
+                        out[app] += 1
+        return out
+
+    @staticmethod
+    def site(url: str) -> str | None:
+        """Where a URL is (the frame key's site): its registrable domain by the public suffix list
+        (www. dropped), Google's products (mail, docs, calendar, meet ...) apart from google.com,
+        a local server with its port; None without a web host."""
+        if not url:
+            return None
+        u = urlsplit(url if "://" in url else "http://" + url)
+        host = (u.hostname or "").rstrip(".")
+        if u.scheme not in ("http", "https", "") or not host:
+            return None
+        if host == "localhost" or host.endswith(".localhost") or host.replace(".", "").isdigit():
+            return f"{host}:{u.port}" if u.port is not None else host
+        host = host.removeprefix("www.") if host.count(".") >= 2 else host
+        site = _psl().privatesuffix(host) or host
+        sub = host[: -len(site) - 1].split(".")[-1] if host.endswith("." + site) else ""
+        return f"{sub}.{site}" if site.split(".", 1)[0] == "google" and sub in GOOGLE_SURFACES else site
+
     def detours(self) -> list[tuple[int, str, str]]:
         """(instant, stream, B): a monitor's rows go A, then B (another app) for at most 20 s, then A
         again; the instant is 1 s after B's first row, so the screen showed B then."""
@@ -196,6 +266,18 @@ class Oracle:
                             and b[0] + 2_000_000 < rows[j][0] <= b[0] + 20_000_000):
                         out.append((b[0] + 1_000_000, stream, b[3]))
         return out
+
+
+_PSL: list[Any] = []
+
+
+def _psl() -> Any:
+    """The public suffix list (the publicsuffixlist package's bundled copy), loaded once."""
+    if not _PSL:
+        from publicsuffixlist import PublicSuffixList
+
+        _PSL.append(PublicSuffixList())
+    return _PSL[0]
 
 
 # ---------------------------------------------------------------------- questions
@@ -261,7 +343,7 @@ def questions_38(o: Oracle, seed: int, titles: dict[str, list[tuple[str, int]]])
     multi_ids = [i for i in ids if len({d for d, _ in o.hits(i, True)}) >= 2]
     for pool in (multi_ids, words):  # 5 ids, then 5 title words (the draws in this order)
         for q in rng.sample(pool, min(5, len(pool))):
-            qs.append({"kind": "which days", "query": q, "truth": sorted({d for d, _ in o.hits(q, False)})})
+            qs.append({"kind": "which days", "query": q, "truth": o.shown_days(q)})
     windows = []
     for d in o.days:
         start = day_bounds(d, TZ)[0]
@@ -281,6 +363,14 @@ def questions_38(o: Oracle, seed: int, titles: dict[str, list[tuple[str, int]]])
     for t, stream, app in rng.sample(det, min(10, len(det))):
         qs.append({"kind": "detour", "time": to_datetime(t, TZ).isoformat(timespec="seconds"), "ts": t,
                    "stream": stream, "truth": app})
+    # its own generator, so that adding the kind left the draws above as they were
+    rng = random.Random(seed * 1000 + 39)
+    pairs = [(d, app, o.interruptions(d).get(app, 0)) for d in o.days
+             for app, m in sorted(o.app_minutes(d).items()) if m >= 2]
+    # most app-days have no detour (31 of 210 on the 14-day corpus): 7 that had, 3 that had none
+    for pool, k in (([p for p in pairs if p[2]], 7), ([p for p in pairs if not p[2]], 3)):
+        for d, app, n in rng.sample(pool, min(k, len(pool))):
+            qs.append({"kind": "interrupted in", "app": app, "day": d, "truth": n})
     return qs
 
 
@@ -431,7 +521,8 @@ async def _answer(call: Any, q: dict[str, Any]) -> tuple[bool, Any]:
     return ok, f"{top['id']} {top.get('window')}"
 
 
-KINDS_38 = ("id lookup", "host last visit", "which days", "first visit", "hour minutes", "switches", "detour")
+KINDS_38 = ("id lookup", "host last visit", "which days", "first visit", "hour minutes", "switches", "detour",
+            "interrupted in")
 
 
 async def _answer_38(call: Any, q: dict[str, Any]) -> tuple[bool, Any]:
@@ -455,6 +546,13 @@ async def _answer_38(call: Any, q: dict[str, Any]) -> tuple[bool, Any]:
         app = next((a for a in doc["apps"] if a["app"] == q["app"]), None)
         got = app["minutes"] if app else 0.0
         return abs(got - q["truth"]) <= 0.01 * q["truth"], got
+    if kind == "interrupted in":
+        err, text = await call("get_day_summary", {"day": q["day"], "top": 200})
+        if err:
+            return False, text
+        app = next((a for a in json.loads(text)["apps"] if a["app"] == q["app"]), None)
+        times = int((app or {}).get("was_interrupted", {}).get("times", 0))
+        return times == q["truth"], times
     raise ValueError(f"no recipe for {kind!r}")
 
 
@@ -499,9 +597,10 @@ def main() -> int:
     if "detour" in summary:  # how the right app was named: the `detour` field, or a frame of its own
         summary["detour"]["named_by_detour_field"] = sum(bool(g["answer"] and g["answer"].get("detour"))
                                                         for g in by_kind["detour"])
-    if "switches" in summary:
-        summary["switches"]["error"] = sorted(g["answer"] - g["truth"] for g in by_kind["switches"]
-                                              if isinstance(g["answer"], int))
+    for kind in ("switches", "interrupted in"):  # exact counts: how far off, answer - oracle
+        if kind in summary:
+            summary[kind]["error"] = sorted(g["answer"] - g["truth"] for g in by_kind[kind]
+                                            if isinstance(g["answer"], int))
     errs = [g["error_min"] for g in by_kind.get("hour minutes", []) if "error_min" in g]
     if errs:
         rel = [abs(g["error_min"]) / g["truth"] for g in by_kind["hour minutes"] if "error_min" in g]
@@ -515,7 +614,9 @@ def main() -> int:
     total = {"questions": len(old), "accuracy": round(sum(g["correct"] for g in old) / len(old), 3),
              "days": len(o.days), "calendar_days": args.days, "busiest_day": busiest,
              "kinds": sorted({g["kind"] for g in old})}
-    total_all = {"questions": len(allg), "accuracy": round(sum(g["correct"] for g in allg) / len(allg), 3)}
+    # issue 38's targets are on every answer: p95 <= 4,000 tokens, none over 10,000
+    total_all = {"questions": len(allg), "accuracy": round(sum(g["correct"] for g in allg) / len(allg), 3),
+                 "tokens_p95": _p95([g["tokens"] for g in allg]), "tokens_max": max(g["tokens"] for g in allg)}
     search_key = next(k for k in r["latency"] if k.startswith("search_activity") and '"start"' not in k)
     search_ms = r["latency"][search_key]["warm_median_ms"]
     targets = {"every_tool_under_100ms": all(v["warm_median_ms"] < 100 for v in r["latency"].values()),
@@ -528,7 +629,7 @@ def main() -> int:
     else:
         print(f"{total['questions']} questions of issue 11's kinds over {total['days']} days with capture: "
               f"accuracy {total['accuracy']:.1%}; with issue 38's kinds {total_all['questions']} questions: "
-              f"{total_all['accuracy']:.1%}")
+              f"{total_all['accuracy']:.1%}, answer tokens p95 {total_all['tokens_p95']} max {total_all['tokens_max']}")
         for kind, s in summary.items():
             print(f"  {kind:<15} n={s['questions']:>2} acc {s['accuracy']:.1%}  calls {s['tool_calls_mean']:.2f}  "
                   f"tokens median {s['tokens_median']:.0f} p95 {s['tokens_p95']} max {s['tokens_max']}  "
@@ -548,7 +649,7 @@ def main() -> int:
             print(f"  {key:<90} warm median {v['warm_median_ms']:>7.1f} ms  max {v['warm_max_ms']:>7.1f}  "
                   f"cold {v['cold_ms']:>7.1f}")
         for g in out["wrong"]:
-            asked = {k: v for k, v in g.items() if k in ('time', 'stream', 'query', 'app', 'start', 'end')}
+            asked = {k: v for k, v in g.items() if k in ('time', 'stream', 'query', 'app', 'day', 'start', 'end')}
             print(f"  WRONG {g['kind']}: {asked} -> {g['answer']}"
                   + (f" (oracle: {g['truth']})" if "truth" in g else ""))
     return 0
