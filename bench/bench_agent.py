@@ -392,7 +392,7 @@ def _frame_covers(frame: dict[str, Any], day: str, ts: int) -> bool:
 
 
 async def run(home: Home, qs: list[dict[str, Any]], now: str, busiest: str) -> dict[str, Any]:
-    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp import ClientSession, StdioServerParameters, stdio_client, types
 
     from af_pipeline.compiler import tokens
 
@@ -412,7 +412,8 @@ async def run(home: Home, qs: list[dict[str, Any]], now: str, busiest: str) -> d
                     t = time.perf_counter()
                     res = await s.call_tool(name, args)
                     ms = (time.perf_counter() - t) * 1000
-                    text = res.content[0].text if res.content else ""
+                    first = res.content[0] if res.content else None
+                    text = first.text if isinstance(first, types.TextContent) else ""  # every tool answers in text
                     calls.append({"tool": name, "ms": ms, "tokens": tokens.count(text), "error": bool(res.is_error)})
                     return bool(res.is_error), text
 
