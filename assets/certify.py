@@ -449,8 +449,10 @@ def run_certify(
         "certified_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "code_version": code_version(),
         "tz": log.tz,
-        "log": {"chain_head": log.chain_head(), "entries": len(log.manifest()),
-                "sealed_days": len({e["day"] for e in log.manifest()})},
+        "log": {"chain_head": log.chain_head(), "entries": len(log.chain_entries()),
+                "sealed_days": len({e["day"] for e in log.manifest()}),
+                # forgetting is the one change of a sealed day the chain accepts: named here
+                "redacted_days": sorted({e["day"] for e in log.manifest() if e.get("redacted_by")})},
         "other_process": other_env,
         "days": per_day,
         "seconds": round(time.monotonic() - started, 2),

@@ -87,7 +87,7 @@ def chain_problems(home: Home, log: EventLog) -> list[str]:
         return problems
     last = records[-1]
     head, n = last.get("chain_head"), last.get("entries")
-    entries = log.manifest()
+    entries = log.chain_entries()  # redaction records are links of the chain too
     if not isinstance(n, int) or n < 1:
         return [*problems, f"{HISTORY}: the last record has no usable entry count"]
     when = last.get("certified_at") or "?"

@@ -27,8 +27,9 @@ every part building only on those before it:
     verify.py        the chain walked, every sealed file re-hashed     (Verifying)
     seal.py          open days made immutable, amendments              (Sealing)
     append.py        batches landed, skipped, refused                  (Appending)
+    forget.py        selected rows removed, with a redaction record    (Forgetting)
 
-and stateless helpers: layout.py (names on disk), files.py (durable writes), schema.py (column
+and stateless helpers: redaction.py (keyed hashes of what was forgotten), layout.py (names on disk), files.py (durable writes), schema.py (column
 types and sort orders), rows.py (row checks, columns and back), columns.py (rows given as columns,
 as an import hands them over, and their hand-over to DuckDB), opensegments.py (reading open/).
 """
@@ -41,7 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 from capture.errors import UserError
 from capture.log import append, dedup, files
-from capture.log.append import Appending, AppendReport
+from capture.log.append import AppendReport
+from capture.log.forget import ForgetPlan, Forgetting, Selection
 from capture.log.layout import amendment_of, parse_segment_name, segment_name
 from capture.log.manifest import entry_hash
 from capture.log.read import DEFERRED, DayStatus, ElementsBySnapshot
@@ -52,7 +54,7 @@ from capture.log.verify import Verifying, VerifyReport
 from capture.timeutil import local_day
 
 
-class EventLog(Appending, Verifying):
+class EventLog(Forgetting, Verifying):
     """The append-only capture log of one data folder (its parts: the module docstring)."""
 
 
@@ -93,12 +95,14 @@ __all__ = [
     "NAMES",
     "SELECT_SQL",
     "SORT_SQL",
+    "Selection",
     "TS_MAX_US",
     "TS_MIN_US",
     "AppendReport",
     "DayStatus",
     "ElementsBySnapshot",
     "EventLog",
+    "ForgetPlan",
     "FetchedRows",
     "UserError",
     "VerifyReport",

@@ -67,6 +67,7 @@ class AppendReport:
     recovered: list[str] = field(default_factory=list)  # repairs made after an earlier crash
     days_amended: list[str] = field(default_factory=list)  # sealed days that received an amendment
     quarantined_new: int = 0  # of quarantined, rows the quarantine did not hold already
+    forgotten: int = 0  # rows not landed because their ref was forgotten (af forget), not in skipped
 
 
 def _refs(rows: Any) -> list[Any]:
@@ -220,6 +221,7 @@ class Appending(Sealing, Reading):
         with gc_paused(), self._writing() as recovered:  # (bulk work: see gc_paused)
             for note in recovered:
                 say(f"recovered: {note}")
+            batch, forgotten = self._without_forgotten(batch)
             sealed = self._sealed()
             grouped = self._group(batch, refused)
             touched = sorted(grouped)
@@ -332,7 +334,25 @@ class Appending(Sealing, Reading):
             recovered=recovered,
             days_amended=sorted(amended),
             quarantined_new=refused.new,
+            forgotten=forgotten,
         )
+
+    def _without_forgotten(self, batch: CaptureBatch) -> tuple[CaptureBatch, int]:
+        """The batch without rows whose ref was forgotten (a copy; the caller's is left as is)."""
+        if not self.redactions():
+            return batch, 0
+        dropped = 0
+        kept: dict[str, Any] = {}
+        for kind in ROW_KINDS:
+            rows = batch.rows(kind)
+            if not len(rows):
+                continue
+            gone = self.forgotten_mask(_refs(rows))
+            if any(gone):
+                keep = [not g for g in gone]
+                kept[kind] = rows.where(keep) if isinstance(rows, RowColumns) else list(itertools.compress(rows, keep))
+                dropped += len(rows) - len(kept[kind])
+        return (dataclasses.replace(batch, **kept) if kept else batch), dropped
 
     def _group(self, batch: CaptureBatch, refused: Refusals) -> dict[str, dict[str, Any]]:
         """Rows by local day and kind; rows without a usable ref, time or type are refused.

@@ -19,11 +19,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from capture.errors import UserError
 from capture.home import Home
 from capture.log.files import sql_list
 from capture.log.layout import SOURCES_SEALED
 from capture.log.manifest import ManifestChain
 from capture.log.opensegments import open_row_chunks, open_sizes
+from capture.log.redaction import KEY_FILE, REDACTION, folder_key, keyed_ref
 from capture.log.schema import NAMES
 from capture.model import ROW_KINDS
 
@@ -296,6 +298,49 @@ class DedupIndex(ManifestChain):
         self._index_days: set[str] = set()
         # "<source id>:" prefixes that every ref of a sealed day starts with (None: unknown, always look).
         self._prefix_cache: dict[str, tuple[str, ...] | None] = {}
+        # (the redaction records' hashes, the folder's key, keyed digests of every forgotten ref)
+        self._forgotten_cache: tuple[tuple[str, ...], bytes, DigestSet] | None = None
+
+    def _forgotten(self) -> tuple[bytes, DigestSet] | None:
+        """The folder's key and the keyed digests of every ref a redaction record removed or
+        changed (None: nothing was ever forgotten). An append skips these refs: a forgotten row
+        never lands again."""
+        records = self.redactions()
+        if not records:
+            return None
+        stamp = tuple(str(r.get("hash")) for r in records)
+        if self._forgotten_cache is not None and self._forgotten_cache[0] == stamp:
+            return self._forgotten_cache[1], self._forgotten_cache[2]
+        key = folder_key(self.home.root, create=False)
+        if key is None:
+            raise UserError(f"{self.home.root / KEY_FILE} is missing but the log has forgotten rows: without it "
+                            "an import could land them again; restore the file from a backup of this folder")
+        digests = DigestSet()
+        for rec in records:
+            refs = rec[REDACTION].get("refs")
+            path = self.dir / str(refs.get("file")) if isinstance(refs, dict) else None
+            try:
+                data = path.read_bytes() if path is not None else b""
+            except FileNotFoundError:
+                raise UserError(f"{path} is missing (run `af log verify`): without it an import could land "
+                                "forgotten rows again") from None
+            digests.update(data[i:i + REF_DIGEST_BYTES] for i in range(0, len(data), REF_DIGEST_BYTES))
+        self._forgotten_cache = (stamp, key, digests)
+        return key, digests
+
+    def forgotten_mask(self, refs: Sequence[str]) -> list[bool]:
+        """Whether each ref (or the event it continues, ``<ref>~...``) was forgotten."""
+        found = self._forgotten()
+        if found is None or not refs:
+            return [False] * len(refs)
+        key, digests = found
+        hit = digests.mask([keyed_ref(key, r) if isinstance(r, str) else b"" for r in refs])
+        based = [i for i, r in enumerate(refs) if not hit[i] and isinstance(r, str) and "~" in r]
+        if based:
+            for i, h in zip(based, digests.mask([keyed_ref(key, refs[i].split("~", 1)[0]) for i in based]),
+                            strict=True):
+                hit[i] = h
+        return hit
 
     def keep_open_refs(self, cache: dict[str, tuple[tuple[int, ...], OpenRefs]]) -> None:
         """Read and keep open days' digests in ``cache``, shared with later logs of this process

@@ -19,6 +19,7 @@ from capture.home import Home
 from capture.log.core import LogCore
 from capture.log.files import append_bytes, canonical_json, complete_lines
 from capture.log.layout import WATERMARKS, amendment_of, is_day, segment_name
+from capture.log.redaction import REDACTION
 from capture.model import CAPTURE_SCHEMA_VERSION
 from capture.timeutil import iso_utc
 
@@ -28,32 +29,75 @@ def entry_hash(entry: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json({k: v for k, v in entry.items() if k != "hash"})).hexdigest()
 
 
+def apply_redactions(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sealed segments' entries (those naming a day), each file a later redaction record
+    rewrote carrying the hash and row count that record gives it after the rewrite. The entries
+    as written are left as they are (their hashes chain them)."""
+    days = [e for e in entries if isinstance(e.get("day"), str)]
+    records = [e for e in entries if isinstance(e.get(REDACTION), dict)]
+    if not records:
+        return days
+    by_segment = {segment_name(e["day"], max(amendment_of(e), 0)): i for i, e in enumerate(days)}
+    out = list(days)
+    for rec in records:
+        segments = rec[REDACTION].get("segments")
+        for name, files in (segments.items() if isinstance(segments, dict) else ()):
+            i = by_segment.get(name)
+            if i is None or not isinstance(files, dict):
+                continue  # verify() reports a record naming a segment the chain lacks
+            entry = dict(out[i])
+            patched = {k: dict(v) if isinstance(v, dict) else v for k, v in (entry.get("files") or {}).items()}
+            for fname, change in files.items():
+                if isinstance(change, dict) and isinstance(patched.get(fname), dict):
+                    patched[fname]["sha256"] = change.get("after")
+                    patched[fname]["rows"] = change.get("rows", patched[fname].get("rows"))
+            entry["files"] = patched
+            entry["redacted_by"] = [*entry.get("redacted_by", []), rec.get("seq")]
+            out[i] = entry
+    return out
+
+
 class ManifestChain(LogCore):
     """The manifest entries, the sealed days and segments they name, and the chain's head."""
 
     def __init__(self, home: Home) -> None:
         super().__init__(home)
-        # Parsed manifest, reused while the file keeps its inode, size and mtime (it only grows).
-        self._manifest_cache: tuple[tuple[int, int, int], list[dict[str, Any]]] | None = None
+        # Parsed manifest, reused while the file keeps its inode, size and mtime (it only grows):
+        # (stamp, every entry as written, the day entries with redactions applied).
+        self._manifest_cache: tuple[tuple[int, int, int], list[dict[str, Any]], list[dict[str, Any]]] | None = None
 
-    def _entries(self) -> list[dict[str, Any]]:
+    def _parsed(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         try:
             st = self.manifest_path.stat()
         except FileNotFoundError:
-            return []
+            return [], []
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self._manifest_cache is not None and self._manifest_cache[0] == stamp:
-            return list(self._manifest_cache[1])
-        out = []
+            return self._manifest_cache[1], self._manifest_cache[2]
+        every = []
         for line in complete_lines(self.manifest_path.read_bytes()):
             try:
                 entry = json.loads(line)
             except ValueError:
                 continue  # verify() reports it; readers keep going with the rest
-            if isinstance(entry, dict) and isinstance(entry.get("day"), str):
-                out.append(entry)
-        self._manifest_cache = (stamp, out)
-        return list(out)
+            if isinstance(entry, dict):
+                every.append(entry)
+        days = apply_redactions(every)
+        self._manifest_cache = (stamp, every, days)
+        return every, days
+
+    def _chain(self) -> list[dict[str, Any]]:
+        """Every manifest entry as written: sealed segments and redaction records, oldest first."""
+        return list(self._parsed()[0])
+
+    def _entries(self) -> list[dict[str, Any]]:
+        """The sealed segments' entries, each with the files a redaction rewrote as recorded
+        after it (``redacted_by`` lists those records' seq): what the segment holds now."""
+        return list(self._parsed()[1])
+
+    def redactions(self) -> list[dict[str, Any]]:
+        """The redaction records of the chain, oldest first (see capture/log/forget.py)."""
+        return [e for e in self._parsed()[0] if isinstance(e.get(REDACTION), dict)]
 
     def _sealed(self) -> dict[str, dict[str, Any]]:
         """Each sealed day's first manifest entry (a day is sealed once it has one)."""
@@ -82,9 +126,14 @@ class ManifestChain(LogCore):
         """The manifest entries, oldest first (a day with amendments has several)."""
         return self._entries()
 
+    def chain_entries(self) -> list[dict[str, Any]]:
+        """Every entry of the chain as written, redaction records included (the chain head is
+        the last one's hash; ``manifest()`` holds only the sealed segments)."""
+        return self._chain()
+
     def chain_head(self) -> str | None:
         """Hash of the newest manifest entry (None before the first seal)."""
-        entries = self._entries()
+        entries = self._chain()
         return str(entries[-1]["hash"]) if entries else None
 
     def _open_days(self) -> list[str]:
@@ -98,7 +147,7 @@ class ManifestChain(LogCore):
     def _append_entry(self, day: str, amendment: int, files: dict[str, dict[str, Any]],
                       ref_sources: list[str] | None) -> None:
         """Chain the entry of a segment just moved into place after the newest entry."""
-        entries = self._entries()
+        entries = self._chain()
         entry: dict[str, Any] = {
             "seq": len(entries),
             "day": day,
@@ -112,6 +161,14 @@ class ManifestChain(LogCore):
         }
         entry["hash"] = entry_hash(entry)
         append_bytes(self.manifest_path, canonical_json(entry) + b"\n")
+
+    def _append_redaction(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Chain a redaction record after the newest entry; returns the entry written."""
+        entries = self._chain()
+        entry = {**record, "seq": len(entries), "prev": entries[-1]["hash"] if entries else None}
+        entry["hash"] = entry_hash(entry)
+        append_bytes(self.manifest_path, canonical_json(entry) + b"\n")
+        return entry
 
     # -- source watermarks ----------------------------------------------------------------------
     # Not part of the chain: a record of where each source's last complete import ended, so that

@@ -16,6 +16,7 @@ from capture.log.files import sha256_file
 from capture.log.layout import amendment_of, is_day, parse_segment_name, segment_name
 from capture.log.manifest import ManifestChain, entry_hash
 from capture.log.opensegments import INCOMPLETE, OpenSegmentFile
+from capture.log.redaction import FORGET_INTENT, FORGET_WORK, REDACTION
 from capture.model import ROW_KINDS
 
 
@@ -46,6 +47,10 @@ class Verifying(ManifestChain):
         segments_seen: set[str] = set()
         # per day: the segments chained so far, each as (folder, label, its row files' hashes)
         chained: dict[str, list[tuple[str, str, tuple[tuple[str, Any], ...]]]] = {}
+        # (segment folder, file) -> the sha256 the chain gives it so far (sealed, then redacted)
+        current: dict[tuple[str, str], Any] = {}
+        redacted: set[str] = set()  # segments a redaction record rewrote
+        segment_checks: list[tuple[str, str, str, Any]] = []
         for lineno, line in enumerate(lines[:-1], start=1):
             where = f"manifest.jsonl line {lineno}"
             try:
@@ -72,6 +77,10 @@ class Verifying(ManifestChain):
                     f"{label}: the entry was edited: its content hashes to {recomputed}, it records {entry.get('hash')!r}"
                 )
             prev = entry["hash"] if isinstance(entry.get("hash"), str) else recomputed
+            if REDACTION in entry:
+                problems.extend(self._verify_redaction(label.replace(f", day {day})", ", a redaction record)"),
+                                                       entry.get(REDACTION), current, redacted))
+                continue
             if not isinstance(day, str) or not is_day(day):
                 problems.append(f"{label}: {day!r} is not a day")
                 continue
@@ -96,10 +105,24 @@ class Verifying(ManifestChain):
             days_seen.setdefault(day, seq)
             name = segment_name(day, k)
             segments_seen.add(name)
-            damaged = self._verify_files(label, name, entry.get("files"))
+            files = entry.get("files")
+            if isinstance(files, dict):
+                for fname, meta in files.items():
+                    current[(name, fname)] = meta.get("sha256") if isinstance(meta, dict) else None
+            segment_checks.append((label, day, name, files))
+        # Files are checked once the whole chain is read: a later redaction record may have
+        # rewritten a segment, and then the file must hash as that record says, not as sealed.
+        pending = self._pending_forget()
+        if pending is not None:
+            notes.append("a forget was interrupted before its redaction record landed; the next write completes it")
+        for label, day, name, files in segment_checks:
+            effective = _effective(files, name, current, pending)
+            damaged = self._verify_files(label, name, effective)
             problems.extend(damaged)
             if not damaged and name not in {n for n, _, _ in chained.get(day, [])}:
-                chained.setdefault(day, []).append((name, label, _row_hashes(entry.get("files"))))
+                # a redacted segment may hash like another (both emptied): not a repeat
+                hashes = () if name in redacted else _row_hashes(effective)
+                chained.setdefault(day, []).append((name, label, hashes))
         problems.extend(self._repeated_amendments(chained))
         if self.sealed_dir.exists():
             for child in sorted(self.sealed_dir.iterdir()):
@@ -130,6 +153,48 @@ class Verifying(ManifestChain):
         head = entries[-1].get("hash") if entries else None
         return VerifyReport(ok=not problems, problems=problems, entries=len(entries),
                             head=head if isinstance(head, str) else None, notes=notes)
+
+    def _verify_redaction(self, label: str, record: Any, current: dict[tuple[str, str], Any],
+                          redacted: set[str]) -> list[str]:
+        """Problems of one redaction record: each file it rewrote must be one the chain holds,
+        rewritten from the hash the chain gave it then; its forgotten refs' file must be intact.
+        Updates ``current`` to the hashes after it."""
+        if not isinstance(record, dict) or not isinstance(record.get("segments"), dict):
+            return [f"{label}: is not a valid redaction record"]
+        problems: list[str] = []
+        for name, files in sorted(record["segments"].items()):
+            if not isinstance(files, dict):
+                problems.append(f"{label}: segment {name} is not a valid list of files")
+                continue
+            for fname, change in sorted(files.items()):
+                before = change.get("before") if isinstance(change, dict) else None
+                if (name, fname) not in current:
+                    problems.append(f"{label}: rewrites sealed/{name}/{fname}, which no earlier entry seals")
+                    continue
+                if before != current[(name, fname)]:
+                    problems.append(f"{label}: rewrites sealed/{name}/{fname} from {before!r}, but the chain "
+                                    f"records {current[(name, fname)]!r} for it then")
+                current[(name, fname)] = change.get("after") if isinstance(change, dict) else None
+                redacted.add(name)
+        refs = record.get("refs")
+        if isinstance(refs, dict) and isinstance(refs.get("file"), str):
+            path = self.dir / refs["file"]
+            if not path.is_file():
+                problems.append(f"{label}: its forgotten refs' file {refs['file']} is missing "
+                                "(a re-import could land them again)")
+            elif sha256_file(path) != refs.get("sha256"):
+                problems.append(f"{label}: its forgotten refs' file {refs['file']} was changed")
+        else:
+            problems.append(f"{label}: names no file of forgotten refs")
+        return problems
+
+    def _pending_forget(self) -> dict[str, Any] | None:
+        """The record of a forget a killed process left half-done (the next writer completes it)."""
+        try:
+            doc = json.loads((self.dir / FORGET_WORK / FORGET_INTENT).read_bytes())
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
 
     def _repeated_amendments(self, chained: dict[str, list[tuple[str, str, tuple[tuple[str, Any], ...]]]]
                              ) -> list[str]:
@@ -200,11 +265,28 @@ class Verifying(ManifestChain):
                 continue
             expected = meta.get("sha256") if isinstance(meta, dict) else None
             actual = sha256_file(path)
-            if actual != expected:
+            if actual != expected and not (isinstance(meta, dict) and actual == meta.get("or")):
                 problems.append(f"{label}: file {rel} was changed: its sha256 is {actual}, the manifest records {expected}")
         for extra in sorted(p.name for p in folder.iterdir() if p.name not in files):
             problems.append(f"{label}: unexpected file sealed/{day}/{extra} in a sealed day")
         return problems
+
+
+def _effective(files: Any, name: str, current: dict[tuple[str, str], Any], pending: dict[str, Any] | None) -> Any:
+    """A segment entry's files with the hashes the whole chain gives them (an interrupted
+    forget's files may already hash as its record will say)."""
+    if not isinstance(files, dict):
+        return files
+    out = {}
+    for fname, meta in files.items():
+        if not isinstance(meta, dict):
+            out[fname] = meta
+            continue
+        sha = current.get((name, fname), meta.get("sha256"))
+        staged = ((pending or {}).get(REDACTION, {}).get("segments", {}).get(name, {}).get(fname)
+                  if isinstance(pending, dict) else None)
+        out[fname] = {**meta, "sha256": sha, **({"or": staged.get("after")} if isinstance(staged, dict) else {})}
+    return out
 
 
 def _row_hashes(files: Any) -> tuple[tuple[str, Any], ...]:
