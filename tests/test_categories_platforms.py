@@ -77,3 +77,93 @@ def test_case_and_exe_never_change_the_category(app: str, suffix: str, case: str
     base = app[:-4] if app.lower().endswith(".exe") else app
     changed = {"same": base, "upper": base.upper(), "lower": base.lower(), "swap": base.swapcase()}[case] + suffix
     assert category_of(changed) == category_of(app) is not None
+
+
+# Issue 40: the same app under each platform's names, and the title rules the defaults add.
+SAME_APP = [
+    (PROGRAMMING, ["Code.exe", "Code", "code", "Visual Studio Code", "com.microsoft.VSCode", "code-oss", "VSCodium"]),
+    (PROGRAMMING, ["pycharm64.exe", "PyCharm", "jetbrains-pycharm", "com.jetbrains.pycharm", "pycharm-community"]),
+    (PROGRAMMING, ["Notepad++.exe", "notepad++"]),
+    (TERMINAL, ["powershell.exe", "WindowsTerminal.exe", "cmd.exe", "mintty.exe", "pwsh", "Windows Terminal"]),
+    (TERMINAL, ["gnome-terminal-server", "Gnome-terminal", "konsole", "org.gnome.Ptyxis", "kitty", "Alacritty"]),
+    (TERMINAL, ["iTerm2", "com.googlecode.iterm2", "Terminal", "com.apple.Terminal", "Ghostty", "WezTerm"]),
+    (BROWSING, ["firefox.exe", "firefox", "Firefox", "Navigator", "org.mozilla.firefox", "firefox-esr"]),
+    (BROWSING, ["chrome.exe", "Google Chrome", "google-chrome", "Chromium", "com.google.Chrome"]),
+    (BROWSING, ["msedge.exe", "Microsoft Edge", "microsoft-edge", "com.microsoft.edgemac"]),
+    (DOCS, ["WINWORD.EXE", "Microsoft Word", "com.microsoft.Word", "libreoffice-writer", "soffice.bin"]),
+    (DOCS, ["Acrobat.exe", "AcroRd32.exe", "Preview", "evince", "org.gnome.Evince", "okular"]),
+    (EMAIL, ["OUTLOOK.EXE", "olk.exe", "Microsoft Outlook", "thunderbird", "Mail", "com.apple.mail"]),
+    ("Comms > Chat", ["ms-teams.exe", "Teams.exe", "Microsoft Teams", "Slack.exe", "Slack", "com.tinyspeck.slackmacgap",
+                      "us.zoom.xos", "Zoom.exe"]),
+    (FILES, ["explorer.exe", "Finder", "com.apple.finder", "org.gnome.Nautilus", "dolphin", "thunar"]),
+    ("System", ["Taskmgr.exe", "SearchHost.exe", "LockApp.exe", "Activity Monitor", "gnome-system-monitor",
+                "System Settings", "gnome-control-center"]),
+    ("System > Remote", ["mstsc.exe", "Microsoft Remote Desktop", "remmina", "org.remmina.Remmina"]),
+    ("Media > Music", ["Spotify.exe", "Spotify", "com.spotify.client", "spotify", "Music"]),
+    ("Media > Video", ["vlc.exe", "VLC", "org.videolan.VLC", "vlc", "mpv"]),
+]
+_SEPARATORS = [" - ", " · ", " | ", " — ", " / "]
+
+
+def _cased(name: str, how: str) -> str:
+    return {"same": name, "upper": name.upper(), "lower": name.lower(), "swap": name.swapcase()}[how]
+
+
+@given(st.sampled_from(SAME_APP), st.data(), st.sampled_from(["same", "upper", "lower", "swap"]),
+       st.sampled_from(["", ".exe", ".EXE"]))
+@settings(max_examples=300, deadline=None)
+def test_every_platforms_name_of_an_app_lands_in_one_category(group, data, case, suffix):
+    label, names = group
+    name = data.draw(st.sampled_from(names))
+    base = name[:-4] if name.lower().endswith(".exe") else name
+    assert category_of(_cased(base, case) + suffix) == label, (name, case, suffix)
+
+
+def title_of(app: str, title: str, site: str | None = None) -> str | None:
+    doc: dict[str, Any] = {"frames": [{"id": "f-0001", "app": app, "site": site, "windows": [{"title": title}],
+                                       "active_min": 1.0}]}
+    rule = C.frame_categories(doc, C.default_rules()).get("f-0001")
+    return rule.label if rule else None
+
+
+NOT_BROWSERS = [n for label, names in SAME_APP if label != BROWSING for n in names]
+
+
+@given(st.sampled_from(NOT_BROWSERS), st.text(max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_a_window_title_never_moves_an_app_that_is_not_a_browser(app, title):
+    # title rules read browsers' (and Windows store apps') titles only: "GitHub" in an editor's
+    # title is still programming in an editor, not code hosting
+    assert title_of(app, title) == category_of(app)
+
+
+SITE_TITLES = [("GitHub", "Work > Programming > Code hosting"), ("Stack Overflow", "Work > Programming > Reference"),
+               ("YouTube", "Media > Video"), ("Gmail", EMAIL), ("Google Docs", DOCS), ("Reddit", "Social"),
+               ("Slack", "Comms > Chat"), ("Jira", "Work > Planning"), ("YouTube Music", "Media > Music")]
+_WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789 ", min_size=0, max_size=20)
+
+
+@given(st.sampled_from(["firefox.exe", "chrome.exe", "msedge.exe", "Firefox", "Navigator", "Safari"]),
+       st.sampled_from(SITE_TITLES), _WORD, st.sampled_from(_SEPARATORS), st.sampled_from(_SEPARATORS),
+       st.sampled_from(["same", "upper", "lower"]))
+@settings(max_examples=300, deadline=None)
+def test_a_browser_title_naming_a_site_as_its_own_part_takes_that_sites_category(app, site, page, sep, tail, case):
+    name, label = site
+    page = page.strip() or "Home"
+    for title in (f"{page}{sep}{_cased(name, case)}{tail}Mozilla Firefox", f"{_cased(name, case)}{tail}{page}",
+                  f"{page}{sep}{_cased(name, case)}"):
+        assert title_of(app, title) == label, title
+    # glued into a word, the name is not the site: the frame stays a browser's
+    assert title_of(app, f"{page}x{name.replace(' ', '')}x - Google Chrome") in (BROWSING, label)
+    assert title_of(app, f"zz{name.replace(' ', '')}zz") == BROWSING
+
+
+def test_a_known_site_says_more_than_its_title():
+    assert title_of("firefox.exe", "Watch later - YouTube — Mozilla Firefox", "github.com") == \
+        "Work > Programming > Code hosting"
+
+
+@pytest.mark.parametrize(("title", "label"), [("Settings", "System"), ("Calculator", "System > Utilities"),
+                                              ("Movies & TV", "Media > Video"), ("Photos", None)])
+def test_windows_store_apps_are_known_by_their_hosts_title(title, label):
+    assert title_of("ApplicationFrameHost.exe", title) == label

@@ -6,6 +6,7 @@ After an intended change of the pages: AF_UPDATE_GOLDEN=1 .venv/bin/pytest tests
 from __future__ import annotations
 
 import base64
+import html
 import os
 import signal
 import socket
@@ -70,6 +71,18 @@ def test_optional_fields_may_be_absent(doc):
     # a page the typer could not name has a kind and no entity (schema v1): the page still renders
     bare = dict(doc, frames=[dict(f, pages=[{"count": 1, "kind": "page"}]) for f in doc["frames"]])
     assert "<b></b> ×1" in view.render_day(bare)
+
+
+def test_the_legend_has_a_swatch_per_category_in_the_colours_of_the_bars(doc, pages):
+    from af_pipeline.compiler import categories
+
+    keys = pages["day"].split('<div class="keys">', 1)[1].split("</div>", 1)[0]
+    for label, _minutes, _frames in categories.totals(doc):
+        assert (f'<span class="kc"><i class="sw" style="background:{view.category_color(label)}"></i>'
+                f'{html.escape(label)}</span>') in keys, label
+    for app in (a["app"] for a in doc["apps"]):
+        assert f"</i>{html.escape(app)}</span>" in keys.split('<span class="kc">', 1)[0], app
+    assert ".kc,body.by-cat .ka{display:none}body.by-cat .kc{display:inline}" in pages["day"]
 
 
 def test_week_hours_count_overlapping_monitors_once(doc):
@@ -144,7 +157,11 @@ def test_views_in_chromium_match_goldens_show_evidence_and_request_nothing(pages
                             assert shown in detail, shown
                         page.check("input[value=cat]")
                         assert "by-cat" in (page.get_attribute("body", "class") or "")
+                        # the legend follows the colour mode: category swatches now, no app swatches
+                        assert page.is_visible(".keys .kc >> text=Work > Programming > Code hosting")
+                        assert not page.is_visible(".keys .ka >> nth=0")
                         page.check("input[value=app]")
+                        assert page.is_visible(".keys .ka >> nth=0") and not page.is_visible(".keys .kc >> nth=0")
                     shot = page.screenshot(animations="disabled", caret="hide")
                     golden = SHOTS / f"{name}-{width}.png"
                     if UPDATE:

@@ -29,7 +29,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -276,54 +277,188 @@ def rules_in(folder: Path | str) -> CategoryRules:
     return load_rules(path) if path.is_file() else default_rules()
 
 
-# Written for this project: common apps and sites, deliberately coarse. A user's own file
-# replaces them entirely (it is easier to reason about one list than about overrides). App names
-# are what each platform's recorders report, matched ignoring case, and also through the app's
-# short name (see ``app_names``): Windows process names (``Code.exe``, ``WINWORD.EXE``), macOS
-# app and bundle names (``Google Chrome``, ``com.microsoft.VSCode``), X11 WM_CLASS (``code``,
-# ``gnome-terminal-server``, ``Navigator``, ``org.gnome.Nautilus``).
+# Written for this project: common apps and sites, deliberately coarse, in the spirit of
+# ActivityWatch's default categories (which match names and titles anywhere: "GitHub|vim" takes
+# any title saying vim). These are anchored instead: an app rule names whole app names, and a
+# title rule reads a browser's (or a Windows store app's) title only, where a site or app is
+# named as its own part. A user's own file replaces them entirely (it is easier to reason about
+# one list than about overrides). App names are what each platform's recorders report, matched
+# ignoring case, and also through the app's short name (see ``app_names``): Windows process names
+# (``Code.exe``, ``WINWORD.EXE``), macOS app and bundle names (``Google Chrome``,
+# ``com.microsoft.VSCode``), X11 WM_CLASS (``code``, ``gnome-terminal-server``, ``Navigator``,
+# ``org.gnome.Nautilus``), Android app labels (``Chrome``, ``Signal``). A bundle id whose last
+# part is not the app's name (``com.spotify.client``) is written out whole.
+
+
+def _apps(*names: str) -> str:
+    """A pattern taking exactly these app names (each a regex fragment)."""
+    return "^(" + "|".join(names) + ")$"
+
+
+def _titled(*names: str) -> str:
+    """A pattern taking a title where one of ``names`` is a part of its own: at the start or after a
+    separator (" - ", " · ", " | ", " — ", " / ", " : "), and followed by a space or the end, as browsers
+    title pages ("Pull requests · acme/shop · GitHub — Mozilla Firefox"); a name inside a
+    sentence ("Learn GitHub Actions") is not taken."""
+    return r"(^|\s[-–—·|/:]\s)(" + "|".join(names) + r")(\s|$)"
+
+
+_BROWSERS = _apps(
+    "chrome", "google chrome( (beta|dev|canary))?", "google-chrome(-stable|-beta|-unstable)?", "chromium(-browser)?",
+    "firefox( developer edition| nightly)?", "firefox-esr", "navigator", "librewolf", "waterfox", "floorp", "zen",
+    "zen browser", "msedge", "microsoft edge", "com\\.microsoft\\.edgemac", "microsoft-edge(-stable|-beta|-dev)?", "iexplore", "safari",
+    "safari technology preview", "brave", "brave browser", "brave-browser", "opera", "opera gx", "vivaldi",
+    "vivaldi-stable", "arc", "orion", "thorium", "epiphany", "falkon", "qutebrowser", "duckduckgo")
+# Windows runs its store apps (Settings, Calculator, Photos...) in ApplicationFrameHost.exe: the
+# window title names the app.
+_STORE_HOST = _apps("applicationframehost")
+
+_PROGRAMMING = _apps(
+    "code", "code - oss", "code-oss", "code - insiders", "code-insiders", "vscode", "vscodium", "codium",
+    "visual studio code", "devenv", "visual studio", "cursor", "windsurf", "zed", "fleet", "pycharm.*",
+    "intellij.*", "jetbrains-.*", "idea(64)?", "webstorm(64)?", "goland(64)?", "clion(64)?", "rider(64)?",
+    "phpstorm(64)?", "rubymine(64)?", "datagrip(64)?", "rustrover(64)?", "xcode", "android studio", "studio64",
+    "eclipse", "netbeans(64)?", "qtcreator", "codeblocks", "sublime text", "sublime_text", "sublime merge",
+    "sublime_merge", "emacs", "g?vim", "nvim", "nvim-qt", "neovide", "kate", "notepad\\+\\+", "geany", "spyder",
+    "rstudio", "matlab", "ghidra", "scite", "postman", "insomnia", "bruno", "dbeaver", "ssms", "azuredatastudio",
+    "azure data studio", "pgadmin4", "docker desktop", "github desktop", "githubdesktop", "gitkraken", "sourcetree",
+    "fork", "unity", "unity hub", "godot.*")
+_TERMINALS = _apps(
+    "terminal", "iterm2?", "alacritty", "kitty", "wezterm(-gui)?", "konsole", "gnome-terminal(-server)?", "kgx",
+    "gnome-console", "ptyxis", "xfce4-terminal", "terminator", "xterm", "urxvt", "rxvt", "st", "foot", "tilix",
+    "qterminal", "lxterminal", "mate-terminal", "guake", "yakuake", "tilda", "warp", "ghostty", "hyper", "tabby",
+    "windows terminal", "windowsterminal", "wt", "openconsole", "powershell", "powershell_ise", "pwsh", "cmd",
+    "conhost", "mintty", "git-bash", "git bash", "bash", "wsl", "ubuntu[0-9.]*", "putty", "mobaxterm", "securecrt",
+    "termius")
+_DOCUMENTS = _apps(
+    "libreoffice.*", "soffice(\\.bin)?", "microsoft (word|excel|powerpoint|onenote)", "word", "winword", "excel",
+    "powerpoint", "powerpnt", "onenote", "wps", "pages", "numbers", "keynote", "obsidian", "notion", "logseq",
+    "joplin", "typora", "acrobat", "acrord32", "adobe acrobat.*", "acrobat reader", "sumatrapdf", "foxitpdfreader",
+    "foxit pdf reader", "preview", "evince", "okular", "zathura", "atril", "xreader", "notepad", "textedit",
+    "gedit", "gnome-text-editor", "mousepad", "kwrite", "xed", "pluma", "wordpad")
+_DESIGN = _apps(
+    "figma", "gimp(-[0-9.]+)?", "inkscape", "krita", "blender", "adobe photoshop.*", "photoshop",
+    "adobe illustrator.*", "illustrator", "adobe indesign.*", "indesign", "sketch", "affinity (designer|photo|publisher).*",
+    "mspaint", "paint", "paintdotnet", "paint\\.net", "pinta", "darktable", "rawtherapee", "lightroom",
+    "adobe lightroom.*", "penpot", "draw\\.io", "canva")
+_VIDEO_WORK = _apps(
+    "kdenlive", "resolve", "davinci resolve", "adobe premiere pro.*", "premiere pro", "final cut pro", "imovie",
+    "shotcut", "openshot", "obs", "obs64", "obs studio", "handbrake")
+_AUDIO_WORK = _apps("audacity", "reaper", "ableton live.*", "fl64", "fl studio.*", "logic pro", "garageband",
+                    "ardour[0-9]*", "bitwig studio")
+_EMAIL = _apps("mail", "outlook", "olk", "microsoft outlook", "hxoutlook", "thunderbird", "betterbird", "evolution",
+               "geary", "kmail", "mailspring", "spark", "airmail", "claws-mail", "mutt", "neomutt", "alpine", "gmail")
+_CHAT = _apps(
+    "slack", "com\\.tinyspeck\\.slackmacgap", "discord", "microsoft teams.*", "teams", "ms-teams", "msteams",
+    "com\\.microsoft\\.teams2?", "us\\.zoom\\.xos", "signal", "signal beta", "telegram.*",
+    "whatsapp", "element", "element-desktop", "zoom(\\.us)?", "zoom workplace", "skype", "webex", "ciscocollabhost",
+    "mattermost", "rocket\\.chat", "messenger", "wechat", "weixin", "viber", "zulip", "beeper", "ferdium", "rambox",
+    "nheko", "neochat", "pidgin", "hexchat")
+_MUSIC = _apps("spotify", "com\\.spotify\\.client", "music", "itunes", "apple music", "foobar2000", "aimp", "winamp", "musicbee", "amarok",
+               "clementine", "strawberry", "elisa", "rhythmbox", "lollypop", "audacious", "deezer", "tidal",
+               "youtube music", "cider")
+_VIDEO = _apps("vlc", "mpv", "netflix", "youtube", "mpc-hc(64)?", "mpc-be(64)?", "potplayermini(64)?", "video\\.ui",
+               "movies & tv", "quicktime player", "iina", "totem", "celluloid", "smplayer", "haruna", "plex",
+               "plex htpc", "kodi", "prime video", "disney\\+", "tv")
+_GAMES = _apps("steam", "steamwebhelper", "epicgameslauncher", "battle\\.net", "gog galaxy", "galaxyclient",
+               "minecraft.*", "rimworld.*", "lutris", "heroic", "ubisoft connect", "xbox")
+_SOCIAL = _apps("instagram", "facebook", "reddit", "twitter", "x", "linkedin", "mastodon", "bluesky", "threads",
+                "tiktok")
+_FILES = _apps(
+    "explorer", "finder", "nautilus", "dolphin", "thunar", "nemo", "pcmanfm(-qt)?", "caja", "files",
+    "totalcmd(64)?", "total commander", "dopus", "directory opus", "doublecmd", "double commander", "winscp",
+    "filezilla", "cyberduck", "onedrive", "dropbox", "google drive", "nextcloud")
+_REMOTE = _apps("mstsc", "msrdc", "microsoft remote desktop", "windows app", "remmina", "vncviewer", "tigervnc.*",
+                "teamviewer", "anydesk", "rustdesk", "vmconnect", "vmware.*", "virtualbox(vm)?", "virt-manager",
+                "parallels desktop")
+# The operating system's own windows: start menus and launchers, search, lock screens, settings,
+# task managers and system monitors.
+_SYSTEM = _apps(
+    "searchhost", "searchapp", "searchui", "shellexperiencehost", "startmenuexperiencehost", "lockapp", "logonui",
+    "textinputhost", "taskmgr", "systemsettings", "control", "mmc", "regedit", "perfmon", "resmon", "msconfig",
+    "system settings", "system preferences", "activity monitor", "spotlight", "dock", "loginwindow",
+    "control center", "controlcenter", "notificationcenter", "gnome-shell", "plasmashell", "krunner",
+    "gnome-control-center", "systemsettings5?", "gnome-system-monitor", "ksysguard", "plasma-systemmonitor",
+    "xfce4-panel", "xfce4-settings-manager", "rofi", "dmenu", "ulauncher", "albert", "alfred", "raycast")
+_UTILITIES = _apps(
+    "calculator", "calculatorapp", "gnome-calculator", "kcalc", "galculator", "qalculate.*", "snippingtool",
+    "screenclippinghost", "screensketch", "screenshot", "gnome-screenshot", "spectacle", "flameshot", "sharex",
+    "greenshot", "keepass.*", "keepassxc", "1password", "bitwarden", "proton pass", "7zfm", "winrar",
+    "the unarchiver", "file-roller", "ark")
+
 _DEFAULTS: list[dict[str, Any]] = [
-    {"category": "Work > Programming", "ignore_case": True,
-     "app": r"^(code|code - oss|code-oss|vscode|vscodium|visual studio code|devenv|cursor|pycharm.*|"
-            r"intellij.*|jetbrains-.*|idea(64)?|webstorm(64)?|goland(64)?|clion(64)?|xcode|android studio|studio64|"
-            r"sublime text|sublime_text|emacs|g?vim|nvim|zed|kate)$"},
-    {"category": "Work > Programming > Terminal", "ignore_case": True,
-     "app": r"^(terminal|iterm2?|alacritty|kitty|wezterm(-gui)?|konsole|gnome-terminal(-server)?|"
-            r"xfce4-terminal|terminator|xterm|tilix|warp|windows terminal|windowsterminal|wt|powershell|"
-            r"powershell_ise|pwsh|cmd|conhost)$"},
+    {"category": "Work > Programming", "ignore_case": True, "app": _PROGRAMMING},
+    {"category": "Work > Programming > Terminal", "ignore_case": True, "app": _TERMINALS},
     {"category": "Work > Programming > Code hosting", "ignore_case": True,
      "site": r"^(github\.com|gitlab\.com|bitbucket\.org|codeberg\.org|sr\.ht)$"},
+    {"category": "Work > Programming > Code hosting", "ignore_case": True, "app": _BROWSERS,
+     "title": _titled("GitHub", "GitLab", "Bitbucket", "Codeberg", "Gitea", "SourceHut")},
     {"category": "Work > Programming > Reference", "ignore_case": True,
      "site": r"^(stackoverflow\.com|stackexchange\.com|python\.org|mozilla\.org|readthedocs\.io|"
              r"docs\.rs|pypi\.org|npmjs\.com)$"},
-    {"category": "Work > Documents", "ignore_case": True,
-     "app": r"^(libreoffice.*|soffice(\.bin)?|microsoft (word|excel|powerpoint|onenote)|word|winword|excel|"
-            r"powerpoint|powerpnt|onenote|pages|numbers|keynote|obsidian|notion)$"},
+    {"category": "Work > Programming > Reference", "ignore_case": True, "app": _BROWSERS,
+     "title": _titled("Stack Overflow", "Stack Exchange", "Super User", "Server Fault", "Ask Ubuntu", "MDN Web Docs",
+                      "MDN", r"Python [0-9.]+ documentation", "Read the Docs", "Docs\\.rs", "PyPI", "npm",
+                      "Microsoft Learn")},
+    {"category": "Work > Planning", "ignore_case": True, "app": _apps("linear", "jira", "trello", "asana", "clickup")},
+    {"category": "Work > Planning", "ignore_case": True,
+     "site": r"(^|\.)(atlassian\.net|linear\.app|trello\.com|asana\.com|clickup\.com)$"},
+    {"category": "Work > Planning", "ignore_case": True, "app": _BROWSERS,
+     "title": _titled("Jira", "Linear", "Trello", "Asana", "ClickUp")},
+    {"category": "Work > Documents", "ignore_case": True, "app": _DOCUMENTS},
     {"category": "Work > Documents", "ignore_case": True,
      "site": r"^(docs\.google\.com|notion\.so|overleaf\.com|office\.com)$"},
-    {"category": "Work > Design", "ignore_case": True,
-     "app": r"^(figma|gimp(-[0-9.]+)?|inkscape|krita|blender|adobe photoshop.*|photoshop|sketch)$"},
-    {"category": "Comms > Email", "ignore_case": True,
-     "app": r"^(mail|outlook|olk|microsoft outlook|thunderbird|evolution)$"},
+    {"category": "Work > Documents", "ignore_case": True, "app": _BROWSERS,
+     "title": _titled("Google Docs", "Google Sheets", "Google Slides", "Google Drive", "Notion", "Overleaf",
+                      "Confluence", "Word", "Excel", "PowerPoint", "OneNote")},
+    {"category": "Work > Design", "ignore_case": True, "app": _DESIGN},
+    {"category": "Work > Video", "ignore_case": True, "app": _VIDEO_WORK},
+    {"category": "Work > Audio", "ignore_case": True, "app": _AUDIO_WORK},
+    {"category": "Comms > Email", "ignore_case": True, "app": _EMAIL},
     {"category": "Comms > Email", "ignore_case": True, "site": r"^(mail\.google\.com|outlook\.live\.com|proton\.me)$"},
-    {"category": "Comms > Chat", "ignore_case": True,
-     "app": r"^(slack|discord|microsoft teams|teams|ms-teams|signal|telegram.*|whatsapp|element|zoom(\.us)?|"
-            r"skype)$"},
+    {"category": "Comms > Email", "ignore_case": True, "app": _BROWSERS,
+     "title": _titled("Gmail", "Outlook", "Proton Mail", "Fastmail", "Yahoo Mail")},
+    {"category": "Comms > Chat", "ignore_case": True, "app": _CHAT},
     {"category": "Comms > Chat", "ignore_case": True, "site": r"^(slack\.com|discord\.com|teams\.microsoft\.com|zoom\.us)$"},
+    {"category": "Comms > Chat", "ignore_case": True, "app": _BROWSERS,
+     "title": _titled("Slack", "Microsoft Teams", "Discord", "WhatsApp", "Messenger", "Telegram( Web)?", "Element",
+                      "Google Chat", "Google Meet", "Zoom")},
     {"category": "Search", "ignore_case": True, "site": r"^(google\.com|bing\.com|duckduckgo\.com|ecosia\.org|kagi\.com)$"},
-    {"category": "Media > Video", "ignore_case": True, "app": r"^(vlc|mpv|netflix)$"},
+    {"category": "Search", "ignore_case": True, "app": _BROWSERS,
+     "title": _titled("Google Search", "DuckDuckGo", "Ecosia", "Kagi Search", "Startpage")},
+    # Music before video: "YouTube Music" is also a YouTube title, and the earlier of two equally
+    # deep rules wins
+    {"category": "Media > Music", "ignore_case": True, "app": _MUSIC},
+    {"category": "Media > Music", "ignore_case": True, "app": _BROWSERS,
+     "title": _titled("Spotify", "Deezer", "SoundCloud", "YouTube Music", "Apple Music", "TIDAL", "Bandcamp")},
+    {"category": "Media > Video", "ignore_case": True, "app": _VIDEO},
     {"category": "Media > Video", "ignore_case": True, "site": r"^(youtube\.com|netflix\.com|vimeo\.com|twitch\.tv)$"},
-    {"category": "Media > Music", "ignore_case": True, "app": r"^(spotify|music|rhythmbox)$"},
+    {"category": "Media > Video", "ignore_case": True, "app": _BROWSERS,
+     "title": _titled("YouTube", "Netflix", "Twitch", "Vimeo", "Prime Video", "Disney\\+", "Plex")},
+    {"category": "Media > Games", "ignore_case": True, "app": _GAMES},
+    {"category": "Media > Games", "ignore_case": True, "app": _apps("javaw?"), "title": _titled("Minecraft.*")},
+    {"category": "Social", "ignore_case": True, "app": _SOCIAL},
     {"category": "Social", "ignore_case": True,
      "site": r"^(twitter\.com|x\.com|facebook\.com|instagram\.com|reddit\.com|linkedin\.com|mastodon\.social|"
              r"bsky\.app)$"},
-    {"category": "System > Files", "ignore_case": True,
-     "app": r"^(explorer|finder|nautilus|dolphin|thunar|nemo|pcmanfm(-qt)?|caja)$"},
-    # Last: a site rule above says more than the browser; a browser with no site known (an
-    # ActivityWatch capture without its web watcher) is still browsing, not uncategorized.
-    {"category": "Browsing", "ignore_case": True,
-     "app": r"^(chrome|google chrome|google-chrome|chromium(-browser)?|firefox|firefox-esr|navigator|msedge|"
-            r"microsoft edge|safari|brave(-browser)?|opera|vivaldi(-stable)?|arc)$"},
+    {"category": "Social", "ignore_case": True, "app": _BROWSERS,
+     "title": _titled("Reddit", "Facebook", "Instagram", "LinkedIn", "Mastodon", "Bluesky", "Hacker News", "X",
+                      "Twitter")},
+    {"category": "System > Files", "ignore_case": True, "app": _FILES},
+    {"category": "System > Remote", "ignore_case": True, "app": _REMOTE},
+    {"category": "System > Utilities", "ignore_case": True, "app": _UTILITIES},
+    {"category": "System", "ignore_case": True, "app": _SYSTEM},
+    # store apps, by the title their host window carries
+    {"category": "System", "ignore_case": True, "app": _STORE_HOST,
+     "title": _apps("settings", "microsoft store", "windows security", "task manager")},
+    {"category": "System > Utilities", "ignore_case": True, "app": _STORE_HOST,
+     "title": _apps("calculator", "snipping tool", "sticky notes", "clock", "alarms & clock")},
+    {"category": "Media > Video", "ignore_case": True, "app": _STORE_HOST,
+     "title": _titled("Movies & TV", "Media Player", "Netflix")},
+    {"category": "Comms > Email", "ignore_case": True, "app": _STORE_HOST, "title": _titled("Mail", "Outlook")},
+    # Last: a site or title rule above says more than the browser; a browser with neither known
+    # (an ActivityWatch capture without its web watcher) is still browsing, not uncategorized.
+    {"category": "Browsing", "ignore_case": True, "app": _BROWSERS},
 ]
 
 
@@ -340,16 +475,17 @@ _SUFFIX = re.compile(r"\.(exe|app|desktop)$", re.IGNORECASE)
 
 
 def app_names(app: str) -> list[str]:
-    """The names an app value is matched by: itself, then its short name when that differs:
-    without a Windows ``.exe`` (also ``.app``, ``.desktop``), or the last part of a macOS bundle
+    """The names an app value is matched by: itself, then its short names when they differ:
+    without a Windows ``.exe`` (also ``.app``, ``.desktop``), and the last part of a macOS bundle
     id / reverse-DNS WM_CLASS (``com.microsoft.VSCode`` -> ``VSCode``, ``org.gnome.Nautilus`` ->
     ``Nautilus``). Rules are matched against each, so ``^code$`` takes ``Code.exe``."""
     names = [app]
-    short = _SUFFIX.sub("", app.strip())
-    if _BUNDLE.match(short):
-        short = short.rsplit(".", 1)[1]
-    if short and short != app:
-        names.append(short)
+    bare = _SUFFIX.sub("", app.strip())
+    # the bare name too when it is a bundle id: a rule naming one whole (com.spotify.client)
+    # takes it with a suffix as well
+    for short in (bare, bare.rsplit(".", 1)[1] if _BUNDLE.match(bare) else ""):
+        if short and short not in names:
+            names.append(short)
     return names
 
 
@@ -486,3 +622,107 @@ def totals(doc: dict[str, Any], depth: int | None = None) -> list[tuple[str, flo
     rows = [(label, round(v[0] / 60_000_000, 2), v[1]) for label, v in acc.items()]
     rows.sort(key=lambda r: (-r[1], r[0]))
     return rows
+
+
+# -- editing and testing rules (af categories) ------------------------------------------------
+
+
+TESTED = "the tested rule"  # how evidence names a rule given on the command line
+
+
+def rule_from_text(text: str, category: str | None = None, ignore_case: bool = True) -> Rule:
+    """The rule ``af categories test`` tries, from what a person types: a rule object of this
+    project's format (``{"category": "Fun", "title": "YouTube"}``) or of ActivityWatch's
+    (``{"name": ["Fun"], "rule": {"type": "regex", "regex": "YouTube"}}``), or a pattern:
+    ``app:REGEX``, ``title:REGEX``, ``site:REGEX`` or a bare ``REGEX`` (any field, as
+    ActivityWatch's rules match). A pattern's category is ``category`` (default "Tested") and it
+    ignores case unless told not to; a rule object says both itself. UserError says what is
+    wrong with it."""
+    text = text.strip()
+    if not text:
+        raise UserError("the rule is empty: give a pattern (e.g. title:YouTube) or a JSON rule object")
+    if text.startswith("{"):
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{TESTED} starts with {{ but is not readable JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise UserError(f"{TESTED} must be one JSON object")
+        if category is not None:  # the object's own category, unless the command line gives one
+            obj = dict(obj, **({"name": _path(category, TESTED)} if "rule" in obj else {"category": category}))
+        data = {"categories": [obj]} if "rule" in obj else {"rules": [obj]}
+        rules = parse_rules(data, TESTED)
+        (rule,) = rules.rules
+        if not rule.patterns:
+            raise UserError(f"{TESTED} ({rule.label}) is a 'none' rule: it never matches anything")
+        return replace(rule, name=TESTED)
+    field, sep, rx = text.partition(":")
+    if not sep or field not in _PATTERN_KEYS:  # a bare pattern: a colon in it is part of the regex
+        field, rx = "any", text
+    raw = {"category": category or "Tested", field: rx, "ignore_case": ignore_case}
+    (rule,) = parse_rules({"rules": [raw]}, TESTED).rules
+    return replace(rule, name=TESTED)
+
+
+@dataclass(frozen=True)
+class TrialFrame:
+    day: str
+    frame: dict[str, Any]
+    before: Rule | None  # the rule that categorizes it now (None: Uncategorized)
+    takes: bool  # whether the tested rule, added to the rules, would categorize it instead
+
+
+def trial(docs: Sequence[tuple[str, dict[str, Any]]], rule: Rule, rules: CategoryRules,
+          first: bool = False) -> list[TrialFrame]:
+    """Which frames of the (day, document) pairs ``rule`` matches, in day and frame order, each
+    with the rule that categorizes it under ``rules`` and whether ``rule``, added last (or
+    ``first``) to ``rules``, would take it: the pick is the usual one, deepest then earliest, so a
+    rule only takes frames whose category is shallower (or equally deep and, added first, later)."""
+    alone = _Matcher(CategoryRules((rule,), TESTED, ""))
+    now = _matcher(rules)
+    added = (rule, *rules.rules) if first else (*rules.rules, rule)
+    both = _Matcher(CategoryRules(added, TESTED, ""))
+    out: list[TrialFrame] = []
+    for day, doc in docs:
+        for f in doc["frames"]:
+            values = _values(f)
+            if alone.pick_values(values) is None:
+                continue
+            out.append(TrialFrame(day, f, now.pick_values(values), both.pick_values(values) is rule))
+    return out
+
+
+@dataclass(frozen=True)
+class AppShare:
+    app: str
+    minutes: float  # per monitor, uncategorized
+    frames: int
+    days: int
+    title: str | None  # the window title with the most of its uncategorized minutes, to write a rule from
+
+
+def uncategorized_apps(docs: Sequence[tuple[str, dict[str, Any]]], rules: CategoryRules) -> tuple[list[AppShare], float]:
+    """The apps of frames no rule takes, most minutes first (then by name), and the documents'
+    total minutes (per monitor), so a share can be given."""
+    m = _matcher(rules)
+    us: dict[str, list[Any]] = {}  # app -> [us, frames, days, {title: us}]
+    total = 0
+    for day, doc in docs:
+        for f in doc["frames"]:
+            t = round(f["active_min"] * 60_000_000)  # integer sums: no float drift
+            total += t
+            if m.pick_values(_values(f)) is not None:
+                continue
+            acc = us.setdefault(f["app"], [0, 0, set(), {}])
+            acc[0] += t
+            acc[1] += 1
+            acc[2].add(day)
+            for w in f.get("windows", ()):
+                if w.get("title"):
+                    acc[3][w["title"]] = acc[3].get(w["title"], 0) + t
+    rows = []
+    for app, (t, n, days, titles) in us.items():
+        title = min(titles.items(), key=lambda kv: (-kv[1], kv[0]))[0] if titles else None
+        rows.append(AppShare(app, round(t / 60_000_000, 2), n, len(days), title))
+    rows.sort(key=lambda r: (-r.minutes, r.app))
+    return rows, round(total / 60_000_000, 2)

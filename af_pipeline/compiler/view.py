@@ -47,6 +47,7 @@ fieldset{border:0;padding:0;margin:6px 0}legend{float:left;margin-right:8px}
 .frame{position:absolute;top:3px;bottom:3px;min-width:3px;padding:0;border:0;border-radius:3px;cursor:pointer;
  background:var(--ca);overflow:hidden}
 body.by-cat .frame{background:var(--cc)}
+.kc,body.by-cat .ka{display:none}body.by-cat .kc{display:inline}
 .frame:focus-visible,.frame[aria-pressed=true]{outline:3px solid #1f2328;outline-offset:1px;z-index:2}
 .po{position:absolute;left:0;bottom:0;height:40%;background:repeating-linear-gradient(90deg,rgba(255,255,255,.75) 0 2px,transparent 2px 4px)}
 .away{position:absolute;top:0;bottom:0;overflow:hidden;font-size:11px;line-height:32px;text-align:center;color:#57606a;
@@ -287,7 +288,12 @@ def render_day(doc: dict[str, Any], context_text: str | None = None,
                             f"title=\"interruption: {_e(it['app'])} {it['seconds']} s\"></span>")
         tracks.append(f"<div class=\"stream\"><div class=\"sname\" title=\"{_e(s)}\">{_e(s)}</div>"
                       f"<div class=\"track\" role=\"group\" aria-label=\"frames on {_e(s)}\">{gaps}{''.join(bars)}</div></div>")
-    keys = "".join(f"<span><i class=\"sw\" style=\"background:{c}\"></i>{_e(a)}</span>" for a, c in colors.items())
+    cat_rows = categories.totals(doc)
+    # the legend follows the colour switch: app swatches by app, category swatches by category
+    keys = "".join(f"<span class=\"ka\"><i class=\"sw\" style=\"background:{c}\"></i>{_e(a)}</span>"
+                   for a, c in colors.items())
+    keys += "".join(f"<span class=\"kc\"><i class=\"sw\" style=\"background:{category_color(label)}\"></i>"
+                    f"{_e(label)}</span>" for label, _m, _n in cat_rows)
     if away:
         keys += "<span><i class=\"sw away\"></i>away (not at the screen; not active time)</span>"
     keys += ("<span><i class=\"sw gap\"></i>capture gap (unknown, not idle)</span>"
@@ -306,7 +312,6 @@ def render_day(doc: dict[str, Any], context_text: str | None = None,
                  lambda n: colors.get(n, _GREY))
     domains = _bars([(d["domain"], d["minutes"], d.get("timeline_minutes"), f" · {d['visits']} visits")
                      for d in doc["domains"]])
-    cat_rows = categories.totals(doc)
     cat_bars = _bars([(label, m, None, f" per monitor · {n} frame{'s' if n != 1 else ''}") for label, m, n in cat_rows],
                      category_color)
     gen = doc.get("inferred", {}).get(categories.NAMESPACE, {}).get("generator", "no rule matched")

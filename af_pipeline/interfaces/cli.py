@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "day",
     "record",
     "view",
+    "categories",
     "ui",
     "team",
 )
