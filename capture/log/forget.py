@@ -550,6 +550,9 @@ class Forgetting(Appending):
                 for f in sorted(folder.iterdir()):
                     os.replace(f, base / folder.name / f.name)
                 fsync_dir(base / folder.name)
+                if sub == "open" and not any((base / folder.name / f"{k}.jsonl").exists()
+                                             and (base / folder.name / f"{k}.jsonl").stat().st_size for k in ROW_KINDS):
+                    shutil.rmtree(base / folder.name)  # every row forgotten: no day left to seal
         if (work / "quarantine.jsonl").exists():
             os.replace(work / "quarantine.jsonl", self.quarantine_path)
         chain = self._chain()
