@@ -85,6 +85,7 @@ class PassResult:
     ok: bool
     landed: int = 0
     skipped: int = 0
+    forgotten: int = 0  # rows not landed because `af forget` removed them
     quarantined: int = 0  # rows this pass put in the quarantine (a re-read row held there already is not counted)
     continued: int = 0  # rows that continue an event which grew since it was logged
     newest_us: int | None = None  # the newest capture time this pass saw in the source
@@ -214,6 +215,7 @@ def sync_once(home: Home, source: Source, *, now_us: int | None = None, progress
                 report = log.append(batch, now_us=now, progress=progress)
                 result.landed += sum(report.landed.values())
                 result.skipped += report.skipped
+                result.forgotten += report.forgotten
                 result.quarantined += report.quarantined_new
                 result.days_sealed += report.days_sealed
                 result.days_amended += report.days_amended

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "synth",
     "demo",
     "log",
+    "forget",
     "importer",
     "sync",
     "build",

@@ -221,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             "read": total.read,
             "landed": total.landed,
             "skipped": total.skipped,
+            "forgotten": total.forgotten,
             "quarantined": total.quarantined,
             "quarantine_reasons": dict(sorted(total.quarantine_reasons.items())),
             "importer_notes": notes,
@@ -327,6 +328,7 @@ class ImportTotals:
         self.read = dict.fromkeys(ROW_KINDS, 0)
         self.landed = dict.fromkeys(ROW_KINDS, 0)
         self.skipped = 0
+        self.forgotten = 0  # rows `af forget` removed earlier: never landed again
         self.quarantined = 0
         self.unusable = 0
         self.quarantine_reasons: dict[str, int] = {}
@@ -345,6 +347,7 @@ class ImportTotals:
             self.landed[k] += report.landed.get(k, 0)
         self.unusable += len(batch.quarantined)
         self.skipped += report.skipped
+        self.forgotten += getattr(report, "forgotten", 0)
         self.quarantined += report.quarantined
         for reason, n in report.quarantine_reasons.items():
             self.quarantine_reasons[reason] = self.quarantine_reasons.get(reason, 0) + n
@@ -381,6 +384,8 @@ def _print_table(kind: str, path: Path, source_id: str, root: Path, read: dict[s
         print(f"  {k:<12}{read[k]:>12,}{report.landed.get(k, 0):>12,}")
     print(f"  {'total':<12}{sum(read.values()):>12,}{sum(report.landed.values()):>12,}\n")
     print(f"  already in the log (skipped): {report.skipped:,}")
+    if getattr(report, "forgotten", 0):
+        print(f"  {report.forgotten:,} rows skipped: forgotten (removed by `af forget`, never landed again)")
     print(f"  quarantined:                  {report.quarantined:,}")
     if report.quarantine_reasons:
         top = sorted(report.quarantine_reasons.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -167,6 +167,7 @@ def _say(r: sync.PassResult, as_json: bool, quiet: bool = False, tz: str | None 
         return  # --watch prints only passes that landed, quarantined (new rows), sealed or saw a change
     if as_json:
         cli.emit_json({"source": r.source, "ok": r.ok, "landed": r.landed, "skipped": r.skipped,
+                       "forgotten": r.forgotten,
                        "quarantined": r.quarantined, "continued": r.continued, "error": r.error,
                        "seconds": r.seconds, "days_sealed": r.days_sealed, "days_amended": r.days_amended,
                        "source_changed": r.changed})
@@ -189,11 +190,25 @@ def _say(r: sync.PassResult, as_json: bool, quiet: bool = False, tz: str | None 
         extra.append(f"sealed {', '.join(r.days_sealed)}")
     if r.days_amended:
         extra.append(f"amended {', '.join(r.days_amended)}")
+    if r.forgotten:
+        extra.append(f"{r.forgotten:,} rows skipped: forgotten")
     tail = f" ({'; '.join(extra)})" if extra else ""
     # a watch's pass re-reads rows below its watermark on purpose: only new rows are counted
     seen = "" if quiet else f"{r.skipped:,} already in the log, "
     print(f"{stamp}{r.source}: {r.landed:,} rows landed, {seen}"
           f"{r.quarantined:,} quarantined in {r.seconds:.2f} s{tail}", flush=True)
+
+
+def age(seconds: float) -> str:
+    """A duration in the largest unit a person reads at a glance: 42 s, 17 min, 5.2 h, 91 d."""
+    s = max(0.0, float(seconds))
+    if s < 60:
+        return f"{s:.0f} s"
+    if s < 3600:
+        return f"{s / 60:.0f} min"
+    if s < 86_400:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86_400:.0f} d"
 
 
 def _print_status(home: Any, as_json: bool) -> int:
@@ -207,12 +222,12 @@ def _print_status(home: Any, as_json: bool) -> int:
     for row in rows:
         print(row["source"])
         print(f"  last pass:      {row['last_pass'] or 'never'}"
-              + (f"  (last success {row['since_last_ok_s']:.0f} s ago)" if row["since_last_ok_s"] is not None else ""))
+              + (f"  (last success {age(row['since_last_ok_s'])} ago)" if row["since_last_ok_s"] is not None else ""))
         if row["last_error"]:
             print(f"  last error:     {row['last_error']} ({row['failures']} failed passes in a row)")
         newest = row["newest_capture"]
         print(f"  newest capture: {newest or 'none yet'}"
-              + (f"  ({row['behind_s']:.0f} s old)" if row["behind_s"] is not None else ""))
+              + (f"  ({age(row['behind_s'])} old)" if row["behind_s"] is not None else ""))
         print(f"  rows landed:    {row['rows_landed']:,}")
         if row["source_changed"]:
             print(f"  source changed: {row['source_changed']['at']}: {row['source_changed']['says']}")
