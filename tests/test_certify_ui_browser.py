@@ -218,9 +218,9 @@ def test_a_day_certified_from_the_launchpad_shows_each_check_passed(folder, tmp_
             # 2. the run's page: Success, and every check's evaluation succeeded on that day
             page.wait_for_url(re.compile(r"/runs/[0-9a-f-]{36}$"))
             run_id = page.url.rsplit("/", 1)[1]
-            expect(page.get_by_text("Success", exact=True)).to_be_visible(timeout=RUN_S * 1000)
-            run = inst.get_run_by_id(run_id)
-            assert run is not None and run.status == dg.DagsterRunStatus.SUCCESS, run
+            run = _until(lambda: _finished(inst, run_id), RUN_S, "the certify run finished", proc)
+            assert run.status == dg.DagsterRunStatus.SUCCESS, _why(inst, run_id)
+            expect(page.get_by_text("Success", exact=True)).to_be_visible()
             assert run.job_name == "certify" and run.tags["dagster/partition"] == day, run.tags
             expect(page.get_by_text(f"partition: {day}", exact=True)).to_be_visible()
             # The events pane stops at the first events while the run goes on: Dagster's SQLite
@@ -265,6 +265,27 @@ def test_a_day_certified_from_the_launchpad_shows_each_check_passed(folder, tmp_
             browser.close()
             expect.set_options(timeout=5_000)
     print(f"af ui up in {up:.1f} s, run succeeded at {ran:.1f} s, all in {time.monotonic() - t0:.1f} s")
+
+
+def _finished(inst: dg.DagsterInstance, run_id: str) -> dg.DagsterRun | None:
+    run = inst.get_run_by_id(run_id)
+    return run if run is not None and run.is_finished else None
+
+
+def _why(inst: dg.DagsterInstance, run_id: str) -> list[str]:
+    """What failed in a run: its failed checks' descriptions and its steps' errors."""
+    said = []
+    for entry in inst.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None:
+            continue
+        if event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
+            data = event.asset_check_evaluation_data
+            if not data.passed:
+                said.append(f"{data.check_name}: {data.description}")
+        elif event.event_type in (dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE):
+            said.append(f"{event.step_key or 'run'}: {entry.message}")
+    return said
 
 
 def _latest(inst: dg.DagsterInstance, asset: str, check: str, day: str) -> Any:
