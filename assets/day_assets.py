@@ -156,8 +156,6 @@ WORKERS_SAID = "day workers"  # the run log's line on the days parallel_days com
 
 
 def _for_the_ui(step: str, meta: dict[str, Any]) -> dict[str, Any]:
-    if step == steps.CONTEXTS:
-        return meta | {"preview": dg.MetadataValue.md(meta["preview"])}
     if step == steps.PUBLISHED:
         return meta | {"path": dg.MetadataValue.path(meta["path"])}
     return meta

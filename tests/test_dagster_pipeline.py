@@ -105,7 +105,7 @@ def test_metadata_people_read_in_the_ui(tmp_path):
     assert meta["raw_day"]["rows_snapshots"] > 0 and meta["raw_day"]["sealed"] is True
     assert meta["frames"]["frames"] > 0 and meta["frames"]["active_minutes"] > 0
     assert meta["day_document"]["document_tokens"] > meta["context_block"]["context_tokens"] > 0
-    assert meta["context_block"]["preview"].startswith("```text\nAF-CONTEXT")
+    assert "preview" not in meta["context_block"]  # Dagster's storage holds no capture text (issue 41)
     manifest = json.loads((home.published_dir / day / "manifest.json").read_text())
     assert meta["published_day"]["sha256 context.txt"] == manifest["files"]["context.txt"]["sha256"]
 

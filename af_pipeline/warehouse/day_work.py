@@ -47,7 +47,6 @@ if TYPE_CHECKING:  # the compiler (numpy, the entity tables) loads when a step f
     from capture.model import DayCapture
 
 CONTEXT_BUDGET_TOKENS = DEFAULT_BUDGET  # the recompile check renders with the same budget
-PREVIEW_CHARS = 4000  # the context block preview in the UI; the full block is in published/
 
 RAW = "raw_day"
 FRAMES = "frames"
@@ -415,8 +414,9 @@ def raw_part(raw: int, n: int) -> dict[str, Any]:
 
 
 def context_part(doc: dict[str, Any], doc_tokens: int) -> tuple[str, int, str, dict[str, Any]]:
-    """The context block of a document: (text, tokens, sha256, the step's numbers); ``preview``
-    in the numbers is its first PREVIEW_CHARS (Markdown)."""
+    """The context block of a document: (text, tokens, sha256, the step's numbers). The numbers
+    go to Dagster's storage, which never holds capture text (a preview of the block did: `af
+    forget` could not reach it); the block itself is in published/<day>/context.txt."""
     from af_pipeline.compiler import emit, tokens
 
     text = emit.context_block(doc, CONTEXT_BUDGET_TOKENS)
@@ -426,7 +426,6 @@ def context_part(doc: dict[str, Any], doc_tokens: int) -> tuple[str, int, str, d
         "context_tokens": n,
         "document_tokens": doc_tokens,
         "reduction_vs_document": round(doc_tokens / n, 1) if n else 0.0,
-        "preview": "```text\n" + text[:PREVIEW_CHARS] + "\n```",
     }
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from af_pipeline.interfaces import cli
 from af_pipeline.interfaces.open_cache import cache_path
+from af_pipeline.warehouse.purge import purge_days
 from capture.errors import UserError
 from capture.home import resolve_home
 from capture.log import EventLog, ForgetPlan, Selection
@@ -34,8 +35,9 @@ What is guaranteed, once it reports done:
     exactly these rewrites and still fail on any other change;
   - importing or syncing the same source again never lands the forgotten rows (the import says
     how many it skipped as forgotten);
-  - cached open-day rows of the affected days (<home>/cache/open) are removed; run `af build` to
-    rebuild the affected days' warehouse rows and published files.
+  - the affected days leave the warehouse (every table; the DuckDB file is rewritten into a new
+    file, since DuckDB keeps freed blocks), their document files, their published folders and
+    their cached open-day rows (<home>/cache/open); `af build` builds them again from the log.
 
 What it cannot do: remove copies made elsewhere (exports, backups, files you shared, the
 original source files of screenpipe or ActivityWatch: forget there too, or the next import of a
@@ -187,13 +189,24 @@ def _forget(args: argparse.Namespace) -> int:
         if answer.strip().lower() != "yes":
             print("nothing changed")
             return 0
-    done = log.forget(sel, progress=None if args.json else lambda m: print(m, file=sys.stderr))
+    say = (lambda _m: None) if args.json else (lambda m: print(m, file=sys.stderr))
+    done = log.forget(sel, progress=say)
     for day in done.days:  # parsed open-day rows kept for a fresh `af mcp` (af log cache)
         cache_path(home.root, day).unlink(missing_ok=True)
+    started = time.monotonic()
+    purged = purge_days(home, done.days, say)
+    seconds = time.monotonic() - started
     if args.json:
-        cli.emit_json({**done.to_json(), "dry_run": False, "forgotten": True})
+        cli.emit_json({**done.to_json(), "dry_run": False, "forgotten": True,
+                       "published_removed": purged.published, "warehouse_rows_removed": purged.rows,
+                       "warehouse_rewritten": purged.rewritten, "documents_removed": purged.documents,
+                       "warehouse_seconds": round(seconds, 3)})
         return 0
     print("\n".join(_summary(done)))
-    print(f"forgotten in {done.seconds:.2f} s: redaction record at chain entry {done.seq} "
-          "(`af log verify` accepts it); run `af build` to rebuild the affected days' published files")
+    print(f"forgotten from the log in {done.seconds:.2f} s: redaction record at chain entry {done.seq} "
+          "(`af log verify` accepts it)")
+    if purged.published or purged.rows or purged.rewritten:
+        print(f"removed from the warehouse ({sum(purged.rows.values()):,} rows, the file rewritten) and "
+              f"published files ({len(purged.published)} day folder(s)) in {seconds:.2f} s; "
+              "run `af build` to build the affected days again")
     return 0

@@ -190,7 +190,10 @@ def _verify(args: argparse.Namespace) -> int:
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
     if report.ok:
-        print(f"ok: {report.entries} sealed segments, chain head {report.head or '(none)'}")
+        redacted = len(log.redactions())
+        print(f"ok: {report.entries - redacted} sealed segments"
+              + (f", {redacted} redaction record(s) (af forget)" if redacted else "")
+              + f", chain head {report.head or '(none)'}")
         return 0
     for problem in report.problems:
         print(f"PROBLEM: {problem}")
