@@ -63,6 +63,8 @@ from dagster._serdes import ConfigurableClassData
 from dagster._utils.interrupts import check_captured_interrupt
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool, QueuePool
+from watchdog.events import FileSystemEvent
+from watchdog.observers import Observer
 
 TESTED_WITH = "1.13.27"
 
@@ -222,6 +224,19 @@ class TunedSqliteRunStorage(SqliteRunStorage):
         self._kept.dispose()
 
 
+class _RunShardWatchdog(sqlite_event_log_module.SqliteEventLogStorageWatchdog):
+    """Dagster's watcher of a run's event shard (what the UI's run page follows), woken by the
+    shard's WAL as well as by the shard. Dagster's storage disposes its engine after each event,
+    and closing the last connection checkpoints the WAL into the ``.db`` its watcher waits on;
+    over kept connections a commit only grows ``<shard>.db-wal``, so a live run's page showed no
+    event after the first until it was reloaded."""
+
+    def dispatch(self, event: FileSystemEvent) -> None:
+        if event.event_type == "modified" and not event.is_directory:
+            if os.fsdecode(event.src_path) in (self._log_path, f"{self._log_path}-wal"):
+                self._process_log()  # reads the records after its cursor: a second wake reads none
+
+
 class TunedSqliteEventLogStorage(SqliteEventLogStorage):
     """Dagster's SQLite event log storage (the index shard and one shard per run, same files and
     schema) over kept engines, with run shards from a template, batches in one transaction per
@@ -268,6 +283,15 @@ class TunedSqliteEventLogStorage(SqliteEventLogStorage):
             self._ready(shard, url)
             with self._kept.engine(url).connect() as conn, conn.begin():
                 yield conn
+
+    def watch(self, run_id: str, cursor: str | None, callback: Any) -> None:
+        # Dagster's watch, with a watcher that the shard's WAL wakes too (_RunShardWatchdog)
+        obs: Any = self._obs
+        if not obs:
+            self._obs = obs = Observer()  # type: ignore[assignment]  # Dagster types it as None until then
+            obs.start()
+        handler = _RunShardWatchdog(self, run_id, callback, cursor)
+        self._watchers[run_id][callback] = (handler, obs.schedule(handler, self._base_dir, recursive=True))
 
     def has_table(self, table_name: str) -> bool:
         engine = self._kept.engine(self.conn_string_for_shard(INDEX_SHARD_NAME))

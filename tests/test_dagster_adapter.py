@@ -210,6 +210,45 @@ def test_the_tuned_storages_keep_their_connections_and_dagsters_own_storage_read
     assert not shard.with_name(shard.name + "-wal").exists()
 
 
+def test_a_watcher_sees_a_live_runs_events_as_they_are_stored(tmp_path):
+    """The UI's run page follows a live run through the event log storage's watch. The run's
+    process keeps its connection open, so its commits stay in the shard's WAL: the watcher must
+    hear of each one without the run ending or a reload."""
+    import logging
+    import threading
+    import time
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    writer = adapter.TunedSqliteEventLogStorage(str(runs))  # the run's process
+    viewer = adapter.TunedSqliteEventLogStorage(str(runs))  # the webserver
+    seen: list[str] = []
+    arrived = threading.Condition()
+
+    def on_event(entry: dg.EventLogEntry, _cursor: str) -> None:
+        with arrived:
+            seen.append(entry.user_message)
+            arrived.notify_all()
+
+    def entry(text: str) -> dg.EventLogEntry:
+        return dg.EventLogEntry(error_info=None, level=logging.INFO, user_message=text, run_id="live",
+                                timestamp=time.time())
+
+    try:
+        writer.store_event(entry("first"))  # the shard exists before the page opens
+        viewer.watch("live", None, on_event)
+        for n in range(1, 6):
+            writer.store_event(entry(f"step {n}"))
+            with arrived:  # each event, while the writer still holds its connection
+                assert arrived.wait_for(lambda n=n: f"step {n}" in seen, timeout=30), seen
+        assert seen[-5:] == [f"step {n}" for n in range(1, 6)]
+        assert (runs / "live.db-wal").exists()  # what woke the watcher: the .db was not checkpointed
+        viewer.end_watch("live", on_event)
+    finally:
+        viewer.dispose()
+        writer.dispose()
+
+
 def test_partitions_are_remembered_only_within_quick_run_storage(tmp_path):
     from unittest import mock
 
@@ -355,22 +394,27 @@ def test_what_the_tuned_storages_override_is_still_there_in_dagster():
     events, runs = adapter.SqliteEventLogStorage, adapter.SqliteRunStorage
     sig = {name: list(inspect.signature(getattr(events, name)).parameters) for name in
            ("_connect", "_initdb", "has_table", "store_event", "store_event_batch", "has_dynamic_partition",
-            "delete_dynamic_partition", "conn_string_for_shard", "dispose", "__init__")}
+            "delete_dynamic_partition", "conn_string_for_shard", "dispose", "__init__", "watch", "end_watch")}
     assert sig == {
         "_connect": ["self", "shard"], "_initdb": ["self", "engine", "for_index_shard"],
         "has_table": ["self", "table_name"], "store_event": ["self", "event"], "store_event_batch": ["self", "events"],
         "has_dynamic_partition": ["self", "partitions_def_name", "partition_key"],
         "delete_dynamic_partition": ["self", "partitions_def_name", "partition_key"],
         "conn_string_for_shard": ["self", "shard_name"], "dispose": ["self"],
-        "__init__": ["self", "base_dir", "inst_data"],
+        "__init__": ["self", "base_dir", "inst_data"], "watch": ["self", "run_id", "cursor", "callback"],
+        "end_watch": ["self", "run_id", "handler"],
     }, sig
+    # the run-page watcher: Dagster's, woken by the shard's WAL too (watch() keeps its bookkeeping)
+    watchdog = adapter.sqlite_event_log_module.SqliteEventLogStorageWatchdog
+    assert callable(watchdog._process_log) and "_log_path" in inspect.getsource(watchdog.__init__)
+    assert "_watchers" in inspect.getsource(events.end_watch) and "_obs" in inspect.getsource(events.dispose)
     assert list(inspect.signature(runs.connect).parameters) == ["self"]
     assert list(inspect.signature(runs.from_local).parameters) == ["base_dir", "inst_data"]
     assert list(inspect.signature(runs.__init__).parameters) == ["self", "conn_string", "inst_data"]
     for cls in (events, runs):
         assert list(inspect.signature(cls.from_config_value).parameters) == ["inst_data", "config_value"]
     store = adapter.TunedSqliteEventLogStorage.__new__(adapter.TunedSqliteEventLogStorage)
-    for own in ("_connect", "_initdb", "has_table", "store_event_batch", "has_dynamic_partition"):
+    for own in ("_connect", "_initdb", "has_table", "store_event_batch", "has_dynamic_partition", "watch"):
         assert getattr(type(store), own) is not getattr(events, own), own  # overridden, not inherited
     assert adapter.INDEX_SHARD_NAME == "index" and adapter.SQLITE_BUSY_TIMEOUT_SECONDS > 0
 
