@@ -10,6 +10,14 @@ Layout of one day::
     published/<day>/manifest.json   sha256 and size of each file above, the canonical document hash,
                                     whether the day was sealed, and the log segments it came from
 
+Beside the days, outside every day's folder and so in no manifest::
+
+    published/days.js               the published days, for the pages' links to the previous and next
+                                    day, the week and the index (rewritten when a day is added)
+    published/index.html            the days by week, drawn from days.js (its bytes name no day)
+
+A day's files never name another day: a new day changes days.js, never an earlier day's bytes.
+
 Every file is a function of the capture and the code alone (no wall-clock stamp), so publishing
 a day again with the same content is a no-op on any day, sealed or open: nothing is written and
 the files keep their mtimes. Each file is written to a temporary name and renamed into place;
@@ -28,11 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from af_pipeline.compiler import view
 from capture.errors import CheckFailed
 from capture.files import atomic_write, sha256_bytes, sha256_file
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
+DAYS_JS = "days.js"
+INDEX = "index.html"
 ARTIFACTS = ("document.json", "document.yaml", "document.md", "context.txt", "view.html")
 
 
@@ -112,9 +123,11 @@ def publish_day(
     )
     old = read_manifest(published_dir, day)
     if old == new and not verify_day(published_dir, day):
+        write_days_list(published_dir)
         return Published(day, folder, old, written=False)  # the same bytes are there: keep them
     if old is not None and old.get("sealed") and not amends(old, new):
         if _same_content(old, new):
+            write_days_list(published_dir)
             return Published(day, folder, old, written=False)
         raise CheckFailed(
             f"published/{day} belongs to a sealed day and would change (canonical sha256 "
@@ -125,7 +138,36 @@ def publish_day(
     for name in sorted(files):
         atomic_write(folder / name, files[name])
     atomic_write(folder / MANIFEST, (json.dumps(new, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    write_days_list(published_dir)
     return Published(day, folder, new, written=True)
+
+
+def days_list_bytes(days: list[str]) -> bytes:
+    """published/days.js for these days: links relative to the list itself."""
+    return view.days_script(days, "{}/view.html", INDEX + "#{}", INDEX).encode("utf-8")
+
+
+def write_days_list(published_dir: Path) -> None:
+    """days.js and index.html beside the days, each written only when its bytes change.
+
+    Each publisher lists the days after its own manifest is in place, writes, and lists again
+    until what it wrote is what it sees: of two builds publishing at once, the one that writes
+    last has seen both manifests, so no lock is needed and no day is left out."""
+    index = view.index_page().encode("utf-8")
+    if _read(published_dir / INDEX) != index:
+        atomic_write(published_dir / INDEX, index)
+    for _ in range(8):
+        want = days_list_bytes(published_days(published_dir))
+        if _read(published_dir / DAYS_JS) == want:
+            return
+        atomic_write(published_dir / DAYS_JS, want)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def verify_day(published_dir: Path, day: str) -> list[str]:

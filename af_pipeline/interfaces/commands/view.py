@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from af_pipeline.compiler import view
 from af_pipeline.interfaces import cli
+from af_pipeline.warehouse import publish
 from af_pipeline.warehouse.publish import published_days, verify_day
 from capture.errors import UserError
 from capture.files import atomic_write
@@ -36,7 +37,10 @@ can be, else compiled from the log). The day page shows a timeline per monitor, 
 domain and category ledgers and, for each frame on click, its windows, pages, clicks, input and
 evidence rows; `af build` publishes the same page as published/DAY/view.html. The week page
 shows minutes on screen by hour and day, totals per app, domain and category against the
-previous week, the top routines and links to each day's published page. Categories are
+previous week, the top routines and links to each day's published page and to the weeks
+before and after. Beside a day's page `af view` writes days.js, the list of published days
+its links to the previous and next day, the week and the index are drawn from (as
+published/days.js does for published pages). Categories are
 inferred (tier 2) from <home>/categories.json (or the defaults): see docs/views.md.
 """
 
@@ -44,7 +48,8 @@ inferred (tier 2) from <home>/categories.json (or the defaults): see docs/views.
 def register(sub: Any) -> None:
     p = sub.add_parser("view", help="write a day's or a week's HTML page", description=_VIEW_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("day", nargs="?", metavar="DAY", help="local day: YYYY-MM-DD, today or yesterday")
+    p.add_argument("day", nargs="?", metavar="DAY",
+                   help="local day: YYYY-MM-DD, today or yesterday (default: the latest day in the log)")
     p.add_argument("--week", metavar="YYYY-Www", help="an ISO week instead of a day, e.g. 2026-W12")
     p.add_argument("-o", "--out", metavar="FILE", help="where to write (default: view-DAY.html / view-WEEK.html here)")
     cli.common(p, json_flag=False)
@@ -78,7 +83,8 @@ def _routines(memory: Any, days: list[str]) -> list[dict[str, Any]]:
 
 
 def week_page(memory: Any, week: str, day_href: Callable[[str], str | None],
-              load: Callable[[str], dict[str, Any] | None] | None = None) -> str:
+              load: Callable[[str], dict[str, Any] | None] | None = None, *,
+              week_href: Callable[[str], str | None] = lambda week: None, index_href: str | None = None) -> str:
     """The week's page; ``load`` gives a day's document or None (default: the log's days, through Memory)."""
     try:
         days = view.week_days(week)
@@ -92,14 +98,15 @@ def week_page(memory: Any, week: str, day_href: Callable[[str], str | None],
 
     docs = {d: doc for d in days if (doc := load(d)) is not None}
     before = {d: doc for d in view.week_days(view.previous_week(week)) if (doc := load(d)) is not None}
-    return view.render_week(week, docs, before, _routines(memory, days) if docs else [], day_href)
+    return view.render_week(week, docs, before, _routines(memory, days) if docs else [], day_href, week_href,
+                            index_href)
 
 
 def _view(args: argparse.Namespace) -> int:
     from af_pipeline.interfaces.memory import Memory  # the read model: not for `af --help`
 
-    if bool(args.day) == bool(args.week):
-        raise UserError("give a DAY or --week YYYY-Www (one of them)")
+    if args.day and args.week:
+        raise UserError("give a DAY or --week YYYY-Www, not both")
     home = resolve_home(args.home)
     memory = Memory(home)
     with memory.noting_skipped() as skipped:
@@ -110,16 +117,36 @@ def _view(args: argparse.Namespace) -> int:
                 page = home.published_dir / day / "view.html"
                 return os.path.relpath(page, out.resolve().parent) if page.is_file() else None
 
-            text = week_page(memory, args.week, href)
+            def week_href(week: str) -> str | None:  # a sibling page written by af view --week before
+                return f"view-{week}.html" if args.out is None and Path(f"view-{week}.html").is_file() else None
+
+            text = week_page(memory, args.week, href, week_href=week_href,
+                             index_href=_rel(home.published_dir / publish.INDEX, out))
         else:
-            day = memory.parse_day(args.day)
+            if args.day:
+                day = memory.parse_day(args.day)
+            else:
+                logged = memory.days()
+                if not logged:
+                    raise UserError(f"{home.root} holds no day yet: import or record one first (af import, af record)")
+                day = logged[-1]
             out = Path(args.out or f"view-{day}.html")
             doc, _source = memory.day_document(day)
             text = view.render_day(doc)
+            # the page's links come from a list beside it: the published days, linked where they are
+            pub = home.published_dir
+            days_js = view.days_script(publish.published_days(pub), _rel(pub, out) + "/{}/view.html",
+                                       _rel(pub / publish.INDEX, out) + "#{}", _rel(pub / publish.INDEX, out))
+            atomic_write(out.parent / publish.DAYS_JS, days_js.encode("utf-8"))
     atomic_write(out, text.encode("utf-8"))
     print(out)
     cli.warn_skipped("view", skipped)
     return 0
+
+
+def _rel(path: Path, out: Path) -> str:
+    """``path`` relative to the folder ``out`` is written in, with / between parts (a URL's)."""
+    return Path(os.path.relpath(path.resolve(), out.resolve().parent)).as_posix()
 
 
 # -- af serve -------------------------------------------------------------------------------------
@@ -252,7 +279,7 @@ def make_server(home: Home, port: int) -> ThreadingHTTPServer:
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; "
-                             "script-src 'unsafe-inline'; img-src data:; form-action 'self'")
+                             "script-src 'unsafe-inline' 'self'; img-src data:; form-action 'self'")
             self.send_header("X-Content-Type-Options", "nosniff")
             self.send_header("Cache-Control", "no-store")
             for k, v in (extra or {}).items():
@@ -300,6 +327,9 @@ def make_server(home: Home, port: int) -> ThreadingHTTPServer:
                     if day is None:
                         return self._error(400, "d must be a day written YYYY-MM-DD")
                     return self._send(303, b"", extra={"Location": f"/day/{day}"})
+                if parts in (["days.js"], ["day", "days.js"]):  # the list a day page's links come from
+                    days_js = view.days_script(published_days(home.published_dir), "/day/{}", "/week/{}", "/")
+                    return self._send(200, days_js.encode("utf-8"), "text/javascript; charset=utf-8")
                 if len(parts) == 2 and parts[0] == "day":
                     day = _day_or_none(parts[1])
                     if day is None:
@@ -315,7 +345,8 @@ def make_server(home: Home, port: int) -> ThreadingHTTPServer:
                     if week is None:
                         return self._error(400, "a week is written YYYY-Www, as in /week/2026-W12")
                     page = week_page(memory, week, lambda d: f"/day/{d}" if
-                                     (home.published_dir / d / "view.html").is_file() else None, published)
+                                     (home.published_dir / d / "view.html").is_file() else None, published,
+                                     week_href=lambda w: f"/week/{w}", index_href="/")
                     return self._send(200, page.encode("utf-8"))
                 if parts == ["days.json"]:
                     return self._send(200, json.dumps(published_days(home.published_dir)).encode(), "application/json")
