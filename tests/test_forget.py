@@ -202,3 +202,14 @@ def test_a_killed_forget_is_completed_by_the_next_writer(log):
 def test_a_bad_selection_is_refused_with_a_sentence(log, sel, words):
     with pytest.raises(UserError, match=words):
         log.plan(sel)
+
+
+def test_a_day_forgotten_whole_takes_no_later_rows(log):
+    n = sum(log.days()[0].counts.values())
+    done = log.forget(Selection(days=(DAY1,)))
+    assert sum(done.totals().values()) == n and done.segments == [DAY1]
+    assert log.redactions()[-1]["redaction"]["days"] == [DAY1]
+    assert sum(log.days()[0].counts.values()) == 0 and log.read_day(DAY1).sealed
+    again = log.append(corpus(), now_us=day_bounds(DAY2, TZ)[0] + 12 * HOUR)
+    assert again.forgotten >= n and not any(getattr(log.read_day(DAY1), k) for k in ("snapshots", "inputs", "elements"))
+    _ok(log)

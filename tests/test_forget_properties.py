@@ -15,7 +15,7 @@ from capture.home import Home
 from capture.log import EventLog, Selection
 from capture.log.forget import forget_rows
 from capture.model import KIND_OF, CaptureBatch, Element, InputEvent, Presence, Snapshot, StreamInfo
-from capture.timeutil import day_bounds
+from capture.timeutil import day_bounds, local_day
 
 TZ = "Europe/Paris"
 DAYS = ("2026-03-15", "2026-03-16")
@@ -102,18 +102,22 @@ def test_appends_seals_and_forgets_equal_appending_what_remains(data):
         now = day_bounds(DAYS[0], TZ)[0]  # nothing seals on its own
         state: dict[str, object] = {}  # ref -> row the model holds
         forgotten: set[str] = set()
+        gone_days: set[str] = set()  # days forgotten whole: no later row of them lands
         for op, arg in ops:
             if op == "append":
                 log.append(given_batches[arg], now_us=now)
                 for kind in ("snapshots", "inputs", "elements", "presence", "streams"):
                     for r in given_batches[arg].rows(kind):
-                        if r.ref not in state and r.ref.split("~", 1)[0] not in forgotten:
+                        if (r.ref not in state and r.ref.split("~", 1)[0] not in forgotten
+                                and local_day(r.ts_us, TZ) not in gone_days):
                             state[r.ref] = r
             elif op == "seal":
                 if (log.open_dir / arg).is_dir():
                     log.seal(arg)
             else:
                 log.forget(arg)
+                if arg.whole_days:  # the record lists the days that held rows
+                    gone_days |= {local_day(r.ts_us, TZ) for r in state.values()} & set(arg.days)
                 kept = {r.ref: r for r in forget_rows(arg, list(state.values()), TZ)}
                 forgotten |= {ref for ref, r in state.items() if kept.get(ref) != r}
                 state = kept

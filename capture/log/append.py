@@ -348,6 +348,14 @@ class Appending(Sealing, Reading):
             if not len(rows):
                 continue
             gone = self.forgotten_mask(_refs(rows))
+            spans = self.forgotten_days()
+            if spans:
+                starts = [lo for lo, _ in spans]
+                stamps = rows.cols["ts_us"] if isinstance(rows, RowColumns) else list(map(_TS_OF, rows))
+                for i, ts in enumerate(stamps):
+                    j = bisect.bisect_right(starts, ts) - 1 if type(ts) is int else -1
+                    if j >= 0 and ts < spans[j][1]:
+                        gone[i] = True
             if any(gone):
                 keep = [not g for g in gone]
                 kept[kind] = rows.where(keep) if isinstance(rows, RowColumns) else list(itertools.compress(rows, keep))

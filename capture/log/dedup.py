@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 from capture.errors import UserError
 from capture.home import Home
 from capture.log.files import sql_list
-from capture.log.layout import SOURCES_SEALED
+from capture.log.layout import SOURCES_SEALED, is_day
 from capture.log.manifest import ManifestChain
 from capture.log.opensegments import open_row_chunks, open_sizes
 from capture.log.redaction import KEY_FILE, REDACTION, folder_key, keyed_ref
 from capture.log.schema import NAMES
 from capture.model import ROW_KINDS
+from capture.timeutil import day_bounds
 
 if TYPE_CHECKING:  # imported on first use (capture/log/core.py)
     import duckdb
@@ -298,8 +299,9 @@ class DedupIndex(ManifestChain):
         self._index_days: set[str] = set()
         # "<source id>:" prefixes that every ref of a sealed day starts with (None: unknown, always look).
         self._prefix_cache: dict[str, tuple[str, ...] | None] = {}
-        # (the redaction records' hashes, the folder's key, keyed digests of every forgotten ref)
-        self._forgotten_cache: tuple[tuple[str, ...], bytes, DigestSet] | None = None
+        # (the redaction records' hashes, the folder's key, keyed digests of every forgotten ref,
+        # the [start, end) of every day forgotten whole, sorted)
+        self._forgotten_cache: tuple[tuple[str, ...], bytes, DigestSet, list[tuple[int, int]]] | None = None
 
     def _forgotten(self) -> tuple[bytes, DigestSet] | None:
         """The folder's key and the keyed digests of every ref a redaction record removed or
@@ -309,8 +311,17 @@ class DedupIndex(ManifestChain):
         if not records:
             return None
         stamp = tuple(str(r.get("hash")) for r in records)
-        if self._forgotten_cache is not None and self._forgotten_cache[0] == stamp:
-            return self._forgotten_cache[1], self._forgotten_cache[2]
+        if self._forgotten_cache is None or self._forgotten_cache[0] != stamp:
+            self._forgotten_cache = self._read_forgotten(records, stamp)
+        return self._forgotten_cache[1], self._forgotten_cache[2]
+
+    def forgotten_days(self) -> list[tuple[int, int]]:
+        """[start, end) in UTC microseconds of every day forgotten whole (af forget --day, retention):
+        no row of them lands again."""
+        return self._forgotten_cache[3] if self._forgotten() is not None and self._forgotten_cache else []
+
+    def _read_forgotten(self, records: list[dict[str, Any]], stamp: tuple[str, ...]
+                        ) -> tuple[tuple[str, ...], bytes, DigestSet, list[tuple[int, int]]]:
         key = folder_key(self.home.root, create=False)
         if key is None:
             raise UserError(f"{self.home.root / KEY_FILE} is missing but the log has forgotten rows: without it "
@@ -325,8 +336,8 @@ class DedupIndex(ManifestChain):
                 raise UserError(f"{path} is missing (run `af log verify`): without it an import could land "
                                 "forgotten rows again") from None
             digests.update(data[i:i + REF_DIGEST_BYTES] for i in range(0, len(data), REF_DIGEST_BYTES))
-        self._forgotten_cache = (stamp, key, digests)
-        return key, digests
+        days = sorted({d for rec in records for d in (rec[REDACTION].get("days") or []) if isinstance(d, str) and is_day(d)})
+        return stamp, key, digests, [day_bounds(d, self._zone) for d in days]
 
     def forgotten_mask(self, refs: Sequence[str]) -> list[bool]:
         """Whether each ref (or the event it continues, ``<ref>~...``) was forgotten."""

@@ -139,6 +139,9 @@ class DayChange:
     new: dict[str, dict[str, list[Any]]] = field(default_factory=dict)  # kind -> ref -> rows replacing it
     cut: dict[str, int] = field(default_factory=dict)  # kind -> spans cut at the range's edges
     blanked: int = 0  # input events whose typed text was blanked
+    # a whole sealed day: every row goes, without reading them; the record lists the day itself
+    # (every later row of it is refused), not a hash per ref: a year's retention would be 20M refs
+    whole_day: bool = False
 
     def touched(self, kind: str) -> set[str]:
         """Refs of ``kind`` whose row goes or changes."""
@@ -148,7 +151,7 @@ class DayChange:
         return {r for k in ROW_KINDS for r in self.touched(k)}
 
     def empty(self) -> bool:
-        return not any(self.drop.values()) and not any(self.new.values())
+        return not self.whole_day and not any(self.drop.values()) and not any(self.new.values())
 
 
 def select_day(sel: Selection, day: str, rows: dict[str, list[Any]], elements: Iterable[tuple[str, int, str]],
@@ -371,6 +374,9 @@ class Forgetting(Appending):
         plan = ForgetPlan(sel.kind())
         sealed = self._sealed()
         for day in self._days_of(sel):
+            if day in sealed and sel.whole_days:
+                self._plan_whole_day(plan, day)
+                continue
             rows: dict[str, list[Any]] = {k: [] for k in ROW_KINDS if k != "elements"}
             elements: list[tuple[str, int, str]] = []
             where: dict[tuple[str, str], str] = {}  # (kind, ref) -> segment folder ("" when open)
@@ -411,6 +417,25 @@ class Forgetting(Appending):
             plan.quarantine = sum(1 for q in self.quarantine_rows() if _quarantine_matches(sel, q, refs))
         plan.seconds = time.monotonic() - started
         return plan
+
+    def _plan_whole_day(self, plan: ForgetPlan, day: str) -> None:
+        """A sealed day forgotten whole: its row counts from the chain, no row read."""
+        self.verified_segments(day)  # a changed file is refused (CheckFailed), never rewritten
+        counts: dict[str, int] = {}
+        names = []
+        for name, entry in self._segments(day):
+            files: dict[str, Any] = entry["files"] if isinstance(entry.get("files"), dict) else {}
+            held = {k: int((files.get(f"{k}.parquet") or {}).get("rows") or 0) for k in ROW_KINDS}
+            for k, n in held.items():
+                if n:
+                    counts[k] = counts.get(k, 0) + n
+            if any(held.values()):
+                names.append(name)
+        if not counts:
+            return
+        plan.changes[day] = DayChange(whole_day=True)
+        plan.rows[day] = dict(sorted(counts.items()))
+        plan.segments.extend(names)
 
     def forget(self, sel: Selection, *, progress: Callable[[str], None] | None = None) -> ForgetPlan:
         """Remove what ``sel`` selects from every file of the log and chain a redaction record.
@@ -458,6 +483,8 @@ class Forgetting(Appending):
                     "open_days": plan.open_days,
                     "quarantine": plan.quarantine,
                     "refs": {"file": refs_file, "count": len(digests), "sha256": sha256_file(work / "refs.bin")},
+                    # whole days forgotten: every later row of them is refused (their refs are not listed)
+                    "days": sorted(plan.days) if sel.whole_days else [],
                 },
                 "redacted_at": iso_utc(time.time_ns() // 1000),
             }
@@ -478,10 +505,19 @@ class Forgetting(Appending):
 
         for kind in ROW_KINDS:
             touched = change.touched(kind)
-            if not touched:
-                continue
             src = self.sealed_dir / name / f"{kind}.parquet"
             dst = staging / f"{kind}.parquet"
+            if change.whole_day:
+                with self._db() as con:
+                    held = con.execute(f"SELECT count(*) FROM read_parquet('{sql_path(src)}')").fetchone()
+                    if not held or not held[0]:
+                        continue
+                    con.execute(f"COPY (SELECT {SELECT_SQL[kind]} FROM read_parquet('{sql_path(src)}') LIMIT 0) "
+                                f"TO '{sql_path(dst)}' (FORMAT parquet, COMPRESSION zstd)")
+                out[f"{kind}.parquet"] = {"before": sha256_file(src), "after": sha256_file(dst), "rows": 0}
+                continue
+            if not touched:
+                continue
             with self._db() as con:
                 present = {r[0] for r in con.execute(
                     f"SELECT ref FROM read_parquet('{sql_path(src)}') WHERE ref IN (SELECT unnest($refs))",

@@ -121,7 +121,7 @@ class Verifying(ManifestChain):
             problems.extend(damaged)
             if not damaged and name not in {n for n, _, _ in chained.get(day, [])}:
                 # a redacted segment may hash like another (both emptied): not a repeat
-                hashes = () if name in redacted else _row_hashes(effective)
+                hashes = (("redacted", name),) if name in redacted else _row_hashes(effective)
                 chained.setdefault(day, []).append((name, label, hashes))
         problems.extend(self._repeated_amendments(chained))
         if self.sealed_dir.exists():

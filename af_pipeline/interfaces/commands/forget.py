@@ -14,7 +14,7 @@ from af_pipeline.interfaces import cli
 from af_pipeline.interfaces.open_cache import cache_path
 from af_pipeline.warehouse.purge import purge_days
 from capture.errors import UserError
-from capture.home import resolve_home
+from capture.home import Home, resolve_home
 from capture.log import EventLog, ForgetPlan, Selection
 from capture.model import ROW_KINDS
 from capture.timeutil import day_bounds, local_day, zone
@@ -172,6 +172,8 @@ def _forget(args: argparse.Namespace) -> int:
         else:
             print("no day is older than that: nothing to forget")
         return 0
+    if args.yes and not args.dry_run:
+        return _done(args, home, log, sel)
     plan = log.plan(sel)
     if args.dry_run or plan.empty():
         if args.json:
@@ -189,6 +191,11 @@ def _forget(args: argparse.Namespace) -> int:
         if answer.strip().lower() != "yes":
             print("nothing changed")
             return 0
+    return _done(args, home, log, sel)
+
+
+def _done(args: argparse.Namespace, home: Home, log: EventLog, sel: Selection) -> int:
+    """Forget ``sel`` (planned again under the log's writer lock) and clear its copies."""
     say = (lambda _m: None) if args.json else (lambda m: print(m, file=sys.stderr))
     done = log.forget(sel, progress=say)
     for day in done.days:  # parsed open-day rows kept for a fresh `af mcp` (af log cache)
@@ -203,6 +210,8 @@ def _forget(args: argparse.Namespace) -> int:
                        "warehouse_seconds": round(seconds, 3)})
         return 0
     print("\n".join(_summary(done)))
+    if done.empty():
+        return 0
     print(f"forgotten from the log in {done.seconds:.2f} s: redaction record at chain entry {done.seq} "
           "(`af log verify` accepts it)")
     if purged.published or purged.rows or purged.rewritten:
