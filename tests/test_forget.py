@@ -213,3 +213,17 @@ def test_a_day_forgotten_whole_takes_no_later_rows(log):
     again = log.append(corpus(), now_us=day_bounds(DAY2, TZ)[0] + 12 * HOUR)
     assert again.forgotten >= n and not any(getattr(log.read_day(DAY1), k) for k in ("snapshots", "inputs", "elements"))
     _ok(log)
+
+
+def test_a_running_memory_sees_the_forgotten_site_gone_at_once(log):
+    from af_pipeline.interfaces.memory import Memory
+
+    memory = Memory(log.home, clock=lambda: day_bounds(DAY2, TZ)[0] + 12 * HOUR)
+    before = memory.search("wikipedia", start=DAY1, end=DAY2)
+    assert before["total"] > 0 and before["results"]
+    assert any(_host(s.url) == "en.wikipedia.org" for s in memory.day_capture(DAY1).snapshots)
+    EventLog(log.home).forget(Selection(site="wikipedia.org"))  # another process, in effect
+    assert not any((_host(s.url) or "").endswith("wikipedia.org")
+                   for d in (DAY1, DAY2) for s in memory.day_capture(d).snapshots)
+    after = memory.search("wikipedia", start=DAY1, end=DAY2)
+    assert after["total"] == 0 and after["results"] == []

@@ -27,9 +27,11 @@ class Captures(MemoryCore):
     # ------------------------------------------------------------------ captures (cached)
 
     def _fingerprint(self, day: str) -> tuple[Any, ...]:
-        """Changes whenever the rows for a day change (a sealed day only by an amendment)."""
+        """Changes whenever the rows for a day change (a sealed day only by an amendment or a
+        redaction: af forget rewrites its segments, and a running server must not serve them)."""
         if self.log.segment_paths(day):
-            return ("sealed", len(self.log.segment_files(day, "snapshots")))
+            entries = self.log.day_entries(day)
+            return ("sealed", len(entries), tuple(tuple(e.get("redacted_by", ())) for e in entries))
         folder = self.log.open_dir / day
         if not folder.is_dir():
             return ("absent",)
