@@ -16,7 +16,7 @@ from assets import routines
 from assets.dagster_adapter import stage_progress
 from assets.partitions import day_partitions
 from assets.resources import resources_for
-from assets.schedules import build_nightly
+from assets.schedules import build_nightly, build_retention
 from assets.sensors import build_sealed_sensor
 from capture.home import Home, private_files, resolve_home
 from checks import invariants, quality
@@ -74,11 +74,12 @@ def build_definitions(home: Home | None = None, executor: dg.ExecutorDefinition 
         selection=dg.AssetSelection.assets(*routine_assets),
         description="Mine routines over every built day: routine table, recurrence, replay plans, R ladder.",
     )
+    retention, nightly_retention = build_retention(home)
     return dg.Definitions(
         assets=[*day_assets, *routine_assets],
         asset_checks=all_checks,
-        jobs=[build, certify, mine],
-        schedules=[build_nightly(home, build, home_zone(home))],
+        jobs=[build, certify, mine, retention],
+        schedules=[build_nightly(home, build, home_zone(home)), nightly_retention],
         sensors=[build_sealed_sensor(home, build)],
         resources=resources_for(home),
         # Dagster's console log as usual, plus the stage lines `af build` turns on (off by default).

@@ -63,3 +63,43 @@ def build_nightly(home: Home, job: Any, tz: str) -> dg.ScheduleDefinition:
         return dg.RunRequest(run_key=f"nightly-{day}", partition_key=day)
 
     return nightly_compile
+
+
+RETENTION_JOB = "retention"
+
+
+def build_retention(home: Home) -> tuple[dg.JobDefinition, dg.ScheduleDefinition]:
+    """The ``retention`` job (af.json's retention_days applied: af_pipeline/warehouse/retention.py)
+    and its nightly schedule, half an hour after the nightly compile. Its run log holds counts
+    and days only, never what was forgotten."""
+
+    @dg.op(name="apply_retention")
+    def apply_retention_op(context: dg.OpExecutionContext) -> None:
+        import time
+
+        from af_pipeline.warehouse.retention import apply_retention, retention_days
+
+        if not home.exists() or retention_days(home.root) is None:
+            context.log.info("no retention_days in af.json: nothing to forget")
+            return
+        done, purged = apply_retention(home, time.time_ns() // 1000)
+        if done is None or purged is None:
+            context.log.info("no day is older than retention_days: nothing to forget")
+            return
+        rows = sum(done.totals().values())
+        context.log.info(f"retention: forgot {rows:,} rows of {len(done.days)} day(s) {done.days[0]} .. "
+                         f"{done.days[-1]} (redaction record {done.seq}); {len(purged.published)} published "
+                         f"day(s) and {sum(purged.rows.values()):,} warehouse rows removed")
+
+    @dg.job(name=RETENTION_JOB, description="Forget the days older than af.json's retention_days (docs/privacy.md).")
+    def retention_job() -> None:
+        apply_retention_op()
+
+    grace = home.settings().grace_hours if home.exists() else 6.0
+    hour = nightly_hour(grace)
+    tz = home.settings().tz if home.exists() else "UTC"
+    schedule = dg.ScheduleDefinition(
+        name="nightly_retention", job=retention_job, cron_schedule=f"30 {hour} * * *", execution_timezone=tz,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=f"Every day at {hour:02d}:30 ({tz}): forget the days older than retention_days, if set.")
+    return retention_job, schedule

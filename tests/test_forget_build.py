@@ -99,3 +99,23 @@ def test_forget_an_app_on_a_built_certified_folder(tmp_path, capsys):
     assert cli.main(["certify", "--home", str(home.root), "--json"]) == 0
     cert = json.loads(capsys.readouterr().out)
     assert cert["verdict"] == "pass" and cert["log"]["redacted_days"] == list(DAYS)
+
+
+def test_the_nightly_retention_job_forgets_days_older_than_the_setting(tmp_path):
+    import dagster as dg
+
+    from assets.definitions import build_definitions
+
+    home = new_home(tmp_path)
+    EventLog(home).append(corpus(), now_us=day_bounds(DAYS[1], TZ)[1] + 48 * 3_600_000_000)
+    assert cli.main(["build", "--home", str(home.root)]) == 0
+    job = build_definitions(home).resolve_job_def("retention")
+    assert job.execute_in_process(instance=dg.DagsterInstance.get()).success  # no setting: nothing
+    assert not EventLog(home).redactions()
+    settings = json.loads(home.settings_path.read_text())
+    home.settings_path.write_text(json.dumps({**settings, "retention_days": 30}))  # the corpus is older
+    assert job.execute_in_process(instance=dg.DagsterInstance.get()).success
+    log = EventLog(home)
+    assert [r["redaction"]["selection"] for r in log.redactions()] == ["retention"]
+    assert all(sum(d.counts.values()) == 0 for d in log.days()) and log.verify().ok
+    assert not any((home.published_dir / d).exists() for d in DAYS)

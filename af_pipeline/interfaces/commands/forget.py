@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from af_pipeline.interfaces import cli
 from af_pipeline.interfaces.open_cache import cache_path
 from af_pipeline.warehouse.purge import purge_days
+from af_pipeline.warehouse.retention import older_than, retention_days
 from capture.errors import UserError
 from capture.home import Home, resolve_home
 from capture.log import EventLog, ForgetPlan, Selection
 from capture.model import ROW_KINDS
-from capture.timeutil import day_bounds, local_day, zone
+from capture.timeutil import zone
 
 _DESCRIPTION = """\
 Remove capture you do not want kept: a time range, an app, a site, windows whose title matches a
@@ -82,26 +82,6 @@ def local_time(text: str, tz: str) -> int:
     except ValueError:
         raise UserError(f"{text!r} is not a time: give a local time such as \"2026-06-01 14:00\" or a day") from None
     return int(when.timestamp()) * 1_000_000 + when.microsecond
-
-
-def retention_days(home_root: Any) -> int | None:
-    """af.json's ``retention_days`` (None when unset)."""
-    try:
-        value = json.loads((home_root / "af.json").read_text(encoding="utf-8")).get("retention_days")
-    except (OSError, ValueError, AttributeError):
-        return None
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserError(f"af.json: \"retention_days\" must be a whole number of days (1 or more), found {value!r}")
-    return value
-
-
-def older_than(log: EventLog, days: int, now_us: int) -> list[str]:
-    """The log's days that ended before the start of the local day ``days`` days before today."""
-    today = local_day(now_us, log.tz)
-    cutoff = (datetime.fromisoformat(today) - timedelta(days=days)).date().isoformat()
-    return [d for d in log.day_names() if day_bounds(d, log.tz)[1] <= day_bounds(cutoff, log.tz)[0]]
 
 
 def selection_of(args: argparse.Namespace, log: EventLog, now_us: int) -> Selection | None:
