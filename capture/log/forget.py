@@ -354,18 +354,81 @@ class Forgetting(Appending):
             days = [d for d in days if overlaps(d)]
         return days
 
-    def _segment_rows(self, name: str, kind: str) -> list[Any]:
+    def _candidates(self, name: str, kind: str, where: str, params: dict[str, Any]) -> list[Any]:
+        """Rows of one kind of a sealed segment that pass an SQL pre-filter (a superset of what
+        select_day selects, so only those rows are made into objects: a year of a busy log is
+        tens of millions of rows); elements as (ref, ts_us, snapshot_frame_id)."""
         path = self.sealed_dir / name / f"{kind}.parquet"
+        cols = "ref, ts_us, snapshot_frame_id" if kind == "elements" else SELECT_SQL[kind]
+        with self._db() as con:
+            got = con.execute(f"SELECT {cols} FROM read_parquet('{sql_path(path)}') WHERE {where}", params).fetchall()
+        if kind == "elements":
+            return [(r[0], r[1], r[2]) for r in got]
         cls = CLASS_OF[kind]
-        with self._db() as con:
-            return [cls(*r) for r in con.execute(
-                f"SELECT {SELECT_SQL[kind]} FROM read_parquet('{sql_path(path)}')").fetchall()]
+        return [cls(*r) for r in got]
 
-    def _segment_elements(self, name: str) -> list[tuple[str, int, str]]:
-        path = self.sealed_dir / name / "elements.parquet"
-        with self._db() as con:
-            return [(r[0], r[1], r[2]) for r in con.execute(
-                f"SELECT ref, ts_us, snapshot_frame_id FROM read_parquet('{sql_path(path)}')").fetchall()]
+    def _sealed_candidates(self, day: str, sel: Selection
+                           ) -> tuple[dict[str, list[Any]], list[tuple[str, int, str]], dict[tuple[str, str], str]]:
+        """A sealed day's rows that may be selected, by kind, its candidate elements, and the
+        segment folder of each (kind, ref)."""
+        lo, hi = sel.start_us, sel.end_us
+        instant = " AND ".join([*([f"ts_us >= {int(lo)}"] if lo is not None else []),
+                                *([f"ts_us < {int(hi)}"] if hi is not None else [])]) or "true"
+        spans = " AND ".join([*([f"(ts_us >= {int(lo)} OR coalesce(end_us, ts_us) > {int(lo)})"] if lo is not None else []),
+                              *([f"ts_us < {int(hi)}"] if hi is not None else [])]) or "true"
+        own: list[str] = []  # a row's own fields (snapshots and inputs share app, window, url)
+        params: dict[str, Any] = {}
+        if sel.app is not None:
+            # SQL lower() is not Python's casefold beyond ASCII: then only the exact test prunes
+            own.append("lower(app) = $app" if sel.app.isascii() else "app IS NOT NULL")
+            if sel.app.isascii():
+                params["app"] = sel.app.lower()
+        if sel.site is not None:
+            own.append("contains(lower(url), $host)")
+            params["host"] = _host(sel.site)
+        if sel.title is not None:
+            own.append('"window" IS NOT NULL')
+        content = " AND ".join(own) or "true"
+        rows: dict[str, list[Any]] = {k: [] for k in ROW_KINDS if k != "elements"}
+        elements: list[tuple[str, int, str]] = []
+        where: dict[tuple[str, str], str] = {}
+        segments = [name for name, _ in self._segments(day)]
+
+        def take(kind: str, name: str, got: list[Any]) -> None:
+            if kind == "elements":
+                elements.extend(got)
+                where.update((("elements", r[0]), name) for r in got)
+            else:
+                rows[kind].extend(got)
+                where.update(((kind, r.ref), name) for r in got)
+
+        snap_params = {k: v for k, v in params.items() if f"${k}" in content}
+        for name in segments:
+            take("snapshots", name, self._candidates(name, "snapshots", f"({spans}) AND {content}", snap_params))
+        frames = sorted({s.source_frame_id for s in rows["snapshots"] if s.source_frame_id is not None})
+        # (an empty list has no type for DuckDB to bind: no frame, no link)
+        linked = "source_frame_id IN (SELECT unnest($frames))" if frames else "false"
+        by_frame = "snapshot_frame_id IN (SELECT unnest($frames))" if frames else "false"
+        for name in segments:
+            if sel.content:
+                cond = f"({instant}) AND (({content}) OR {linked})"
+                args = {**snap_params, **({"frames": frames} if frames else {})}
+            else:
+                cond, args = instant, {}
+            if sel.typed_text:
+                cond += " AND text IS NOT NULL"
+            take("inputs", name, self._candidates(name, "inputs", cond, args))
+            if sel.typed_text:
+                continue
+            if sel.content:
+                take("elements", name, self._candidates(
+                    name, "elements", f"({instant}) AND {by_frame}", {"frames": frames} if frames else {}))
+            else:
+                take("elements", name, self._candidates(name, "elements", instant, {}))
+                take("presence", name, self._candidates(name, "presence", spans, {}))
+                if sel.whole_days:
+                    take("streams", name, self._candidates(name, "streams", "true", {}))
+        return rows, elements, where
 
     def plan(self, sel: Selection) -> ForgetPlan:
         """What forgetting ``sel`` would remove; nothing changes."""
@@ -382,14 +445,7 @@ class Forgetting(Appending):
             where: dict[tuple[str, str], str] = {}  # (kind, ref) -> segment folder ("" when open)
             if day in sealed:
                 self.verified_segments(day)  # a changed file is refused (CheckFailed), never rewritten
-                for name, _entry in self._segments(day):
-                    for kind in rows:
-                        got = self._segment_rows(name, kind)
-                        rows[kind].extend(got)
-                        where.update(((kind, r.ref), name) for r in got)
-                    got_el = self._segment_elements(name)
-                    elements.extend(got_el)
-                    where.update((("elements", ref), name) for ref, _, _ in got_el)
+                rows, elements, where = self._sealed_candidates(day, sel)
             else:
                 cap = self.read_day(day)
                 for kind in rows:
