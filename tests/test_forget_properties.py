@@ -94,8 +94,9 @@ def test_appends_seals_and_forgets_equal_appending_what_remains(data):
         st.tuples(st.just("forget"), selections()),
     ), min_size=1, max_size=8))
     fsync, capture.log.FSYNC = capture.log.FSYNC, False
+    scratch = tempfile.TemporaryDirectory(prefix="af-forget-prop-")
     try:
-        root = Path(tempfile.mkdtemp(prefix="af-forget-prop-"))
+        root = Path(scratch.name)
         home = Home(root / "a")
         home.init(tz=TZ)
         log = EventLog(home)
@@ -129,3 +130,4 @@ def test_appends_seals_and_forgets_equal_appending_what_remains(data):
         assert _rows(log) == _rows(fresh)
     finally:
         capture.log.FSYNC = fsync
+        scratch.cleanup()
