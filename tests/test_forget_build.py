@@ -103,6 +103,8 @@ def test_forget_an_app_on_a_built_certified_folder(tmp_path, capsys):
     assert cli.main(["certify", "--home", str(home.root), "--json"]) == 0
     cert = json.loads(capsys.readouterr().out)
     assert cert["verdict"] == "pass" and cert["log"]["redacted_days"] == list(DAYS)
+    assert cli.main(["certify", "--home", str(home.root)]) == 0
+    assert f"2 day(s) carry a redaction (af forget): {', '.join(DAYS)}" in capsys.readouterr().out
 
 
 def test_the_nightly_retention_job_forgets_days_older_than_the_setting(tmp_path):

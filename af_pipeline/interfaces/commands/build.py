@@ -152,6 +152,9 @@ def run_certify(args: argparse.Namespace) -> int:
         print(f"certificate: {cert['verdict'].upper()} for {len(days)} day(s) in {cert['seconds']:.1f} s; "
               f"code {cert['code_version']}, log head {(cert['log']['chain_head'] or '-')[:12]}; "
               f"written to {home.certificate_path}")
+        redacted = cert["log"].get("redacted_days") or []
+        if redacted:  # forgetting is the one accepted change of a sealed day: say where it happened
+            print(f"  {len(redacted)} day(s) carry a redaction (af forget): {', '.join(redacted)}")
         for day, v in failed.items():
             # root causes first, then what followed from them on the same day
             failing = sorted((bool(c.get("consequence_of")), name) for name, c in v["checks"].items() if not c["passed"])
