@@ -32,6 +32,14 @@ def _duckdb_text(path: Path) -> str:
         con.close()
 
 
+def _tables(path: Path) -> set[str]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    finally:
+        con.close()
+
+
 def _sqlite_text(path: Path) -> str:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)  # reads the WAL beside it too
     try:
@@ -74,6 +82,12 @@ def test_forget_an_app_on_a_built_certified_folder(tmp_path, capsys):
     log = EventLog(home)
     log.append(corpus(), now_us=day_bounds(DAYS[1], TZ)[1] + 48 * 3_600_000_000)
     assert cli.main(["build", "--home", str(home.root)]) == 0
+    import dagster as dg
+
+    from assets.definitions import build_definitions
+
+    mined = build_definitions(home).resolve_job_def("routines").execute_in_process(instance=dg.DagsterInstance.get())
+    assert mined.success and "routine_table" in _tables(home.warehouse_path)
     # titles only Slack showed: whatever else remains never names them
     b = corpus()
     frames = {s.source_frame_id for s in b.snapshots if s.app == "Slack"}
@@ -90,6 +104,8 @@ def test_forget_an_app_on_a_built_certified_folder(tmp_path, capsys):
 
     assert cli.main(["forget", "--app", "Slack", "--yes", "--home", str(home.root)]) == 0
     assert holders(home.root, secret) == {}
+    # mined from every day at once: removed, for the routines job to mine again
+    assert "routine_table" not in _tables(home.warehouse_path) and not (home.published_dir / "routines").exists()
     # and a grep of the raw bytes finds nothing either (the warehouse file was rewritten, not
     # only updated: DuckDB keeps freed blocks)
     raw = [p for p in home.root.rglob("*") if p.is_file() and any(w.encode() in p.read_bytes() for w in secret)]

@@ -1,7 +1,8 @@
 """After ``af forget``: no copy of the forgotten rows stays in the warehouse or published files.
 
 The affected days' rows leave every warehouse table (each holds a ``day`` column), their
-document files and published folders are removed, and the DuckDB file is rewritten into a new
+document files and published folders are removed, what was mined from every day at once (the
+routine tables, the published replay plans) is removed for the routines job to mine again, and the DuckDB file is rewritten into a new
 file (DuckDB keeps the blocks a DELETE freed, with their bytes, until they are reused). The days
 are then simply not built: the next `af build` (or the nightly run) builds them again from the
 rewritten log. Dagster's storage holds no capture text (counts, row ids, rule names), so it is
@@ -24,6 +25,7 @@ from capture.home import Home
 
 LOCK_FILE = "warehouse.lock"  # the one assets/instance.py takes for every run: held here too
 DOCUMENT_SUFFIX = ".json.gz"
+PLANS_SUBDIR = "routines"  # published/routines/: the replay plans (assets/routines.py)
 
 
 @dataclass
@@ -32,6 +34,8 @@ class Purged:
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows deleted
     documents: int = 0  # document files removed
     rewritten: bool = False  # the DuckDB file was copied into a new one
+    dropped: list[str] = field(default_factory=list)  # whole-history tables (routines) dropped
+    plans: bool = False  # the published routine plans (published/routines/) removed
 
 
 @contextmanager
@@ -66,6 +70,10 @@ def purge_days(home: Home, days: Sequence[str], say: Callable[[str], None] = lam
         if folder.is_dir():
             shutil.rmtree(folder)
             out.published.append(day)
+    plans = home.published_dir / PLANS_SUBDIR  # mined from every day, like the routine tables
+    if plans.is_dir():
+        shutil.rmtree(plans)
+        out.plans = True
     db = home.warehouse_path
     documents = db.with_name(f"{db.stem}.documents")
     if not db.exists() and not documents.is_dir():
@@ -89,6 +97,16 @@ def purge_days(home: Home, days: Sequence[str], say: Callable[[str], None] = lam
                                     {"days": chosen}).fetchone()
                     if n and n[0]:
                         out.rows[table] = int(n[0])
+                # Tables mined from every day at once (the routine tables) hold what the forgotten
+                # rows contributed and cannot say which part: dropped, the routines job mines
+                # them again (raw_* are the log's own bookkeeping: kept).
+                for (table,) in con.execute(
+                        "SELECT table_name FROM information_schema.tables t WHERE table_schema = 'main' "
+                        "AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'raw\\_%' ESCAPE '\\' "
+                        "AND NOT EXISTS (SELECT 1 FROM information_schema.columns c WHERE c.table_schema = 'main' "
+                        "AND c.table_name = t.table_name AND c.column_name = 'day') ORDER BY table_name").fetchall():
+                    con.execute(f'DROP TABLE "{table}"')
+                    out.dropped.append(table)
                 con.execute("CHECKPOINT")
             finally:
                 con.close()

@@ -37,7 +37,8 @@ What is guaranteed, once it reports done:
     how many it skipped as forgotten);
   - the affected days leave the warehouse (every table; the DuckDB file is rewritten into a new
     file, since DuckDB keeps freed blocks), their document files, their published folders and
-    their cached open-day rows (<home>/cache/open); `af build` builds them again from the log.
+    their cached open-day rows (<home>/cache/open); `af build` builds them again from the log;
+    routines mined from every day (routine tables, published/routines/) are removed too.
 
 What it cannot do: remove copies made elsewhere (exports, backups, files you shared, the
 original source files of screenpipe or ActivityWatch: forget there too, or the next import of a
@@ -187,6 +188,7 @@ def _done(args: argparse.Namespace, home: Home, log: EventLog, sel: Selection) -
         cli.emit_json({**done.to_json(), "dry_run": False, "forgotten": True,
                        "published_removed": purged.published, "warehouse_rows_removed": purged.rows,
                        "warehouse_rewritten": purged.rewritten, "documents_removed": purged.documents,
+                       "routine_tables_dropped": purged.dropped, "routine_plans_removed": purged.plans,
                        "warehouse_seconds": round(seconds, 3)})
         return 0
     print("\n".join(_summary(done)))
@@ -198,4 +200,7 @@ def _done(args: argparse.Namespace, home: Home, log: EventLog, sel: Selection) -
         print(f"removed from the warehouse ({sum(purged.rows.values()):,} rows, the file rewritten) and "
               f"published files ({len(purged.published)} day folder(s)) in {seconds:.2f} s; "
               "run `af build` to build the affected days again")
+    if purged.dropped or purged.plans:
+        print("routines mined from every day (routine tables, published/routines/) were removed with them; "
+              "run the `routines` job (af ui) to mine them again")
     return 0
