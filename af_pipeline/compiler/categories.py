@@ -45,7 +45,19 @@ GENERATOR = "activity-frames categories 1"
 UNCATEGORIZED = "Uncategorized"
 SEP = " > "
 FIELDS = ("app", "title", "site")
+# characters of each pattern of a rule a document item carries: the cross-platform defaults list dozens
+# of names per rule, which made every day's document (and each MCP answer's header) about 1,000
+# tokens longer; the rule's name and the rule set's sha256 already name it exactly
+PATTERN_CHARS = 40
 _PATTERN_KEYS = ("any",) + FIELDS
+
+
+def _brief(rx: str) -> str:
+    if len(rx) <= PATTERN_CHARS:
+        return rx
+    head = rx[:PATTERN_CHARS]
+    cut = head.rfind("|")
+    return (head[:cut + 1] if cut > 0 else head) + "…"
 
 
 @dataclass(frozen=True)
@@ -60,10 +72,12 @@ class Rule:
     def label(self) -> str:
         return SEP.join(self.category)
 
-    def describe(self) -> str:
+    def describe(self, brief: bool = False) -> str:
+        """The rule in a line; ``brief``: each pattern cut after PATTERN_CHARS characters, at an
+        alternative's end where there is one (`af categories list` shows the whole rule)."""
         flags = " (ignore case)" if self.ignore_case else ""
-        what = " and ".join(f"{field} ~ /{rx}/" for field, rx in self.patterns) or "never (type none)"
-        return f"{what}{flags}"
+        what = " and ".join(f"{field} ~ /{_brief(rx) if brief else rx}/" for field, rx in self.patterns)
+        return f"{what or 'never (type none)'}{flags}"
 
 
 @dataclass(frozen=True)
@@ -579,7 +593,7 @@ def categorize(doc: dict[str, Any], rules: CategoryRules) -> dict[str, Any]:
             "category": list(rule.category),
             "confidence": confidence,
             "rule": rule.name,
-            "pattern": rule.describe(),
+            "pattern": rule.describe(brief=True),
             "minutes": round(us / 60_000_000, 2),
             "evidence": {"frames": [f["id"] for f in frames]},
         }))
