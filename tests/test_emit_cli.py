@@ -159,6 +159,6 @@ def test_af_view_writes_the_day_and_week_pages(home, capsys, tmp_path):
     code, _, _ = run(capsys, "view", "--week", "2026-W12", "-o", str(week), "--home", str(home.root))
     assert code == 0 and DAY in week.read_text(encoding="utf-8")
     code, _, err = run(capsys, "view", DAY, "--week", "2026-W12", "--home", str(home.root))
-    assert code == 2 and "one of them" in err
+    assert code == 2 and "not both" in err
     code, _, err = run(capsys, "view", "--week", "2026-12", "--home", str(home.root))
     assert code == 2 and err.strip()
