@@ -39,9 +39,14 @@ def test_digests_ending_in_nul_bytes_are_still_found(monkeypatch) -> None:
 
 def test_many_refs_cost_about_their_digests() -> None:
     refs = OpenRefs()
-    refs.update(f"sp:host:frame:{i}:{'x' * 30}" for i in range(20_000))
-    refs.mask(["x"])  # merges what is pending
-    assert refs._refs._sorted.nbytes == 20_000 * dedup.REF_DIGEST_BYTES
+    for start in range(0, 20_000, 50):  # as sync passes add them, a few at a time
+        refs.update(f"sp:host:frame:{i}:{'x' * 30}" for i in range(start, start + 50))
+        refs.mask(["x"])  # merges what is pending
+    refs.update(f"sp:host:frame:{i}:{'x' * 30}" for i in range(0, 20_000, 7))  # already held: no copy kept
+    refs.mask(["x"])
+    runs = refs._refs._runs
+    assert sum(run.nbytes for run in runs) == 20_000 * dedup.REF_DIGEST_BYTES and len(refs) == 20_000
+    assert len(runs) <= 20_000 .bit_length() + 1  # each run at least twice the next: a handful to search
     assert "sp:host:frame:19999:" + "x" * 30 in refs and "sp:host:frame:20000:" + "x" * 30 not in refs
 
 
@@ -61,3 +66,19 @@ def test_a_row_is_known_by_its_content_only_when_every_field_is_equal(rows, chan
         assert refs.same_rows("snapshots", [(ref, n, f)]) == [False]  # another kind
         if f is not None and f == int(f):
             assert refs.same_rows("inputs", [(ref, n, int(f))]) == [False]  # 1.0 is not 1 here
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(batches=st.lists(st.lists(st.binary(min_size=16, max_size=16), max_size=40), max_size=25))
+def test_a_digest_set_answers_as_a_set_does(batches: list[list[bytes]]) -> None:
+    """Runs merged in any order of passes hold each digest once and find exactly what was added
+    (digests ending in NUL bytes included)."""
+    held, plain = dedup.DigestSet(), set()
+    asked = [b"\x00" * 16, b"\x01" + b"\x00" * 15]
+    for batch in batches:
+        held.update(batch)
+        plain.update(batch)
+        probe = batch[:3] + asked
+        assert held.mask(probe) == [d in plain for d in probe]
+    assert len(held) == len(plain)
+    assert all(d in held for d in plain)
