@@ -181,6 +181,38 @@ def test_zoom_to_five_minutes_and_click_a_frame_that_was_3_px_wide(home, page):
 
 
 @needs_chromium
+def test_two_fingers_pinch_the_timeline_in_and_out(home, page):
+    """A real touch pinch (Chromium's input pipeline, as a phone sends it): fingers spreading
+    apart zoom in around their middle, closing zoom back out."""
+    page.goto(_day_url(home, DAY))
+    page.wait_for_selector("#tl[data-view]")
+    lo, hi = _view(page)
+    track = page.locator(".rows .track").first.bounding_box()
+    cdp = page.context.new_cdp_session(page)
+    mid, y = track["x"] + track["width"] / 2, track["y"] + track["height"] / 2
+
+    def touch(kind: str, half: float) -> None:
+        points = [] if kind == "touchEnd" else [{"x": mid - half, "y": y, "id": 0}, {"x": mid + half, "y": y, "id": 1}]
+        cdp.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": points})
+
+    def pinch(start: float, end: float) -> tuple[float, float]:
+        before = page.get_attribute("#tl", "data-view")
+        touch("touchStart", start)
+        for n in range(1, 9):
+            touch("touchMove", start + (end - start) * n / 8)
+        touch("touchEnd", end)
+        page.wait_for_function("v => document.getElementById('tl').dataset.view !== v", arg=before)
+        return _view(page)
+
+    quarter = track["width"] / 4
+    t0, t1 = pinch(quarter / 4, quarter)  # fingers four times further apart: a quarter of the day
+    assert (t1 - t0) == pytest.approx((hi - lo) / 4, rel=0.05)
+    assert t0 < lo + (hi - lo) / 2 < t1  # around the fingers' middle
+    u0, u1 = pinch(quarter, quarter / 2)  # closing to half the distance: twice the span
+    assert (u1 - u0) == pytest.approx(2 * (t1 - t0), rel=0.05)
+
+
+@needs_chromium
 def test_tab_stops_once_per_row_and_arrows_move_inside_it(home, page):
     page.goto(_day_url(home, DAY))
     page.wait_for_selector("#tl[data-view]")
