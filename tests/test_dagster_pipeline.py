@@ -454,3 +454,14 @@ def test_the_log_names_its_days_without_reading_the_open_ones(tmp_path):
     log.seal(days[0])
     assert len(days) == 3 and {d.sealed for d in log.days()} == {True, False}  # both kinds named
     assert log.day_names() == [d.day for d in log.days()] == days
+
+
+def test_af_log_announce_leaves_a_folder_without_an_instance_as_it_is(tmp_path, capsys):
+    from af_pipeline.interfaces import cli
+
+    home = Home(tmp_path / "home")  # as `af import` leaves it: no Dagster command has run here
+    home.init(tz="Europe/Paris")
+    EventLog(home).append(only_days(corpus(), {"2026-06-01"}))
+    assert cli.main(["log", "announce", "--home", str(home.root)]) == 0
+    assert "no Dagster instance yet" in capsys.readouterr().err
+    assert not home.dagster_home.exists() or not (home.dagster_home / "dagster.yaml").exists()

@@ -74,6 +74,18 @@ def register(sub: Any) -> None:
     cli.common(cache, json_flag=False)
     cache.set_defaults(func=_cache)
 
+    announce = actions.add_parser(
+        "announce",
+        help="make the log's days partitions of the folder's Dagster instance",
+        description="Tell the data folder's Dagster instance (the one `af ui` and `af build` use) which days "
+        "the log holds, so the UI lists a new day at once instead of at the sensor's next tick. `af import` "
+        "and `af sync` do this after landing rows; `af sync --watch` runs this command in a child process "
+        "when a day's first rows land, so its own long-lived process never loads Dagster. A folder without "
+        "an instance yet is left as it is.",
+    )
+    cli.common(announce, json_flag=False)
+    announce.set_defaults(func=_announce)
+
     p.set_defaults(func=lambda _args: _usage(p))
 
 
@@ -103,6 +115,19 @@ def _cache(args: argparse.Namespace) -> int:
     rows = {d.day: sum(memory.day_capture(d.day).count(k) for k in ROW_KINDS) for d in log.days() if not d.sealed}
     for day in memory.save_open_caches():
         print(f"{day}: {rows[day]:,} open rows cached", file=sys.stderr)
+    return 0
+
+
+def _announce(args: argparse.Namespace) -> int:
+    log = _open(args)
+    if not (log.home.dagster_home / "dagster.yaml").exists():
+        print("this folder has no Dagster instance yet (`af ui` or `af build` makes one): nothing to tell",
+              file=sys.stderr)
+        return 0
+    from assets.instance import announce_days  # Dagster: only in this short-lived process
+
+    announce_days(log.home)
+    print(f"the Dagster instance knows the log's {len(log.day_names())} day(s)", file=sys.stderr)
     return 0
 
 

@@ -93,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, _stop)
     print(f"following {len(chosen)} source(s) every {args.interval:g} s into {home.root}; Ctrl-C stops",
           file=sys.stderr, flush=True)
-    keeper, announcer = OpenCacheKeeper(home, stop), DayAnnouncer(home)
+    keeper, announcer = OpenCacheKeeper(home, stop), DayAnnouncer(home, stop)
     sync.watch(home, chosen, interval_s=args.interval, stop=stop,
                on_pass=lambda r: _pass_done(home, r, args.json, keeper, announcer))
     print("stopped", file=sys.stderr)
@@ -108,22 +108,36 @@ def _pass_done(home: Any, r: sync.PassResult, as_json: bool, keeper: OpenCacheKe
 
 
 class DayAnnouncer:
-    """Tells the folder's Dagster instance about a day once, when --watch first lands a row of it.
-    Announcing on every pass that landed rows opened the instance every couple of seconds all day
-    for nothing: the days it holds change at most once a day."""
+    """Tells the folder's Dagster instance about a day once, when --watch first lands a row of it,
+    through `af log announce` in a child process. Announcing on every pass that landed rows opened
+    the instance every couple of seconds all day for nothing (the days it holds change at most once
+    a day), and doing it here loaded Dagster into this long-lived process for good (+75 MB RSS)."""
 
-    def __init__(self, home: Any) -> None:
+    def __init__(self, home: Any, stop: threading.Event | None = None) -> None:
         self.home = home
+        self.stop = stop or threading.Event()
         self.told: set[str] = set()
+        self.next_try = 0.0  # after a failed announcement, not before this (monotonic s)
 
     def after_pass(self, r: sync.PassResult) -> None:
-        if not (r.ok and r.landed):
+        if not (r.ok and r.landed) or self.stop.is_set() or time.monotonic() < self.next_try:
             return
         days = set(log_days(self.home))
         if days <= self.told or not (self.home.dagster_home / "dagster.yaml").exists():
             return  # nothing new, or no instance yet (af ui's sensor adds the days when it starts)
-        _announce(self.home, [r])
-        self.told |= days
+        child = subprocess.Popen([sys.executable, "-m", "af_pipeline.interfaces.cli", "log", "announce", "--home",
+                                  str(self.home.root)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE)
+        while child.poll() is None:  # a stop ends it too: the next start announces again
+            if self.stop.wait(0.1):
+                child.terminate()
+        err = child.communicate()[1].decode(errors="replace").strip().splitlines()
+        if child.returncode == 0:
+            self.told |= days
+        elif child.returncode != -signal.SIGTERM:  # only a cost: the sensor adds the day at its next tick
+            self.next_try = time.monotonic() + OpenCacheKeeper.CACHE_EVERY_S
+            print(f"af log announce failed ({err[-1] if err else f'exit {child.returncode}'}); retrying in "
+                  f"{OpenCacheKeeper.CACHE_EVERY_S:g} s", file=sys.stderr, flush=True)
 
 
 class OpenCacheKeeper:
