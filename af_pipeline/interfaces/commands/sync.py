@@ -107,6 +107,20 @@ def _pass_done(home: Any, r: sync.PassResult, as_json: bool, keeper: OpenCacheKe
     keeper.after_pass(r)
 
 
+def _af_log_child(home: Any, action: str, stop: threading.Event) -> tuple[int, str]:
+    """`af log ACTION` on the folder in a child process (what would stay resident here runs and
+    ends there), terminated if ``stop`` is set meanwhile: its exit code and why it failed (the
+    last line it printed, or its exit code)."""
+    child = subprocess.Popen([sys.executable, "-m", "af_pipeline.interfaces.cli", "log", action, "--home",
+                              str(home.root)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    while child.poll() is None:
+        if stop.wait(0.1):
+            child.terminate()
+    err = child.communicate()[1].decode(errors="replace").strip().splitlines()
+    return child.returncode, err[-1] if err else f"exit {child.returncode}"
+
+
 class DayAnnouncer:
     """Tells the folder's Dagster instance about a day once, when --watch first lands a row of it,
     through `af log announce` in a child process. Announcing on every pass that landed rows opened
@@ -125,19 +139,13 @@ class DayAnnouncer:
         days = set(log_days(self.home))
         if days <= self.told or not (self.home.dagster_home / "dagster.yaml").exists():
             return  # nothing new, or no instance yet (af ui's sensor adds the days when it starts)
-        child = subprocess.Popen([sys.executable, "-m", "af_pipeline.interfaces.cli", "log", "announce", "--home",
-                                  str(self.home.root)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE)
-        while child.poll() is None:  # a stop ends it too: the next start announces again
-            if self.stop.wait(0.1):
-                child.terminate()
-        err = child.communicate()[1].decode(errors="replace").strip().splitlines()
-        if child.returncode == 0:
+        code, why = _af_log_child(self.home, "announce", self.stop)  # a stop ends it: the next start announces
+        if code == 0:
             self.told |= days
-        elif child.returncode != -signal.SIGTERM:  # only a cost: the sensor adds the day at its next tick
+        elif code != -signal.SIGTERM:  # only a cost: the sensor adds the day at its next tick
             self.next_try = time.monotonic() + OpenCacheKeeper.CACHE_EVERY_S
-            print(f"af log announce failed ({err[-1] if err else f'exit {child.returncode}'}); retrying in "
-                  f"{OpenCacheKeeper.CACHE_EVERY_S:g} s", file=sys.stderr, flush=True)
+            print(f"af log announce failed ({why}); retrying in {OpenCacheKeeper.CACHE_EVERY_S:g} s",
+                  file=sys.stderr, flush=True)
 
 
 class OpenCacheKeeper:
@@ -156,16 +164,10 @@ class OpenCacheKeeper:
         if not (r.ok and r.landed) or time.monotonic() < self.next_due or self.stop.is_set():
             return
         self.next_due = time.monotonic() + self.CACHE_EVERY_S
-        child = subprocess.Popen([sys.executable, "-m", "af_pipeline.interfaces.cli", "log", "cache", "--home",
-                                  str(self.home.root)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE)
-        while child.poll() is None:  # a stop ends the refresh too: the cache is written atomically or not at all
-            if self.stop.wait(0.1):
-                child.terminate()
-        err = child.communicate()[1].decode(errors="replace").strip().splitlines()
-        if child.returncode not in (0, -signal.SIGTERM):  # only a cost: the next af mcp parses the segment
-            print(f"af log cache failed ({err[-1] if err else f'exit {child.returncode}'}); retrying in "
-                  f"{self.CACHE_EVERY_S:g} s", file=sys.stderr, flush=True)
+        # a stop ends the refresh too: the cache is written atomically or not at all
+        code, why = _af_log_child(self.home, "cache", self.stop)
+        if code not in (0, -signal.SIGTERM):  # only a cost: the next af mcp parses the segment
+            print(f"af log cache failed ({why}); retrying in {self.CACHE_EVERY_S:g} s", file=sys.stderr, flush=True)
 
 
 def _announce(home: Any, results: list[sync.PassResult]) -> None:
