@@ -334,8 +334,10 @@ def _build_here(home: Home, out: Path, include_typed_text: bool, published: Path
     try:
         started = time.monotonic()
         rules = rules_in(home.root)
-        for i, day in enumerate(days):
-            day_work.build_day(con, log, day, published_dir, include_typed_text, version, rules)
+        # Days in the build's own batches (day_work.JUDGE_EVERY a commit and a data-quality
+        # verdict): each day's steps still run in turn on a fresh warehouse, as `af build` runs them.
+        built = day_work.build_days(con, log, days, published_dir, include_typed_text, version, rules)
+        for i, (day, _numbers) in enumerate(built):
             if progress:
                 print(f"rebuilt {day} ({i + 1}/{len(days)}, {time.monotonic() - started:.1f} s)", flush=True)
         digests = store.digests(con, days)
