@@ -64,10 +64,16 @@ def _pool(member: Member, pooled: bool) -> str | None:
     return f"{USER_POOL_PREFIX}{member.user}" if pooled else None
 
 
+def _op_suffix(pooled: bool) -> str:
+    # The unpooled (dask) variant of a user's op is another definition: one code location holds
+    # both executors' jobs, and Dagster requires one definition per op name in it.
+    return "" if pooled else "_unpooled"
+
+
 def _build_op(member: Member, pooled: bool) -> dg.OpDefinition:
     name = step_name(member.user)
 
-    @dg.op(name=f"build_{name}", pool=_pool(member, pooled), tags={"af/user": member.user},
+    @dg.op(name=f"build_{name}{_op_suffix(pooled)}", pool=_pool(member, pooled), tags={"af/user": member.user},
            description=f"Build every day of {member.user}'s log into their own warehouse and published/.")
     def build(context: dg.OpExecutionContext) -> dict[str, Any]:
         private_files()
@@ -83,7 +89,7 @@ def _build_op(member: Member, pooled: bool) -> dg.OpDefinition:
 def _certify_op(member: Member, pooled: bool) -> dg.OpDefinition:
     name = step_name(member.user)
 
-    @dg.op(name=f"certify_{name}", pool=_pool(member, pooled), tags={"af/user": member.user},
+    @dg.op(name=f"certify_{name}{_op_suffix(pooled)}", pool=_pool(member, pooled), tags={"af/user": member.user},
            description=f"Certify {member.user}'s folder: the single-user checks, one certificate in their folder.")
     def certify(context: dg.OpExecutionContext, built: dict[str, Any]) -> dict[str, Any]:
         private_files()
@@ -94,13 +100,35 @@ def _certify_op(member: Member, pooled: bool) -> dg.OpDefinition:
     return certify
 
 
-def team_graph(team: Team, certify: bool = True, pooled: bool = True) -> dg.GraphDefinition:
-    members = team.members()
-    builds = {m.user: _build_op(m, pooled) for m in members}
-    certifies = {m.user: _certify_op(m, pooled) for m in members}
-    root = str(team.root)
+@dataclass
+class TeamOps:
+    """The op definitions of a team's jobs, made once: every job of the code location that uses an
+    op uses this one definition of it (a second definition under the same name fails the load)."""
 
-    @dg.op(ins={name: dg.In(dict) for name in (f"u_{step_name(m.user)}" for m in members)},
+    team: Team
+    users: dict[bool, tuple[dict[str, dg.OpDefinition], dict[str, dg.OpDefinition]]] = field(default_factory=dict)
+    shared: dict[str, dg.OpDefinition] = field(default_factory=dict)
+
+    def user_ops(self, pooled: bool) -> tuple[dict[str, dg.OpDefinition], dict[str, dg.OpDefinition]]:
+        """(user -> build op, user -> certify op) of the pooled or unpooled variant."""
+        if pooled not in self.users:
+            members = self.team.members()
+            self.users[pooled] = ({m.user: _build_op(m, pooled) for m in members},
+                                  {m.user: _certify_op(m, pooled) for m in members})
+        return self.users[pooled]
+
+    def team_ops(self) -> dict[str, dg.OpDefinition]:
+        if not self.shared:
+            self.shared = _team_ops(self.team)
+        return self.shared
+
+
+def _team_ops(team: Team) -> dict[str, dg.OpDefinition]:
+    members = team.members()
+    root = str(team.root)
+    inputs = [f"u_{step_name(m.user)}" for m in members]
+
+    @dg.op(ins={name: dg.In(dict) for name in inputs},
            description="The team certificate: every user's verdict, in <team>/team-certificate.json.")
     def team_certificate(context: dg.OpExecutionContext, **verdicts: dict[str, Any]) -> dict[str, Any]:
         private_files()
@@ -115,12 +143,22 @@ def team_graph(team: Team, certify: bool = True, pooled: bool = True) -> dg.Grap
         context.log.info(f"team routines: {table['routines_total']} over {table['users']} users")
         return {"routines": table["routines_total"]}
 
-    @dg.op(ins={name: dg.In(dict) for name in (f"u_{step_name(m.user)}" for m in members)},
+    @dg.op(ins={name: dg.In(dict) for name in inputs},
            description="Every user built (no certification): the routines wait for all of them.")
     def all_built(**built: dict[str, Any]) -> dict[str, Any]:
         return {"users": len(built)}
 
-    @dg.graph(name="team_build" if certify else "team_build_only")
+    return {"team_certificate": team_certificate, "team_routines": team_routines, "all_built": all_built}
+
+
+def team_graph(team: Team, certify: bool = True, pooled: bool = True, ops: TeamOps | None = None,
+               name: str | None = None) -> dg.GraphDefinition:
+    ops = ops or TeamOps(team)
+    builds, certifies = ops.user_ops(pooled)
+    shared = ops.team_ops()
+    team_certificate, team_routines, all_built = shared["team_certificate"], shared["team_routines"], shared["all_built"]
+
+    @dg.graph(name=name or ("team_build" if certify else "team_build_only"))
     def graph() -> None:
         if certify:
             verdicts = {f"u_{step_name(u)}": certifies[u](builds[u]()) for u in sorted(builds)}
@@ -150,13 +188,15 @@ def _executor(kind: str) -> dg.ExecutorDefinition:
     raise ValueError(f"unknown executor {kind!r} (one of {', '.join(EXECUTORS)})")
 
 
-def team_job(root: str, kind: str, certify: bool = True) -> dg.JobDefinition:
-    """The whole-team job on one executor (module level: workers rebuild it from these args)."""
+def team_job(root: str, kind: str, certify: bool = True, ops: TeamOps | None = None) -> dg.JobDefinition:
+    """The whole-team job on one executor (module level: workers rebuild it from these args).
+    ``ops``: the code location's op definitions, shared by all its jobs."""
     name = f"team_build_{kind}" if certify else f"team_build_only_{kind}"
     # dagster-dask neither enforces pools nor can ship a run that names them (dask walks the run
     # record's tuples, and Dagster's op-concurrency record refuses iteration): on dask the one
     # writer per warehouse is the user's warehouse file lock, and one step chain per user per run.
-    return team_graph(Team(root), certify, pooled=kind != "dask").to_job(name=name, executor_def=_executor(kind))
+    graph = team_graph(Team(root), certify, pooled=kind != "dask", ops=ops, name=name)
+    return graph.to_job(name=name, executor_def=_executor(kind))
 
 
 @dg.asset(partitions_def=USERS, group_name="team", kinds={"duckdb"},
@@ -227,7 +267,8 @@ def build_team_sensor(team: Team) -> dg.SensorDefinition:
 
 def build_team_definitions(team: Team) -> dg.Definitions:
     private_files()
-    jobs = [team_job(str(team.root), kind, certify) for kind in EXECUTORS for certify in (True, False)]
+    ops = TeamOps(team)
+    jobs = [team_job(str(team.root), kind, certify, ops) for kind in EXECUTORS for certify in (True, False)]
     return dg.Definitions(assets=[user_memory], jobs=[*jobs, USER_MEMORY_JOB], sensors=[build_team_sensor(team)])
 
 

@@ -77,3 +77,30 @@ def test_the_team_code_location_has_a_build_and_certify_step_per_user(team):
     ops = {node.name for node in job.graph.nodes}
     assert {"build_alice", "build_bob"} <= ops
     assert any(n.startswith("certify_alice") for n in ops) and any(n.startswith("certify_bob") for n in ops)
+
+
+def test_the_team_code_location_loads_in_dagster(team, tmp_path):
+    """`dagster definitions validate` on workspace-team.yaml (the location `dagster dev`, the
+    webserver and a code server load): every job of every executor in one repository, with one
+    definition per op name (issue 39: the dask and multiprocess jobs defined build_<user> twice)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    home = tmp_path / "dagster-home"
+    home.mkdir()
+    env = dict(os.environ, AF_TEAM=str(team.root), DAGSTER_HOME=str(home), DAGSTER_TELEMETRY_DISABLED="1")
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    done = subprocess.run([dagster, "definitions", "validate", "-w", "workspace-team.yaml"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=300)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    assert "Validation successful for code location activity_frames_team" in said
+
+    from assets.team import build_team_definitions
+
+    defs = build_team_definitions(team)
+    dask_ops = {node.name for node in defs.resolve_job_def("team_build_dask").graph.nodes}
+    assert {"build_alice_unpooled", "certify_bob_unpooled", "team_certificate"} <= dask_ops
