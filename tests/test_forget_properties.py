@@ -176,12 +176,12 @@ def _documents(log: EventLog) -> dict[str, tuple[bool, dict]]:
     return out
 
 
-def _unsealed(doc: dict) -> dict:
-    """The document as if its day were still open: a sealed day whose every row was forgotten
-    against a fresh log that never had the day (and so cannot seal it)."""
-    doc = {**doc, "provenance": {**doc["provenance"], "sealed": False},
-           "blind_spots": [b for b in doc["blind_spots"] if b["kind"] != "day_not_sealed"]}
-    return doc
+def _emptied(doc: dict) -> dict:
+    """The document of a day without rows, as if it were never written: a sealed day whose every
+    row was forgotten keeps its (emptied) segments, so it stays sealed and names the recorders
+    that once wrote to it; a fresh log never had the day."""
+    return {**doc, "provenance": {**doc["provenance"], "sealed": False, "recorders": []},
+            "blind_spots": [b for b in doc["blind_spots"] if b["kind"] != "day_not_sealed"]}
 
 
 def _assert_same_documents(log: EventLog, fresh: EventLog) -> None:
@@ -193,7 +193,8 @@ def _assert_same_documents(log: EventLog, fresh: EventLog) -> None:
         (sealed, doc), (fresh_sealed, fresh_doc) = ours[day], theirs[day]
         if sealed != fresh_sealed:
             assert sealed and not (fresh.open_dir / day).is_dir(), day
-            doc, fresh_doc = _unsealed(doc), _unsealed(fresh_doc)
+            assert not any(doc["provenance"]["rows"].values()), day
+            doc, fresh_doc = _emptied(doc), _emptied(fresh_doc)
         assert canonical_bytes(doc) == canonical_bytes(fresh_doc), day
 
 
