@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 from dagster_support import TZ, corpus, new_home
 
 from af_pipeline.interfaces import cli
+from af_pipeline.warehouse import publish
 from capture.log import EventLog
 from capture.timeutil import day_bounds
 
@@ -141,3 +142,5 @@ def test_the_nightly_retention_job_forgets_days_older_than_the_setting(tmp_path)
     assert [r["redaction"]["selection"] for r in log.redactions()] == ["retention"]
     assert all(sum(d.counts.values()) == 0 for d in log.days()) and log.verify().ok
     assert not any((home.published_dir / d).exists() for d in DAYS)
+    # nor does the list the pages link from (published/days.js) name them
+    assert (home.published_dir / publish.DAYS_JS).read_bytes() == publish.days_list_bytes([])

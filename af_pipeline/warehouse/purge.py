@@ -1,9 +1,10 @@
 """After ``af forget``: no copy of the forgotten rows stays in the warehouse or published files.
 
 The affected days' rows leave every warehouse table (each holds a ``day`` column), their
-document files and published folders are removed, what was mined from every day at once (the
-routine tables, the published replay plans) is removed for the routines job to mine again, and the DuckDB file is rewritten into a new
-file (DuckDB keeps the blocks a DELETE freed, with their bytes, until they are reused). The days
+document files and published folders are removed (published/days.js then lists the days left),
+what was mined from every day at once (the routine tables, the published replay plans) is
+removed for the routines job to mine again, and the DuckDB file is rewritten into a new file
+(DuckDB keeps the blocks a DELETE freed, with their bytes, until they are reused). The days
 are then simply not built: the next `af build` (or the nightly run) builds them again from the
 rewritten log. Dagster's storage holds no capture text (counts, row ids, rule names), so it is
 left as it is.
@@ -70,6 +71,12 @@ def purge_days(home: Home, days: Sequence[str], say: Callable[[str], None] = lam
         if folder.is_dir():
             shutil.rmtree(folder)
             out.published.append(day)
+    if out.published:
+        # published/days.js (the pages' links, index.html's list, file:// included) named the
+        # removed days: listed again from the folders left, as a build does after publishing
+        from af_pipeline.warehouse.publish import write_days_list
+
+        write_days_list(home.published_dir)
     plans = home.published_dir / PLANS_SUBDIR  # mined from every day, like the routine tables
     if plans.is_dir():
         shutil.rmtree(plans)
