@@ -25,6 +25,7 @@ warehouse file lock (assets/instance.py) holds the same line.
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,12 @@ import dagster as dg
 
 from af_pipeline.routines.team import mine_team
 from af_pipeline.warehouse import team as team_work
+from af_pipeline.warehouse.days import log_days
 from assets.instance import POOLS_YAML, warehouse_lock
 from assets.sensors import days_needing_publish
 from capture.errors import UserError
 from capture.home import private_files
+from capture.log import EventLog
 from capture.team import Member, Team
 from certification import team as team_cert
 
@@ -60,6 +63,37 @@ def certify_user(member: Member) -> dict[str, Any]:
     return team_cert.summary(member.user, cert)
 
 
+FAILED = "failed"  # a build step's output when the user's build raised: the error
+
+
+def user_verdict(member: Member, built: dict[str, Any]) -> dict[str, Any]:
+    """One user's line in the team certificate: certified on their own folder, "pending" with no
+    capture yet, "fail" naming the stage when the build or the certification raised (and then
+    their own certificate.json says fail too). Never raises: one user's failure stays theirs."""
+    if FAILED in built:
+        return team_cert.failed(member.user, member.home, "build", built[FAILED]["kind"], built[FAILED]["message"])
+    if not built.get("days") and _no_capture(member):
+        return team_cert.pending(member.user)
+    try:
+        return certify_user(member)
+    except Exception as exc:  # noqa: BLE001 - reported in the user's certificate and the team's
+        return team_cert.failed(member.user, member.home, "certification", type(exc).__name__, str(exc))
+
+
+def _no_capture(member: Member) -> bool:
+    """Nothing ever landed in the user's log: no day and no file under log/ (a log whose files
+    are there but whose days cannot be named is damaged, not new)."""
+    home = member.home
+    if not home.exists() or log_days(home):
+        return False
+    log = EventLog(home).dir
+    return not log.is_dir() or not any(p.is_file() for p in log.rglob("*") if not p.name.startswith("."))
+
+
+def _problem(verdict: dict[str, Any]) -> str:
+    return f": {verdict['problem']}" if verdict.get("problem") else ""
+
+
 def _pool(member: Member, pooled: bool) -> str | None:
     return f"{USER_POOL_PREFIX}{member.user}" if pooled else None
 
@@ -78,8 +112,12 @@ def _build_op(member: Member, pooled: bool) -> dg.OpDefinition:
     def build(context: dg.OpExecutionContext) -> dict[str, Any]:
         private_files()
         home = member.home
-        with warehouse_lock(home, f"team run {context.run_id[:8]}", context.log.warning):
-            out = team_work.build_user(home)
+        try:
+            with warehouse_lock(home, f"team run {context.run_id[:8]}", context.log.warning):
+                out = team_work.build_user(home)
+        except Exception as exc:  # noqa: BLE001 - a user's failure is theirs: the team's steps go on (below)
+            context.log.error(f"{member.user}: the build failed: {type(exc).__name__}: {exc}")
+            return {"user": member.user, FAILED: {"kind": type(exc).__name__, "message": str(exc)}}
         context.log.info(f"{member.user}: built {len(out['days'])} day(s)")
         return {"user": member.user, **out}
 
@@ -93,8 +131,9 @@ def _certify_op(member: Member, pooled: bool) -> dg.OpDefinition:
            description=f"Certify {member.user}'s folder: the single-user checks, one certificate in their folder.")
     def certify(context: dg.OpExecutionContext, built: dict[str, Any]) -> dict[str, Any]:
         private_files()
-        verdict = certify_user(member)
-        context.log.info(f"{member.user}: {verdict['verdict']} ({verdict['days']} day(s))")
+        verdict = user_verdict(member, built)
+        say = context.log.info if verdict["verdict"] != "fail" else context.log.error
+        say(f"{member.user}: {verdict['verdict']} ({verdict['days']} day(s)){_problem(verdict)}")
         return verdict
 
     return certify
@@ -134,21 +173,33 @@ def _team_ops(team: Team) -> dict[str, dg.OpDefinition]:
         private_files()
         cert = team_cert.write(Team(root), list(verdicts.values()))
         context.log.info(f"team: {cert['verdict']} ({cert['passed']}/{cert['users']} users pass)")
-        return {"verdict": cert["verdict"]}
+        built = [v["user"] for v in verdicts.values() if v["verdict"] != team_cert.PENDING and v.get("days")]
+        return {"verdict": cert["verdict"], "failed": cert["failed"], "built": sorted(built)}
 
-    @dg.op(description="Routines mined over every user's action streams, in <team>/team-routines.json.")
+    @dg.op(description="Routines mined over the action streams of every user that built, in "
+           "<team>/team-routines.json.")
     def team_routines(context: dg.OpExecutionContext, certified: dict[str, Any]) -> dict[str, Any]:
         private_files()
-        table = write_team_routines(Team(root))
+        table = write_team_routines(Team(root), users=certified["built"], warn=context.log.warning)
         context.log.info(f"team routines: {table['routines_total']} over {table['users']} users")
         return {"routines": table["routines_total"]}
+
+    @dg.op(description="Fails the run when the team certificate fails (after the certificate and the routines "
+           "are written), naming the users that failed.")
+    def team_verdict(certified: dict[str, Any], routines: dict[str, Any]) -> dict[str, Any]:
+        if certified["verdict"] != "pass":
+            who = ", ".join(certified["failed"]) or "no user passed"
+            raise dg.Failure(description=f"the team certificate says {certified['verdict']}: {who} "
+                             "(each user's certificate.json says why)")
+        return {"verdict": certified["verdict"]}
 
     @dg.op(ins={name: dg.In(dict) for name in inputs},
            description="Every user built (no certification): the routines wait for all of them.")
     def all_built(**built: dict[str, Any]) -> dict[str, Any]:
-        return {"users": len(built)}
+        return {"users": len(built), "built": sorted(b["user"] for b in built.values() if FAILED not in b)}
 
-    return {"team_certificate": team_certificate, "team_routines": team_routines, "all_built": all_built}
+    return {"team_certificate": team_certificate, "team_routines": team_routines, "all_built": all_built,
+            "team_verdict": team_verdict}
 
 
 def team_graph(team: Team, certify: bool = True, pooled: bool = True, ops: TeamOps | None = None,
@@ -162,17 +213,30 @@ def team_graph(team: Team, certify: bool = True, pooled: bool = True, ops: TeamO
     def graph() -> None:
         if certify:
             verdicts = {f"u_{step_name(u)}": certifies[u](builds[u]()) for u in sorted(builds)}
-            team_routines(team_certificate(**verdicts))
+            certified = team_certificate(**verdicts)
+            shared["team_verdict"](certified, team_routines(certified))
         else:
             team_routines(all_built(**{f"u_{step_name(u)}": builds[u]() for u in sorted(builds)}))
 
     return graph
 
 
-def write_team_routines(team: Team, top: int | None = 50) -> dict[str, Any]:
+def write_team_routines(team: Team, top: int | None = 50, users: list[str] | None = None,
+                        warn: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+    """Mine the routines over the users' action streams (``users``: those that built; default
+    every registered user), each warehouse read under its lock (a user being certified meanwhile
+    is waited for). A user whose warehouse cannot be read is left out and named through ``warn``."""
     from capture.files import atomic_write, canonical_json
 
-    streams = {m.user: team_work.user_action_days(m.home) for m in team.members()}
+    streams = {}
+    for m in team.members():
+        if users is not None and m.user not in users:
+            continue
+        try:
+            with warehouse_lock(m.home, "team routines", warn):
+                streams[m.user] = team_work.user_action_days(m.home)
+        except Exception as exc:  # noqa: BLE001 - one unreadable warehouse leaves that user out, not the team
+            warn(f"{m.user}: left out of the team routines: {type(exc).__name__}: {exc}")
     table = mine_team(streams, top=top)
     atomic_write(team.routines_path, (canonical_json(table) + "\n").encode("utf-8"), mode=0o600)
     return table

@@ -7,7 +7,11 @@ auditor can see which user failed and go to that user's certificate for why. No 
 titles or problems are copied here (a problem text can quote a window title): only counts and
 hashes.
 
-The team passes only if every registered user has a verdict and every verdict is pass.
+The team certificate is written whatever a user's run did: a user whose build or certification
+failed is "fail" with the reason (and their own certificate.json says so, so no earlier "pass"
+stays in their folder); a user with no capture yet is "pending" (nothing to certify, and a newly
+added user does not fail the team). The team passes when no user is "fail" or missing and at
+least one user passed.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from af_pipeline.warehouse.version import code_version
 from capture.files import atomic_write
+from capture.home import Home
 from capture.team import Team
 
 TEAM_CERTIFICATE_VERSION = 1
@@ -36,6 +42,36 @@ def summary(user: str, cert: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+PENDING = "pending"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def pending(user: str) -> dict[str, Any]:
+    """The line of a user whose log holds no day yet: nothing to build or certify."""
+    return {"user": user, "verdict": PENDING, "days": 0, "days_passed": 0, "chain_head": None,
+            "code_version": None, "problem": "no capture yet: the log holds no day"}
+
+
+def failed(user: str, home: Home, stage: str, kind: str, message: str) -> dict[str, Any]:
+    """The line of a user whose build or certification (``stage``) raised an error of class
+    ``kind`` saying ``message``, after writing
+    a failing certificate.json in their folder that names the reason (a certificate from an
+    earlier run must not keep saying "pass"). The team's line names the stage and the error's
+    kind only: an error's text can quote the capture (a file's line), which stays in the user's
+    own folder."""
+    reason = f"{stage} failed: {message.strip() or kind}"
+    cert = {"certificate_version": 1, "verdict": "fail", "run_succeeded": False, "certified_at": _now(),
+            "code_version": code_version(), "problem": reason, "days": {}}
+    if home.root.is_dir():
+        atomic_write(home.certificate_path, (json.dumps(cert, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    return {"user": user, "verdict": "fail", "days": 0, "days_passed": 0, "chain_head": None,
+            "code_version": cert["code_version"],
+            "problem": f"{stage} failed ({kind}): the reason is in {user}'s certificate.json"}
+
+
 def team_certificate(team: Team, verdicts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     by_user = {v["user"]: v for v in verdicts}
     registered = [m.user for m in team.members()]
@@ -45,12 +81,15 @@ def team_certificate(team: Team, verdicts: Sequence[dict[str, Any]]) -> dict[str
         users[u] = {"user": u, "verdict": "fail", "days": 0, "days_passed": 0, "chain_head": None,
                     "code_version": None, "problem": "not certified in this run"}
     passed = sum(1 for v in users.values() if v["verdict"] == "pass")
+    waiting = sum(1 for v in users.values() if v["verdict"] == PENDING)
     return {
         "team_certificate_version": TEAM_CERTIFICATE_VERSION,
-        "verdict": "pass" if users and passed == len(users) else "fail",
+        "verdict": "pass" if passed and passed + waiting == len(users) else "fail",
         "users": len(users),
         "passed": passed,
-        "certified_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "pending": waiting,
+        "failed": sorted(u for u, v in users.items() if v["verdict"] not in ("pass", PENDING)),
+        "certified_at": _now(),
         "per_user": {u: {k: v for k, v in users[u].items() if k != "user"} for u in sorted(users)},
     }
 

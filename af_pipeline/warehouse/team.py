@@ -45,8 +45,7 @@ def build_user(home: Home, days: list[str] | None = None) -> dict[str, Any]:
     out: dict[str, str] = {}
     con = connect(home)
     try:
-        for day in chosen:
-            day_work.build_day(con, log, day, home.published_dir, False, version, rules)
+        for day, _numbers in day_work.build_days(con, log, chosen, home.published_dir, False, version, rules):
             row = con.execute(f"SELECT sha256 FROM {day_work.DOCUMENTS} WHERE day = ?", [day]).fetchone()
             out[day] = str(row[0]) if row else ""
     finally:

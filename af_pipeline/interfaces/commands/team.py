@@ -132,24 +132,32 @@ def run_build(args: argparse.Namespace) -> int:
     from assets.team import run_team
 
     out = run_team(team, args.executor, config, certify=not args.no_certify)
+    import json
+
+    # The team certificate is written whatever a user's run did (a failing user fails the run
+    # after it): its verdict and the users it names are the outcome.
+    cert = None
+    if not args.no_certify and team.certificate_path.is_file():
+        cert = json.loads(team.certificate_path.read_text(encoding="utf-8"))
     summary = {"ok": out.ok, "run_id": out.run_id, "executor": out.executor, "seconds": round(out.seconds, 1),
                "failures": out.failures}
+    if cert is not None:
+        summary |= {"team_verdict": cert.get("verdict"), "failed_users": cert.get("failed", []),
+                    "pending_users": sorted(u for u, v in cert.get("per_user", {}).items() if v.get("verdict") == "pending"),
+                    "certificate": str(team.certificate_path)}
     if args.json:
         cli.emit_json(summary)
     else:
         print(f"team run {out.run_id[:8]} on {out.executor}: {'ok' if out.ok else 'FAILED'} ({out.seconds:.1f} s)")
         for f in out.failures:
             print(f"  {f}", file=sys.stderr)
-        if out.ok and not args.no_certify:
-            print(f"  {team.certificate_path}")
-        if out.ok:
+        if cert is not None:
+            print(f"  {team.certificate_path}: {cert.get('verdict')}")
+        if team.routines_path.is_file():
             print(f"  {team.routines_path}")
-    if out.ok and not args.no_certify:
-        import json
-
-        verdict = json.loads(team.certificate_path.read_text(encoding="utf-8")).get("verdict")
-        if verdict != "pass":
-            print(f"af team build: the team certificate says {verdict}: see each failing user's certificate.json",
-                  file=sys.stderr)
-            return 1
+    if cert is not None and cert.get("verdict") != "pass":
+        if not args.json:
+            print(f"af team build: the team certificate says {cert.get('verdict')}: see each failing user's "
+                  "certificate.json", file=sys.stderr)
+        return 1
     return 0 if out.ok else 1
