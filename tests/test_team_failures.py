@@ -53,3 +53,22 @@ def test_a_team_of_users_that_pass_and_one_pending_user_passes(tmp_path, capsys,
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["ok"] and out["team_verdict"] == "pass", out
     assert out["pending_users"] == ["carol"] and out["failed_users"] == []
+
+
+def test_team_build_json_says_so_in_json_when_the_teams_postgres_is_down(tmp_path, capsys, monkeypatch):
+    import socket
+
+    from assets.team import prepare_team_instance
+
+    team: Team = team_support.two_user_team(tmp_path, SEEDS)
+    prepare_team_instance(team, postgres=True)
+    with socket.socket() as s:  # a port nobody listens on: the database is down
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("AF_TEAM_PG_URL", f"postgresql+psycopg2://af@127.0.0.1:{port}/af?connect_timeout=2")
+    monkeypatch.setenv("DAGSTER_HOME", str(team.root / "dagster"))
+    code = cli.main(["team", "build", "--team", str(team.root), "--json"])
+    said = capsys.readouterr()
+    out = json.loads(said.out)
+    assert code == 2 and out["ok"] is False and "could not be made" in out["error"], out
+    assert "Traceback" not in said.out + said.err

@@ -15,6 +15,7 @@ import os
 import sys
 
 from af_pipeline.interfaces import cli
+from capture.errors import AfError, no_space
 from capture.team import Team, TeamError
 
 
@@ -131,7 +132,19 @@ def run_build(args: argparse.Namespace) -> int:
         config = {"max_concurrent": args.workers}
     from assets.team import run_team
 
-    out = run_team(team, args.executor, config, certify=not args.no_certify)
+    try:
+        out = run_team(team, args.executor, config, certify=not args.no_certify)
+    except AfError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the team's storage or executor, before or around the run
+        if no_space(exc):
+            raise  # cli.main says it as a sentence
+        said = f"the team run could not be made or followed ({type(exc).__name__}: {_first_line(exc)})"
+        if args.json:
+            cli.emit_json({"ok": False, "error": said, "executor": args.executor})
+        else:
+            print(f"af team build: {said}", file=sys.stderr)
+        return 2
     import json
 
     # The team certificate is written whatever a user's run did (a failing user fails the run
@@ -161,3 +174,8 @@ def run_build(args: argparse.Namespace) -> int:
                   "certificate.json", file=sys.stderr)
         return 1
     return 0 if out.ok else 1
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else "no message"
