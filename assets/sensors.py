@@ -9,7 +9,8 @@ State lives in the data folder, not in a cursor: a sealed day whose published ma
 missing, was written while the day was still open, lists other segments than the log now holds
 for the day (an amendment landed since) or another code version, needs a run; a day published
 from its segments by this code is left alone (assets/unchanged.py). The run key names the
-manifest entry and the code version, so one sealing never launches two runs, but for a run
+manifest entry, the code version and the newest redaction record (af forget) that rewrote the
+day, so one sealing never launches two runs and a forget launches one, but for a run
 cut short (af ui stopped or was killed while it ran, assets/instance.py): the next tick asks for
 its day again under a new key, at most MAX_CUT_SHORT_RETRIES times per sealing.
 """
@@ -42,8 +43,13 @@ def days_needing_publish(home: Home) -> list[tuple[str, str]]:
 
     log = EventLog(home)
     latest: dict[str, dict[str, Any]] = {}
+    redacted: dict[str, int] = {}  # day -> the newest redaction record (af forget) that rewrote one of its segments
     for entry in log.manifest():
-        latest[str(entry.get("day"))] = entry  # the newest segment's entry names the run: an amendment is a new run
+        day = str(entry.get("day"))
+        latest[day] = entry  # the newest segment's entry names the run: an amendment is a new run
+        seqs = [s for s in entry.get("redacted_by", ()) if isinstance(s, int)]
+        if seqs:
+            redacted[day] = max(redacted.get(day, 0), *seqs)
     version = code_version()
     out = []
     for day, entry in latest.items():
@@ -56,7 +62,11 @@ def days_needing_publish(home: Home) -> list[tuple[str, str]]:
             or published.get("segments") != unchanged.log_segments(log, day)
         )
         if stale:
-            out.append((day, f"{str(entry.get('hash', ''))[:16]}-{version}"))
+            # a forget rewrites the day's segments without a new segment entry: the record names a
+            # new sealing, or the run key of the run that first built the day would be asked for
+            # again and Dagster would skip it (the day would stay unbuilt)
+            forgot = f"-redaction{redacted[day]}" if day in redacted else ""
+            out.append((day, f"{str(entry.get('hash', ''))[:16]}-{version}{forgot}"))
     return out
 
 

@@ -144,3 +144,73 @@ def test_the_nightly_retention_job_forgets_days_older_than_the_setting(tmp_path)
     assert not any((home.published_dir / d).exists() for d in DAYS)
     # nor does the list the pages link from (published/days.js) name them
     assert (home.published_dir / publish.DAYS_JS).read_bytes() == publish.days_list_bytes([])
+
+
+def test_the_sealed_day_sensor_and_af_build_rebuild_exactly_the_days_a_forget_touched(tmp_path, capsys):
+    """Built the way `af ui` builds (the sensor asks, the daemon runs each request under its run
+    key): after `af forget` the sensor asks for the touched day alone, under a run key no run has
+    used (the daemon skips a used one: the day would stay unbuilt), and nothing after that run; a
+    later forget is rebuilt by `af build` alone, the other day skipped; af certify names each
+    redacted day."""
+    import dagster as dg
+
+    from assets import unchanged
+    from assets.definitions import build_definitions
+    from assets.sensors import RUN_KEY_TAG
+
+    home = new_home(tmp_path)
+    EventLog(home).append(corpus(), now_us=day_bounds(DAYS[1], TZ)[1] + 48 * 3_600_000_000)
+    defs = build_definitions(home)
+    instance = dg.DagsterInstance.get()
+    repo = defs.get_repository_def()
+    sensor, job = defs.resolve_sensor_def("newly_sealed_days"), defs.resolve_job_def("build")
+
+    def requests() -> list:
+        with dg.partition_loading_context(dynamic_partitions_store=instance):
+            return list(sensor.evaluate_tick(dg.build_sensor_context(instance=instance, repository_def=repo)).run_requests)
+
+    def run(reqs: list) -> None:
+        for r in reqs:
+            assert not instance.get_runs(dg.RunsFilter(tags={RUN_KEY_TAG: r.run_key}))  # the daemon runs it
+            assert job.execute_in_process(instance=instance, partition_key=r.partition_key,
+                                          tags={RUN_KEY_TAG: r.run_key}).success
+
+    def files(day: str) -> dict[str, tuple[bytes, int]]:
+        return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (home.published_dir / day).iterdir()}
+
+    def built_from_the_log(day: str) -> bool:
+        return publish.read_manifest(home.published_dir, day)["segments"] == unchanged.log_segments(EventLog(home), day)
+
+    def certified_redacted() -> list[str]:
+        capsys.readouterr()
+        assert cli.main(["certify", "--home", str(home.root), "--json"]) == 0
+        cert = json.loads(capsys.readouterr().out)
+        assert cert["verdict"] == "pass"
+        return cert["log"]["redacted_days"]
+
+    first = requests()
+    assert sorted(r.partition_key for r in first) == list(DAYS)
+    run(first)
+    assert requests() == []
+    kept = files(DAYS[1])
+
+    assert cli.main(["forget", "--from", f"{DAYS[0]} 09:10", "--to", f"{DAYS[0]} 09:20", "--yes",
+                     "--home", str(home.root)]) == 0
+    again = requests()
+    assert [r.partition_key for r in again] == [DAYS[0]]
+    run(again)
+    assert requests() == [] and built_from_the_log(DAYS[0])
+    assert files(DAYS[1]) == kept  # not rebuilt, not rewritten
+    assert certified_redacted() == [DAYS[0]]
+
+    kept = files(DAYS[0])
+    assert cli.main(["forget", "--from", f"{DAYS[1]} 09:40", "--to", f"{DAYS[1]} 09:50", "--yes",
+                     "--home", str(home.root)]) == 0
+    capsys.readouterr()
+    assert cli.main(["build", "--home", str(home.root), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # (days: the range asked for; the one not skipped is the one built)
+    assert out["ok"] and out["days"] == list(DAYS) and out["skipped_unchanged"] == [DAYS[0]]
+    assert built_from_the_log(DAYS[1]) and files(DAYS[0]) == kept
+    assert requests() == []  # published sealed from the rewritten segments: nothing for the sensor
+    assert certified_redacted() == list(DAYS)
