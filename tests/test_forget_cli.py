@@ -101,3 +101,44 @@ def test_typed_text_and_older_than_and_retention_setting(home, capsys):
 def test_bad_input_exits_2_with_a_sentence(home, capsys, argv, words):
     assert cli.main(["forget", *argv, "--home", str(home)]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_reimporting_an_activitywatch_export_lands_nothing_forgotten_and_says_how_much(tmp_path, capsys):
+    """A Windows day exported from ActivityWatch (tests/aw_windows_day.py), an app forgotten: the
+    same export imported again lands none of its events and says how many rows it skipped as
+    forgotten; a later export in which the app's open event grew lands nothing of it either."""
+    import aw_windows_day as aw
+
+    data = aw.export()
+    window = data["buckets"][f"aw-watcher-window_{aw.HOST}"]
+    app = window["events"][0]["data"]["app"]  # the newest event's app: the event a later export has grown
+    export = tmp_path / "aw-export.json"
+    export.write_text(json.dumps(data))
+    home = tmp_path / "home"
+    Home(home).init(tz="UTC")
+    code, first = _json(capsys, "import", "activitywatch", str(export), "--home", str(home), "--quiet")
+    events = sum(1 for e in window["events"] if e["data"]["app"] == app)
+    assert code == 0 and first["landed"]["snapshots"] == len(window["events"]) and events > 1
+
+    def rows_of_app() -> list:
+        return [s for s in EventLog(Home(home)).read_day(aw.DAY).snapshots if s.app == app]
+
+    assert len(rows_of_app()) == events
+    code, done = _json(capsys, "forget", "--app", app, "--yes", "--home", str(home))
+    assert code == 0 and done["rows"] == {aw.DAY: {"snapshots": events}} and not rows_of_app()
+    left = EventLog(Home(home)).read_day(aw.DAY)
+
+    capsys.readouterr()
+    assert cli.main(["import", "activitywatch", str(export), "--home", str(home)]) == 0
+    out = capsys.readouterr().out
+    assert f"{events:,} rows skipped: forgotten" in out
+    again = EventLog(Home(home)).read_day(aw.DAY)
+    assert again.snapshots == left.snapshots and again.presence == left.presence and not rows_of_app()
+
+    window["events"][0]["duration"] += 900  # still open when exported later: it grew in place
+    grown = tmp_path / "aw-export-later.json"
+    grown.write_text(json.dumps(data))
+    code, later = _json(capsys, "import", "activitywatch", str(grown), "--home", str(home), "--quiet")
+    assert code == 0 and sum(later["landed"].values()) == 0 and later["forgotten"] == events
+    assert not rows_of_app() and not [q for q in EventLog(Home(home)).quarantine_rows() if app in json.dumps(q)]
+    assert cli.main(["log", "verify", "--home", str(home)]) == 0
