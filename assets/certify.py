@@ -154,7 +154,7 @@ def _no_space_in(err: Any) -> str | None:
     return None
 
 
-def _unchanged_days(home: Home, days: list[str]) -> tuple[list[str], list[str]]:
+def unchanged_days(home: Home, days: list[str]) -> tuple[list[str], list[str]]:
     """(days to build, unchanged days) before any run: the warehouse is read, not written."""
     import duckdb
 
@@ -196,7 +196,7 @@ def run_build(
         if not days:
             raise UserError(f"the event log in {home.root} has no days in the range to build")
         started = time.monotonic()
-        todo, skipped = (days, []) if force else _unchanged_days(home, days)
+        todo, skipped = (days, []) if force else unchanged_days(home, days)
         if skipped:
             from assets.unchanged import REASON
 
@@ -379,13 +379,16 @@ def _day_checks(result: Any, days: list[str]) -> tuple[dict[str, dict[str, Any]]
 
 
 def run_certify(
-    home: Home, days: list[str], progress: Progress = lambda _m: None, verbose: bool = False
+    home: Home, days: list[str], progress: Progress = lambda _m: None, verbose: bool = False,
+    carried: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the checks-only job over the days in one run; return the certificate (also written to the folder).
 
     The run covers every day partition from the first day to the last (a partition is a day of
     the log, or one that was: a day removed from the log is still judged), and the certificate
-    gives each of them its verdict: none is checked unreported."""
+    gives each of them its verdict: none is checked unreported. ``carried``: day -> entry of an
+    earlier certificate for days not judged again (a team run's unchanged days: see
+    assets/team.py); they join the certificate marked ``carried`` and count in its verdict."""
     _quiet()
 
     started = time.monotonic()
@@ -440,6 +443,10 @@ def run_certify(
             progress(f"  {day}: FAIL")
     passed = sum(1 for d in per_day.values() if d["passed"])
     progress(f"{passed}/{len(days)} day(s) pass ({time.monotonic() - started:.1f} s)")
+    for day, entry in sorted((carried or {}).items()):
+        if day not in per_day:
+            per_day[day] = {**entry, "carried": True}
+    per_day = dict(sorted(per_day.items()))
     log = EventLog(home)
     cert = {
         "certificate_version": CERTIFICATE_VERSION,

@@ -42,7 +42,7 @@ from dagster_duckdb import DuckDBResource
 
 from af_pipeline.compiler.categories import rules_in
 from af_pipeline.warehouse import day_work as steps
-from af_pipeline.warehouse import parallel_days, publish
+from af_pipeline.warehouse import parallel_days
 from af_pipeline.warehouse.day_work import CONTEXT_BUDGET_TOKENS, ENRICH_KINDS, SNAPSHOTS_ONLY
 from af_pipeline.warehouse.version import code_version
 from assets import unchanged
@@ -226,9 +226,8 @@ def build_assets(partitions: dg.PartitionsDefinition, pooled: bool = True) -> li
                     published = built[steps.PUBLISHED]
                     if published.get("withheld"):
                         context.log.warning(f"published_day: {day} not published: {published['withheld']}")
-                    elif published["sealed"]:  # what a later build compares to skip the day (assets/unchanged.py)
-                        manifest = publish.read_manifest(data_folder.published_dir, day) or {}
-                        unchanged.record_built(con, day, version, manifest.get("segments") or {})
+                    # what a later build compares to skip the day (assets/unchanged.py)
+                    unchanged.record_published(con, data_folder.published_dir, day, version, published)
                     for step, meta in built.items():
                         per_day[step][day] = _for_the_ui(step, meta)
                     # a line in the run's log when a long range has been quiet for a while: each

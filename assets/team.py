@@ -35,6 +35,8 @@ import dagster as dg
 from af_pipeline.routines.team import mine_team
 from af_pipeline.warehouse import team as team_work
 from af_pipeline.warehouse.days import log_days
+from af_pipeline.warehouse.version import code_version
+from assets import unchanged
 from assets.instance import POOLS_YAML, warehouse_lock
 from assets.sensors import days_needing_publish
 from capture.errors import UserError
@@ -54,16 +56,66 @@ def step_name(user: str) -> str:
     return safe if safe == user else f"{safe}_{hashlib.sha256(user.encode()).hexdigest()[:6]}"
 
 
-def certify_user(member: Member) -> dict[str, Any]:
-    """The single-user certification of one user's folder (assets/certify.run_certify), as a library."""
+def certify_user(member: Member, unchanged_days: list[str] | None = None) -> dict[str, Any]:
+    """The single-user certification of one user's folder (assets/certify.run_certify), as a library.
+
+    ``unchanged_days``: days this run did not build because they are published from the same
+    sealed segments by this code (assets/unchanged.py). Their entries in the user's certificate
+    are carried over when that certificate was made by this code version and passed them: only
+    the due days are judged again. With none due and the log's chain head unchanged, the
+    certificate stands as it is and nothing runs."""
     from assets.certify import run_certify, select_days
 
     home = member.home
-    cert = run_certify(home, select_days(home, None, None))
-    return team_cert.summary(member.user, cert)
+    days = select_days(home, None, None)
+    carried = _carried(home, unchanged_days or [])
+    due = [d for d in days if d not in carried]
+    if not due:
+        previous = _previous_certificate(home)
+        if previous is not None and (previous.get("log") or {}).get("chain_head") == EventLog(home).chain_head():
+            return {**team_cert.summary(member.user, previous), "reused": True}
+        carried, due = {}, days
+    cert = run_certify(home, due, carried=carried)
+    return {**team_cert.summary(member.user, cert), "days_judged": len(due)}
+
+
+def _previous_certificate(home: Any) -> dict[str, Any] | None:
+    import json
+
+    try:
+        cert = json.loads(home.certificate_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return cert if isinstance(cert, dict) and cert.get("code_version") == code_version() else None
+
+
+def _carried(home: Any, unchanged_days: list[str]) -> dict[str, Any]:
+    """The previous certificate's passing entries of the unchanged days (by this code version)."""
+    previous = _previous_certificate(home)
+    if previous is None or not unchanged_days:
+        return {}
+    entries = previous.get("days") or {}
+    return {d: entries[d] for d in unchanged_days if isinstance(entries.get(d), dict) and entries[d].get("passed")}
 
 
 FAILED = "failed"  # a build step's output when the user's build raised: the error
+
+
+def build_due_days(member: Member) -> dict[str, Any]:
+    """Build the user's days that are due: every day of their log but those published from the
+    same sealed segments by this code version (assets/unchanged.py, the single-user rule), and
+    record each built day so that the next run can skip it. Call under the warehouse lock."""
+    from assets.certify import unchanged_days
+
+    home = member.home
+    todo, skipped = unchanged_days(home, log_days(home)) if home.exists() else ([], [])
+
+    def record(con: Any, day: str, version: str, published: dict[str, Any]) -> None:
+        unchanged.record_published(con, home.published_dir, day, version, published)
+
+    out = (team_work.build_user(home, todo, on_built=record) if todo or not home.exists()
+           else {"days": {}, "code_version": code_version()})
+    return {**out, "unchanged": skipped}
 
 
 def user_verdict(member: Member, built: dict[str, Any]) -> dict[str, Any]:
@@ -72,10 +124,10 @@ def user_verdict(member: Member, built: dict[str, Any]) -> dict[str, Any]:
     their own certificate.json says fail too). Never raises: one user's failure stays theirs."""
     if FAILED in built:
         return team_cert.failed(member.user, member.home, "build", built[FAILED]["kind"], built[FAILED]["message"])
-    if not built.get("days") and _no_capture(member):
+    if not built.get("days") and not built.get("unchanged") and _no_capture(member):
         return team_cert.pending(member.user)
     try:
-        return certify_user(member)
+        return certify_user(member, list(built.get("unchanged", [])))
     except Exception as exc:  # noqa: BLE001 - reported in the user's certificate and the team's
         return team_cert.failed(member.user, member.home, "certification", type(exc).__name__, str(exc))
 
@@ -114,11 +166,11 @@ def _build_op(member: Member, pooled: bool) -> dg.OpDefinition:
         home = member.home
         try:
             with warehouse_lock(home, f"team run {context.run_id[:8]}", context.log.warning):
-                out = team_work.build_user(home)
+                out = build_due_days(member)
         except Exception as exc:  # noqa: BLE001 - a user's failure is theirs: the team's steps go on (below)
             context.log.error(f"{member.user}: the build failed: {type(exc).__name__}: {exc}")
             return {"user": member.user, FAILED: {"kind": type(exc).__name__, "message": str(exc)}}
-        context.log.info(f"{member.user}: built {len(out['days'])} day(s)")
+        context.log.info(f"{member.user}: built {len(out['days'])} day(s), {len(out['unchanged'])} unchanged")
         return {"user": member.user, **out}
 
     return build
@@ -134,6 +186,13 @@ def _certify_op(member: Member, pooled: bool) -> dg.OpDefinition:
         verdict = user_verdict(member, built)
         say = context.log.info if verdict["verdict"] != "fail" else context.log.error
         say(f"{member.user}: {verdict['verdict']} ({verdict['days']} day(s)){_problem(verdict)}")
+        if FAILED not in built and verdict["verdict"] != team_cert.PENDING:
+            # the UI's user_memory partition for this user: built and certified by this run
+            context.log_event(dg.AssetMaterialization(
+                asset_key=user_memory.key, partition=member.user,
+                metadata={"days": verdict["days"], "verdict": verdict["verdict"],
+                          "days built": len(built.get("days", {})), "days unchanged": len(built.get("unchanged", [])),
+                          "days certified now": int(verdict.get("days_judged", 0))}))
         return verdict
 
     return certify

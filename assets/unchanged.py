@@ -106,6 +106,15 @@ def record_built(con: Any, day: str, version: str, segments: Mapping[str, str]) 
         raise
 
 
+def record_published(con: Any, published_dir: Path, day: str, version: str, published: Mapping[str, Any]) -> None:
+    """After a build of ``day`` (``published``: its published_day numbers): record what a later
+    build compares to skip it, when the day was published sealed (a withheld or open day never is)."""
+    if published.get("withheld") or not published.get("sealed"):
+        return
+    manifest = publish.read_manifest(published_dir, day) or {}
+    record_built(con, day, version, manifest.get("segments") or {})
+
+
 def split(
     published_dir: Path, log: EventLog, days: Iterable[str], version: str, stored: Mapping[str, tuple[str, str, str]]
 ) -> tuple[list[str], list[str]]:

@@ -54,6 +54,48 @@ def test_a_team_of_users_that_pass_and_one_pending_user_passes(tmp_path, capsys,
     assert code == 0 and out["ok"] and out["team_verdict"] == "pass", out
     assert out["pending_users"] == ["carol"] and out["failed_users"] == []
 
+    # the UI's user_memory partitions: each user the run built and certified is materialized
+    import dagster as dg
+
+    from assets.team import team_instance, user_memory
+
+    def materialized() -> dict[str, dict]:
+        found = team_instance(team).fetch_materializations(dg.AssetRecordsFilter(asset_key=user_memory.key), limit=100)
+        out: dict[str, dict] = {}
+        for r in found.records:  # newest first
+            mat = r.asset_materialization
+            if mat is not None and mat.partition not in out:
+                out[mat.partition] = {k: v.value for k, v in mat.metadata.items()}
+        return out
+
+    first = materialized()
+    assert set(first) == {"alice", "bob"} and first["alice"]["days built"] > 0
+
+    # a second run with nothing new builds no day (the single-user unchanged-day rule)
+    alice_doc = team.member("alice").home.published_dir
+    mtimes = {p: p.stat().st_mtime_ns for p in alice_doc.rglob("*") if p.is_file()}
+    code = cli.main(["team", "build", "--team", str(team.root), "--workers", "2", "--json"])
+    again = json.loads(capsys.readouterr().out)
+    assert code == 0 and again["team_verdict"] == "pass", again
+    second = materialized()
+    assert second["alice"]["days built"] == 0 and second["alice"]["days unchanged"] == first["alice"]["days built"]
+    assert second["alice"]["days certified now"] == 0, "an unchanged user's certificate stands"
+    assert {p: p.stat().st_mtime_ns for p in alice_doc.rglob("*") if p.is_file()} == mtimes, "nothing rewritten"
+
+    # one due day (its published manifest gone): that day alone is built and judged again, the
+    # other days' entries are carried into alice's new certificate, which passes
+    alice = team.member("alice").home
+    days = sorted(json.loads(alice.certificate_path.read_text(encoding="utf-8"))["days"])
+    (alice.published_dir / days[2] / "manifest.json").unlink()
+    code = cli.main(["team", "build", "--team", str(team.root), "--workers", "2", "--json"])
+    third_out = json.loads(capsys.readouterr().out)
+    assert code == 0 and third_out["team_verdict"] == "pass", third_out
+    third = materialized()
+    assert third["alice"]["days built"] == 1 and third["alice"]["days certified now"] == 1
+    cert = json.loads(alice.certificate_path.read_text(encoding="utf-8"))
+    assert cert["verdict"] == "pass" and sorted(cert["days"]) == days
+    assert [d for d, e in cert["days"].items() if not e.get("carried")] == [days[2]]
+
 
 def test_team_build_json_says_so_in_json_when_the_teams_postgres_is_down(tmp_path, capsys, monkeypatch):
     import socket

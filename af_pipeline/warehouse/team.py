@@ -13,6 +13,7 @@ cross-user routine miner (af_pipeline/routines/team.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -33,8 +34,11 @@ def connect(home: Home) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(home.warehouse_path), config={"checkpoint_threshold": "1GB"})
 
 
-def build_user(home: Home, days: list[str] | None = None) -> dict[str, Any]:
-    """Build the user's log days (all, or ``days``) into their folder; each day's canonical sha256."""
+def build_user(home: Home, days: list[str] | None = None,
+               on_built: Callable[[Any, str, str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Build the user's log days (all, or ``days``) into their folder; each day's canonical sha256.
+    ``on_built(con, day, code_version, published_day numbers)`` runs after each day, on the
+    build's connection (the caller's bookkeeping: which days a later run may skip)."""
     if not home.exists():
         raise UserError(f"{home.root} is not an activity-frames data folder (no af.json)")
     logged = log_days(home)
@@ -45,7 +49,9 @@ def build_user(home: Home, days: list[str] | None = None) -> dict[str, Any]:
     out: dict[str, str] = {}
     con = connect(home)
     try:
-        for day, _numbers in day_work.build_days(con, log, chosen, home.published_dir, False, version, rules):
+        for day, numbers in day_work.build_days(con, log, chosen, home.published_dir, False, version, rules):
+            if on_built is not None:
+                on_built(con, day, version, numbers[day_work.PUBLISHED])
             row = con.execute(f"SELECT sha256 FROM {day_work.DOCUMENTS} WHERE day = ?", [day]).fetchone()
             out[day] = str(row[0]) if row else ""
     finally:
