@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -184,8 +185,9 @@ def _done(args: argparse.Namespace, home: Home, log: EventLog, sel: Selection) -
     started = time.monotonic()
     purged = purge_days(home, done.days, say)
     seconds = time.monotonic() - started
+    team_routines = _refresh_team_routines(home, say) if done.days else None
     if args.json:
-        cli.emit_json({**done.to_json(), "dry_run": False, "forgotten": True,
+        cli.emit_json({**done.to_json(), "dry_run": False, "forgotten": True, "team_routines_rewritten": team_routines,
                        "published_removed": purged.published, "warehouse_rows_removed": purged.rows,
                        "warehouse_rewritten": purged.rewritten, "documents_removed": purged.documents,
                        "routine_tables_dropped": purged.dropped, "routine_plans_removed": purged.plans,
@@ -203,4 +205,30 @@ def _done(args: argparse.Namespace, home: Home, log: EventLog, sel: Selection) -
     if purged.dropped or purged.plans:
         print("routines mined from every day (routine tables, published/routines/) were removed with them; "
               "run the `routines` job (af ui) to mine them again")
+    if team_routines:
+        print(f"the team's routines were mined again without it: {team_routines}")
     return 0
+
+
+def _refresh_team_routines(home: Home, say: Any) -> str | None:
+    """When this folder is a user of the team named by AF_TEAM, mine the team's routine table again
+    now (it counts every user's actions, the forgotten ones included, until rewritten); the path
+    written, or None. The folder itself does not know its team (a person's folder joins a team
+    unchanged), so without AF_TEAM the next team run rewrites the table."""
+    root = os.environ.get("AF_TEAM")
+    if not root:
+        return None
+    from capture.team import Team, TeamError
+
+    try:
+        team = Team(root)
+        members = team.members()
+    except (TeamError, OSError) as exc:
+        say(f"af forget: AF_TEAM={root}: {exc}; the team's routines were not mined again")
+        return None
+    if not any(m.path.resolve() == home.root.resolve() for m in members):
+        return None
+    from assets.team import write_team_routines  # Dagster (~2 s): only for a team's user
+
+    write_team_routines(team, warn=say)
+    return str(team.routines_path)
