@@ -142,3 +142,18 @@ def test_reimporting_an_activitywatch_export_lands_nothing_forgotten_and_says_ho
     assert code == 0 and sum(later["landed"].values()) == 0 and later["forgotten"] == events
     assert not rows_of_app() and not [q for q in EventLog(Home(home)).quarantine_rows() if app in json.dumps(q)]
     assert cli.main(["log", "verify", "--home", str(home)]) == 0
+
+
+def test_af_sync_of_the_same_screenpipe_database_lands_nothing_forgotten(imported, home, capsys):
+    """`af sync` follows the database the folder was imported from: its pass reads the rows again
+    and lands none of the forgotten app's (issue 41: sync never brings forgotten rows back)."""
+    assert cli.main(["forget", "--app", "Slack", "--yes", "--home", str(home)]) == 0
+    log = EventLog(Home(home))
+    assert not [s for s in log.read_day(DAY).snapshots if s.app == "Slack"]
+    capsys.readouterr()
+    code = cli.main(["sync", "screenpipe", str(imported[1]), "--home", str(home), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report
+    assert report["landed"] == 0 and report["forgotten"] > 0, report
+    assert not [s for s in EventLog(Home(home)).read_day(DAY).snapshots if s.app == "Slack"]
+    assert cli.main(["log", "verify", "--home", str(home)]) == 0
