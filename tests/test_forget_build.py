@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow.parquet as pq
+import pytest
 from dagster_support import TZ, corpus, new_home
 
 from af_pipeline.interfaces import cli
@@ -214,3 +215,75 @@ def test_the_sealed_day_sensor_and_af_build_rebuild_exactly_the_days_a_forget_to
     assert built_from_the_log(DAYS[1]) and files(DAYS[0]) == kept
     assert requests() == []  # published sealed from the rewritten segments: nothing for the sensor
     assert certified_redacted() == list(DAYS)
+
+
+@pytest.mark.parametrize("kind", ["site", "range", "typed-text"])
+def test_forget_a_site_a_range_and_typed_text_on_a_built_certified_folder(tmp_path, capsys, kind):
+    """The other selections people use, on a folder built and certified first: the rows' titles
+    and URLs are in no file under the home afterwards (read through each format, and as raw
+    bytes), `af log verify` passes, `af build` builds the days again and `af certify` passes and
+    names them as redacted. Typed text is kept in the log alone unless a build opts in: what is
+    checked there is that no key event keeps its text and an opted-in day document has none."""
+    from urllib.parse import urlsplit
+
+    home = new_home(tmp_path)
+    log = EventLog(home)
+    b = corpus()
+    log.append(b, now_us=day_bounds(DAYS[1], TZ)[1] + 48 * 3_600_000_000)
+    assert cli.main(["build", "--home", str(home.root)]) == 0
+    assert cli.main(["certify", "--home", str(home.root)]) == 0
+    lo = day_bounds(DAYS[0], TZ)[0] + 9 * 3_600_000_000 + 20 * 60_000_000  # 09:20 .. 09:40 local
+    hi = lo + 20 * 60_000_000
+    if kind == "site":
+        argv = ["--site", "en.wikipedia.org"]
+
+        def gone(s) -> bool:
+            return bool(s.url) and (urlsplit(s.url).hostname or "").endswith("wikipedia.org")
+    elif kind == "range":
+        argv = ["--from", f"{DAYS[0]} 09:20", "--to", f"{DAYS[0]} 09:40"]
+
+        def gone(s) -> bool:
+            return lo <= s.ts_us < hi
+    else:
+        argv = ["--typed-text"]
+
+        def gone(s) -> bool:
+            return False
+    kept = [s for s in b.snapshots if not gone(s)]
+    others = {v for s in kept for v in (s.window, s.url) if v}
+    secret = {v for s in b.snapshots if gone(s) for v in (s.window, s.url) if v} - others
+    secret = {w for w in secret if len(w) > 8 and not any(w in o for o in others)}
+    if kind != "typed-text":
+        assert secret and holders(home.root, secret), "the build copied them around"
+    else:
+        assert any(i.text for d in DAYS for i in log.read_day(d).inputs)
+        assert _typed_in_document(log), "an opted-in document shows what was typed"
+
+    assert cli.main(["forget", *argv, "--yes", "--home", str(home.root)]) == 0
+    assert holders(home.root, secret) == {}
+    raw = [p for p in home.root.rglob("*") if p.is_file() and any(w.encode() in p.read_bytes() for w in secret)]
+    assert raw == []
+    assert cli.main(["log", "verify", "--home", str(home.root)]) == 0
+    assert cli.main(["build", "--home", str(home.root)]) == 0
+    capsys.readouterr()
+    assert cli.main(["certify", "--home", str(home.root), "--json"]) == 0
+    cert = json.loads(capsys.readouterr().out)
+    assert cert["verdict"] == "pass" and cert["log"]["redacted_days"]
+    if kind == "range":
+        assert cert["log"]["redacted_days"] == [DAYS[0]]
+    if kind == "typed-text":
+        fresh = EventLog(home)
+        assert not [i for d in DAYS for i in fresh.read_day(d).inputs if i.text]
+        assert not _typed_in_document(fresh)
+
+
+def _typed_in_document(log: EventLog) -> list[str]:
+    """The typed text an opted-in compile of the days shows (frames' ``typed_text``)."""
+    from af_pipeline.compiler.compile import CompileOptions, compile_day
+
+    out = []
+    for day in DAYS:
+        text = json.dumps(compile_day(log.read_day(day), CompileOptions(include_typed_text=True)))
+        out += [m for m in text.split('"typed_text": ')[1:] if not m.startswith('"excluded"')
+                and not m.startswith('"included"')]
+    return out
