@@ -11,13 +11,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 from dagster_support import TZ, corpus, new_home
+from wait_support import listening, until
 
 from af_pipeline.interfaces import cli
 from af_pipeline.warehouse import publish
@@ -32,22 +32,8 @@ AF = str(Path(sys.executable).with_name("af"))
 READY_S = 60.0  # the longest `af serve` may take to listen (imports on a loaded machine)
 
 
-def _until(condition, seconds: float, what: str):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not within {seconds:g} s")
 
 
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 def _free_port() -> int:
@@ -68,7 +54,7 @@ def served(tmp_path):
         proc = subprocess.Popen([AF, "serve", "--port", str(port), "--home", str(home.root)],
                                 stdout=subprocess.DEVNULL, stderr=err)
     try:
-        _until(lambda: proc.poll() is not None or _listening(port), READY_S, "af serve listening")
+        until(lambda: proc.poll() is not None or listening(port), READY_S, "af serve listening")
         assert proc.poll() is None, err_path.read_text()
         yield home, f"http://127.0.0.1:{port}", proc
     finally:

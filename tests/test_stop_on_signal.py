@@ -19,13 +19,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from wait_support import listening, until
 
 from capture import sync
 from capture.home import Home
@@ -37,16 +38,6 @@ SHM = Path("/dev/shm")
 SESSIONS: dict[int, set[int]] = {}  # the sessions of each running command, for the cleanup
 
 
-def _until(condition: Callable[[], Any], seconds: float, what: str, proc: subprocess.Popen[Any] | None = None) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"{what}: the command exited early with {proc.returncode}")
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {seconds:g} s")
 
 
 def _shm_entries() -> set[str]:
@@ -72,12 +63,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _sid(pid: int) -> int | None:
@@ -196,11 +181,11 @@ def test_af_ui_stops_with_every_dagster_process(tmp_path, sig):
     err = tmp_path / "ui.err"
     with err.open("wb") as errf, running(["ui", "--home", str(home.root), "--port", str(port)],
                                          stdout=subprocess.DEVNULL, stderr=errf) as proc:
-        _until(lambda: _listening(port), 150, "the Dagster webserver listening", proc)
+        until(lambda: listening(port), 150, "the Dagster webserver listening", proc)
         # the daemon and the code servers are up too: dagster dev, webserver, daemon, 2 code servers
-        _until(lambda: len(_children(proc)) >= 5, 60, "dagster dev's processes", proc)
+        until(lambda: len(_children(proc)) >= 5, 60, "dagster dev's processes", proc)
         if sig == signal.SIGTERM:
-            _until(lambda: _tracker(proc), 90, "the sensor's run (a resource tracker)", proc)
+            until(lambda: _tracker(proc), 90, "the sensor's run (a resource tracker)", proc)
         took = stop_and_check(proc, sig, before)
     assert "af ui: stopped" in err.read_text(errors="replace")
     assert took < STOP_S
@@ -215,7 +200,7 @@ def test_sync_watch_stops(tmp_path, sig):
     before = _shm_entries()
     with running(["sync", "--watch", "--interval", "0.2", "--home", str(home.root)],
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
-        _until(lambda: (st := sync.status(home)) and st[0]["failures"] >= 1, 60, "a first pass", proc)
+        until(lambda: (st := sync.status(home)) and st[0]["failures"] >= 1, 60, "a first pass", proc)
         stop_and_check(proc, sig, before)
 
 
@@ -226,7 +211,7 @@ def test_serve_stops(tmp_path, sig):
     before = _shm_entries()
     with running(["serve", "--port", str(port), "--home", str(home.root)],
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
-        _until(lambda: _listening(port), 60, "af serve listening", proc)
+        until(lambda: listening(port), 60, "af serve listening", proc)
         stop_and_check(proc, sig, before)
 
 
@@ -303,7 +288,7 @@ def test_af_ui_kills_a_tree_that_ignores_sigint_and_sigterm(tmp_path):
             f"sys.exit(supervise([sys.executable, '-c', {STUBBORN!r}]))")
     before = _shm_entries()
     with running([], program=[sys.executable, "-c", code], stdout=out.open("wb"), stderr=subprocess.DEVNULL) as proc:
-        _until(lambda: "up" in out.read_text() and len(_children(proc)) >= 2, 30, "the stand-in tree", proc)
+        until(lambda: "up" in out.read_text() and len(_children(proc)) >= 2, 30, "the stand-in tree", proc)
         took = stop_and_check(proc, signal.SIGHUP, before)
     from af_pipeline.interfaces.commands.ui import GRACE_S, TERM_S
 

@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from wait_support import listening, until
 
 from af_pipeline.compiler import view
 from af_pipeline.compiler.compile import CompileOptions, compile_day
@@ -253,23 +254,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _until(condition, seconds: float, what: str):
-    """Poll ``condition`` until it returns something truthy; fail after ``seconds``."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not within {seconds:g} s")
 
 
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 @pytest.fixture()
@@ -282,7 +268,7 @@ def af_serve(tmp_path, doc):
         proc = subprocess.Popen([AF, "serve", "--port", str(port), "--home", str(home.root)],
                                 stdout=subprocess.DEVNULL, stderr=err)
     try:
-        _until(lambda: proc.poll() is not None or _listening(port), READY_S, "af serve listening")
+        until(lambda: proc.poll() is not None or listening(port), READY_S, "af serve listening")
         assert proc.poll() is None, err_path.read_text()
         yield port, err_path, files, proc
     finally:
@@ -402,7 +388,7 @@ def test_serve_closes_a_connection_that_sends_nothing_or_drips(monkeypatch, tmp_
             slow.settimeout(0.1)
             slow.sendall(b"GET / HTTP/1.1\r\nX-Slow: ")
             started = time.monotonic()
-            _until(lambda: _closed_by_server(slow, drip), 10, "the server closing a slow connection")
+            until(lambda: _closed_by_server(slow, drip), 10, "the server closing a slow connection")
             took = time.monotonic() - started
         limit = serve.IDLE_TIMEOUT_S if not drip else serve.REQUEST_DEADLINE_S
         assert took < limit + 2.0
@@ -419,7 +405,7 @@ def test_serve_closes_a_connection_that_sends_nothing_or_drips(monkeypatch, tmp_
 def test_a_client_leaving_mid_answer_leaves_no_traceback(af_serve, doc):
     port, err_path, files, proc = af_serve
     fds = Path(f"/proc/{proc.pid}/fd")
-    idle = _until(lambda: len(list(fds.iterdir())), 5, "reading the server's open files")
+    idle = until(lambda: len(list(fds.iterdir())), 5, "reading the server's open files")
     for _ in range(3):
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the 8 MB page cannot fit: the server blocks
@@ -429,12 +415,12 @@ def test_a_client_leaving_mid_answer_leaves_no_traceback(af_serve, doc):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()  # a reset in the middle of the body
     # the connections are closed by the server (its open files are back to what they were)
-    _until(lambda: len(list(fds.iterdir())) <= idle, 30, "the server closing the reset connections")
+    until(lambda: len(list(fds.iterdir())) <= idle, 30, "the server closing the reset connections")
     # a request that is cut off before its end is no error either
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(b"GET / HTT")
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    _until(lambda: len(list(fds.iterdir())) <= idle, 30, "the server closing the cut-off request")
+    until(lambda: len(list(fds.iterdir())) <= idle, 30, "the server closing the cut-off request")
     status, _h, body = _get(port, "/days.json", f"127.0.0.1:{port}")
     assert status == 200 and doc["day"].encode() in body
     proc.send_signal(signal.SIGINT)
