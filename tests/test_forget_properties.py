@@ -5,7 +5,9 @@ landed so far, with forgotten refs never landing again."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from hypothesis import HealthCheck, event, given, settings
@@ -85,6 +87,22 @@ def _batch_of(rows: list) -> CaptureBatch:
     return b
 
 
+@contextlib.contextmanager
+def _scratch_log(prefix: str) -> Iterator[tuple[Path, EventLog]]:
+    """(a scratch folder, the log of a new data folder ``a`` in it), without fsyncs (a test's
+    folders are thrown away), removed when the example ends."""
+    fsync, capture.log.FSYNC = capture.log.FSYNC, False
+    scratch = tempfile.TemporaryDirectory(prefix=prefix)
+    try:
+        root = Path(scratch.name)
+        home = Home(root / "a")
+        home.init(tz=TZ)
+        yield root, EventLog(home)
+    finally:
+        capture.log.FSYNC = fsync
+        scratch.cleanup()
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_appends_seals_and_forgets_equal_appending_what_remains(data):
@@ -94,13 +112,7 @@ def test_appends_seals_and_forgets_equal_appending_what_remains(data):
         st.tuples(st.just("seal"), st.sampled_from(DAYS)),
         st.tuples(st.just("forget"), selections()),
     ), min_size=1, max_size=8))
-    fsync, capture.log.FSYNC = capture.log.FSYNC, False
-    scratch = tempfile.TemporaryDirectory(prefix="af-forget-prop-")
-    try:
-        root = Path(scratch.name)
-        home = Home(root / "a")
-        home.init(tz=TZ)
-        log = EventLog(home)
+    with _scratch_log("af-forget-prop-") as (root, log):
         now = day_bounds(DAYS[0], TZ)[0]  # nothing seals on its own
         state: dict[str, object] = {}  # ref -> row the model holds
         forgotten: set[str] = set()
@@ -129,9 +141,6 @@ def test_appends_seals_and_forgets_equal_appending_what_remains(data):
         fresh = EventLog(Home(root / "b"))
         fresh.append(_batch_of(list(state.values())), now_us=day_bounds(DAYS[1], TZ)[1] + 48 * 3_600_000_000)
         assert _rows(log) == _rows(fresh)
-    finally:
-        capture.log.FSYNC = fsync
-        scratch.cleanup()
 
 
 class _Model:
@@ -213,13 +222,7 @@ def test_imports_seals_amendments_and_forgets_compile_to_the_documents_of_what_r
         st.tuples(st.just("amend"), st.tuples(st.sampled_from(DAYS), st.integers(0, 1))),
         st.tuples(st.just("forget"), selections()),
     ), min_size=1, max_size=7))
-    fsync, capture.log.FSYNC = capture.log.FSYNC, False
-    scratch = tempfile.TemporaryDirectory(prefix="af-forget-docs-")
-    try:
-        root = Path(scratch.name)
-        home = Home(root / "a")
-        home.init(tz=TZ)
-        log = EventLog(home)
+    with _scratch_log("af-forget-docs-") as (root, log):
         now = day_bounds(DAYS[0], TZ)[0]  # nothing seals on its own
         model = _Model()
         amended = forgets_after_amend = 0
@@ -263,6 +266,3 @@ def test_imports_seals_amendments_and_forgets_compile_to_the_documents_of_what_r
                     lg.seal(day)
         _assert_same_documents(log, fresh)
         assert _rows(log) == _rows(fresh)
-    finally:
-        capture.log.FSYNC = fsync
-        scratch.cleanup()
