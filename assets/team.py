@@ -329,9 +329,11 @@ def user_memory(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     team = Team(os.environ["AF_TEAM"])
     member = team.member(context.partition_key)
     with warehouse_lock(member.home, f"team run {context.run.run_id[:8]}", context.log.warning):
-        built = team_work.build_user(member.home)
-    verdict = certify_user(member)
-    return dg.MaterializeResult(metadata={"days": len(built["days"]), "verdict": verdict["verdict"]})
+        built = build_due_days(member)
+    verdict = certify_user(member, built["unchanged"])
+    return dg.MaterializeResult(metadata={
+        "days": verdict["days"], "verdict": verdict["verdict"], "days built": len(built["days"]),
+        "days unchanged": len(built["unchanged"]), "days certified now": int(verdict.get("days_judged", 0))})
 
 
 def new_users(instance: Any, team: Team) -> list[str]:

@@ -58,6 +58,11 @@ def test_materializing_one_users_partition_builds_and_certifies_that_user_only(t
     second = _tick(team, instance)
     assert second.dynamic_partitions_requests == [] and [r.partition_key for r in second.run_requests] == ["bob"]
     assert second.run_requests[0].run_key == first.run_requests[1].run_key, "one sealing, one run key"
+    # alice's partition again with nothing new: no day built or certified again, the same verdict
+    again = dg.materialize([user_memory], partition_key="alice", instance=instance)
+    meta = again.asset_materializations_for_node("user_memory")[0].metadata
+    assert again.success and meta["verdict"].value == "pass" and meta["days"].value == len(days)
+    assert meta["days built"].value == 0 and meta["days certified now"].value == 0
 
 
 def test_an_unregistered_user_is_no_partition(team):
