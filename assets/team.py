@@ -22,10 +22,11 @@ warehouse file lock (assets/instance.py) holds the same line.
 """
 
 
+import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -311,10 +312,21 @@ def _executor(kind: str) -> dg.ExecutorDefinition:
     raise ValueError(f"unknown executor {kind!r} (one of {', '.join(EXECUTORS)})")
 
 
+def team_job_name(root: str, kind: str, certify: bool = True) -> str:
+    """``team_build_<executor>`` (``team_build_only_...`` without certification). On dask the name
+    also carries a key of the team root: dagster-dask names a step's task ``<job>.<step>`` on the
+    cluster (dagster-io/dagster#21418), so two teams' runs at once, with the same user names,
+    would be handed each other's results unless their job names differ."""
+    name = f"team_build_{kind}" if certify else f"team_build_only_{kind}"
+    if kind == "dask":
+        name += "_" + hashlib.sha256(str(Path(root).resolve()).encode("utf-8")).hexdigest()[:8]
+    return name
+
+
 def team_job(root: str, kind: str, certify: bool = True, ops: TeamOps | None = None) -> dg.JobDefinition:
     """The whole-team job on one executor (module level: workers rebuild it from these args).
     ``ops``: the code location's op definitions, shared by all its jobs."""
-    name = f"team_build_{kind}" if certify else f"team_build_only_{kind}"
+    name = team_job_name(root, kind, certify)
     # dagster-dask neither enforces pools nor can ship a run that names them (dask walks the run
     # record's tuples, and Dagster's op-concurrency record refuses iteration): on dask the one
     # writer per warehouse is the user's warehouse file lock, and one step chain per user per run.
@@ -461,7 +473,40 @@ def run_team(team: Team, executor: str = "multiprocess", executor_config: dict[s
     inst = instance or team_instance(team)
     register_users(inst, team)
     recon = dg.build_reconstructable_job("assets.team", "team_job", reconstructable_args=(str(team.root), executor, certify))  # type: ignore[arg-type]
-    started = time.monotonic()
-    result = dg.execute_job(recon, instance=inst, run_config={"execution": {"config": executor_config or {}}},
-                            raise_on_error=False)
+    with _one_dask_run(team, inst, team_job_name(str(team.root), executor, certify)) if executor == "dask" \
+            else contextlib.nullcontext():
+        started = time.monotonic()
+        result = dg.execute_job(recon, instance=inst, run_config={"execution": {"config": executor_config or {}}},
+                                raise_on_error=False)
     return TeamOutcome(result.success, result.run_id, executor, time.monotonic() - started, _failures(result))
+
+
+DASK_LOCK = "dask-run.lock"
+_IN_PROGRESS = ("QUEUED", "NOT_STARTED", "STARTING", "STARTED")
+
+
+@contextlib.contextmanager
+def _one_dask_run(team: Team, inst: dg.DagsterInstance, job_name: str) -> Iterator[None]:
+    """One dask run of a team's job at a time: a second one would share the first's task keys on
+    the cluster (team_job_name) and be handed its results. Held by a lock file in the team root
+    (this machine) and refused when the instance records one in progress (another machine)."""
+    import fcntl
+
+    path = team.root / DASK_LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"another dask run of the team at {team.root} is in progress on this machine; "
+                            "wait for it: two at once would be handed each other's results by dagster-dask") from None
+        statuses = [dg.DagsterRunStatus[s] for s in _IN_PROGRESS]
+        running = inst.get_run_records(filters=dg.RunsFilter(job_name=job_name, statuses=statuses), limit=1)
+        if running:
+            run = running[0].dagster_run
+            raise UserError(f"dask run {run.run_id[:8]} of the team at {team.root} is {run.status.value.lower()} "
+                            "(by its instance); wait for it, or mark it failed in the UI if its process is gone: "
+                            "two at once would be handed each other's results by dagster-dask")
+        yield
+    finally:
+        os.close(fd)

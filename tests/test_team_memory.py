@@ -104,8 +104,10 @@ def test_the_team_code_location_loads_in_dagster(team, tmp_path):
     assert done.returncode == 0, said[-3000:]
     assert "Validation successful for code location activity_frames_team" in said
 
-    from assets.team import build_team_definitions
+    from assets.team import build_team_definitions, team_job_name
 
     defs = build_team_definitions(team)
-    dask_ops = {node.name for node in defs.resolve_job_def("team_build_dask").graph.nodes}
+    dask_job = team_job_name(str(team.root), "dask")
+    assert dask_job.startswith("team_build_dask_") and dask_job != team_job_name("/elsewhere", "dask")
+    dask_ops = {node.name for node in defs.resolve_job_def(dask_job).graph.nodes}
     assert {"build_alice_unpooled", "certify_bob_unpooled", "team_certificate"} <= dask_ops
