@@ -35,7 +35,8 @@ import pytest
 from dagster._core.event_api import PartitionKeyFilter
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 from dagster_support import corpus, days_of, new_home, only_days
-from test_stop_on_signal import _free_port, _until
+from test_stop_on_signal import _free_port
+from wait_support import until
 
 from af_pipeline.routines import replay
 from assets import certify as harness
@@ -185,7 +186,7 @@ def test_a_day_certified_from_the_launchpad_shows_each_check_passed(folder, tmp_
     base = f"http://127.0.0.1:{port}"
     t0 = time.monotonic()
     with af_ui(home, port, tmp_path / "af-ui.err") as proc, sync_playwright() as p:
-        _until(lambda: _location_loaded(base), START_S, "the webserver up with the code location loaded", proc)
+        until(lambda: _location_loaded(base), START_S, "the webserver up with the code location loaded", proc)
         up = time.monotonic() - t0
         # The community sign-up dialog Dagster shows once per instance on 127.0.0.1 would cover the
         # page: dismissed the way its Skip button does.
@@ -212,13 +213,13 @@ def test_a_day_certified_from_the_launchpad_shows_each_check_passed(folder, tmp_
             expect(page.get_by_role("button", name="Launch Run")).to_be_enabled()
             shot(page, "1-launchpad-partition")
 
-            _until(lambda: _sensor_settled(base, inst), START_S, "the sensor's first tick and its runs done", proc)
+            until(lambda: _sensor_settled(base, inst), START_S, "the sensor's first tick and its runs done", proc)
             page.get_by_role("button", name="Launch Run").click()
 
             # 2. the run's page: Success, and every check's evaluation succeeded on that day
             page.wait_for_url(re.compile(r"/runs/[0-9a-f-]{36}$"))
             run_id = page.url.rsplit("/", 1)[1]
-            run = _until(lambda: _finished(inst, run_id), RUN_S, "the certify run finished", proc)
+            run = until(lambda: _finished(inst, run_id), RUN_S, "the certify run finished", proc)
             assert run.status == dg.DagsterRunStatus.SUCCESS, _why(inst, run_id)
             expect(page.get_by_text("Success", exact=True)).to_be_visible()
             assert run.job_name == "certify" and run.tags["dagster/partition"] == day, run.tags

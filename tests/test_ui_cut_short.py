@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 import pytest
-from test_stop_on_signal import _free_port, _listening, _shm_entries, _until, running, stop_and_check
+from test_stop_on_signal import _free_port, _shm_entries, running, stop_and_check
+from wait_support import listening, until
 
 from af_pipeline.warehouse import publish
 from assets import instance as af_instance
@@ -59,9 +60,9 @@ def test_a_run_cut_short_by_af_ui_stopping_is_marked_and_redone(tmp_path):
         err = tmp_path / "ui1.err"
         with err.open("wb") as errf, running([*argv, "--port", str(port)], env=env,
                                              stdout=subprocess.DEVNULL, stderr=errf) as proc:
-            _until(lambda: _listening(port), 150, "the Dagster webserver listening", proc)
+            until(lambda: listening(port), 150, "the Dagster webserver listening", proc)
             inst = dg.DagsterInstance.from_config(str(home.dagster_home))
-            started = _until(lambda: [r for r in _runs(inst) if r.status == dg.DagsterRunStatus.STARTED],
+            started = until(lambda: [r for r in _runs(inst) if r.status == dg.DagsterRunStatus.STARTED],
                              90, "the sensor's run of the sealed day STARTED (waiting for the warehouse)", proc)
             first = started[0]
             took = stop_and_check(proc, signal.SIGTERM, before)  # within 10 s, marking included
@@ -81,7 +82,7 @@ def test_a_run_cut_short_by_af_ui_stopping_is_marked_and_redone(tmp_path):
     before = _shm_entries()
     with (tmp_path / "ui2.err").open("wb") as errf, running([*argv, "--port", str(port)], env=env,
                                                            stdout=subprocess.DEVNULL, stderr=errf) as proc:
-        redone = _until(lambda: [r for r in _runs(inst) if r.run_id != first.run_id
+        redone = until(lambda: [r for r in _runs(inst) if r.run_id != first.run_id
                                  and r.status == dg.DagsterRunStatus.SUCCESS], 80,
                         "a new run of the same partition succeeding after the restart", proc)
         stop_and_check(proc, signal.SIGTERM, before)
@@ -205,7 +206,7 @@ def test_a_run_killed_with_af_ui_is_failed_as_cut_short_not_left_started(tmp_pat
     mark = tmp_path / "in-step"
     proc = subprocess.Popen([sys.executable, "-c", STUCK, str(folder), str(mark)])
     try:
-        _until(mark.exists, 60, "the run in its step", proc)
+        until(mark.exists, 60, "the run in its step", proc)
     finally:
         proc.kill()
         proc.wait()
