@@ -77,7 +77,9 @@ def certify_user(member: Member, unchanged_days: list[str] | None = None) -> dic
             return {**team_cert.summary(member.user, previous), "reused": True}
         carried, due = {}, days
     cert = run_certify(home, due, carried=carried)
-    return {**team_cert.summary(member.user, cert), "days_judged": len(due)}
+    # the run judges every day between the first and the last due day (one range run)
+    judged = sum(1 for entry in cert["days"].values() if not entry.get("carried"))
+    return {**team_cert.summary(member.user, cert), "days_judged": judged}
 
 
 def _previous_certificate(home: Any) -> dict[str, Any] | None:
