@@ -7,17 +7,12 @@ a running Memory's routines (af mcp's get_routines) lose the forgotten routine w
 from __future__ import annotations
 
 import json
-import signal
-import socket
-import subprocess
-import sys
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 from dagster_support import TZ, corpus, new_home
-from wait_support import listening, until
+from wait_support import af_serve
 
 from af_pipeline.interfaces import cli
 from af_pipeline.warehouse import publish
@@ -28,18 +23,7 @@ DAYS = ("2026-06-01", "2026-06-02")
 WEEK = "2026-W23"
 APP = "Preview"  # the synthetic corpus's PDF viewer: the one routine of these two days is in it
 ROUTINE = "Close Window → Don&#x27;t Save → File"  # as the week page writes it
-AF = str(Path(sys.executable).with_name("af"))
 READY_S = 60.0  # the longest `af serve` may take to listen (imports on a loaded machine)
-
-
-
-
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture()
@@ -48,23 +32,8 @@ def served(tmp_path):
     home = new_home(tmp_path)
     EventLog(home).append(corpus(), now_us=day_bounds(DAYS[1], TZ)[1] + 48 * 3_600_000_000)
     assert cli.main(["build", "--home", str(home.root)]) == 0
-    port = _free_port()
-    err_path = tmp_path / "serve.err"
-    with err_path.open("wb") as err:
-        proc = subprocess.Popen([AF, "serve", "--port", str(port), "--home", str(home.root)],
-                                stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        until(lambda: proc.poll() is not None or listening(port), READY_S, "af serve listening")
-        assert proc.poll() is None, err_path.read_text()
+    with af_serve(home.root, tmp_path / "serve.err", READY_S) as (port, proc):
         yield home, f"http://127.0.0.1:{port}", proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def _get(url: str) -> tuple[int, str]:

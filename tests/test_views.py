@@ -11,7 +11,6 @@ import os
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -20,7 +19,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from wait_support import listening, until
+from wait_support import af_serve as serving
+from wait_support import until
 
 from af_pipeline.compiler import view
 from af_pipeline.compiler.compile import CompileOptions, compile_day
@@ -244,41 +244,16 @@ def test_published_day_lists_view_html_in_its_manifest(served, doc):
 
 # -- af serve answers its own origin only (issue 36) ----------------------------------------------
 
-AF = str(Path(sys.executable).with_name("af"))
 READY_S = 60.0  # the longest `af serve` may take to listen (imports on a loaded machine)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-
-
 
 
 @pytest.fixture()
 def af_serve(tmp_path, doc):
     """`af serve` itself, in its own process on a free port; (port, its stderr file, published day's files)."""
     home, files = _published_home(tmp_path / "home", doc, b"<!doctype html><p>" + b"x" * (8 << 20) + b"</p>\n")
-    port = _free_port()
     err_path = tmp_path / "serve.err"
-    with err_path.open("wb") as err:
-        proc = subprocess.Popen([AF, "serve", "--port", str(port), "--home", str(home.root)],
-                                stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        until(lambda: proc.poll() is not None or listening(port), READY_S, "af serve listening")
-        assert proc.poll() is None, err_path.read_text()
+    with serving(home.root, err_path, READY_S) as (port, proc):
         yield port, err_path, files, proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # Ctrl-C, as a user stops it
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def _raw(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
