@@ -41,7 +41,7 @@ from assets import unchanged
 from assets.instance import POOLS_YAML, warehouse_lock
 from assets.sensors import days_needing_publish
 from capture.errors import UserError
-from capture.home import private_files
+from capture.home import Home, private_files
 from capture.log import EventLog
 from capture.team import Member, Team
 from certification import team as team_cert
@@ -69,10 +69,10 @@ def certify_user(member: Member, unchanged_days: list[str] | None = None) -> dic
 
     home = member.home
     days = select_days(home, None, None)
-    carried = _carried(home, unchanged_days or [])
+    previous = _previous_certificate(home)
+    carried = _carried(previous, unchanged_days or [])
     due = [d for d in days if d not in carried]
     if not due:
-        previous = _previous_certificate(home)
         if previous is not None and (previous.get("log") or {}).get("chain_head") == EventLog(home).chain_head():
             return {**team_cert.summary(member.user, previous), "reused": True}
         carried, due = {}, days
@@ -82,7 +82,8 @@ def certify_user(member: Member, unchanged_days: list[str] | None = None) -> dic
     return {**team_cert.summary(member.user, cert), "days_judged": judged}
 
 
-def _previous_certificate(home: Any) -> dict[str, Any] | None:
+def _previous_certificate(home: Home) -> dict[str, Any] | None:
+    """The user's certificate.json when this code version made it, else None."""
     import json
 
     try:
@@ -92,9 +93,9 @@ def _previous_certificate(home: Any) -> dict[str, Any] | None:
     return cert if isinstance(cert, dict) and cert.get("code_version") == code_version() else None
 
 
-def _carried(home: Any, unchanged_days: list[str]) -> dict[str, Any]:
-    """The previous certificate's passing entries of the unchanged days (by this code version)."""
-    previous = _previous_certificate(home)
+def _carried(previous: dict[str, Any] | None, unchanged_days: list[str]) -> dict[str, Any]:
+    """The previous certificate's passing entries of the unchanged days (``previous``: the user's
+    certificate made by this code version, from _previous_certificate)."""
     if previous is None or not unchanged_days:
         return {}
     entries = previous.get("days") or {}
@@ -269,14 +270,15 @@ def team_graph(team: Team, certify: bool = True, pooled: bool = True, ops: TeamO
     ops = ops or TeamOps(team)
     builds, certifies = ops.user_ops(pooled)
     shared = ops.team_ops()
-    team_certificate, team_routines, all_built = shared["team_certificate"], shared["team_routines"], shared["all_built"]
+    team_certificate, team_routines = shared["team_certificate"], shared["team_routines"]
+    team_verdict, all_built = shared["team_verdict"], shared["all_built"]
 
     @dg.graph(name=name or ("team_build" if certify else "team_build_only"))
     def graph() -> None:
         if certify:
             verdicts = {f"u_{step_name(u)}": certifies[u](builds[u]()) for u in sorted(builds)}
             certified = team_certificate(**verdicts)
-            shared["team_verdict"](certified, team_routines(certified))
+            team_verdict(certified, team_routines(certified))
         else:
             team_routines(all_built(**{f"u_{step_name(u)}": builds[u]() for u in sorted(builds)}))
 
