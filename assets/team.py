@@ -127,13 +127,23 @@ def user_verdict(member: Member, built: dict[str, Any]) -> dict[str, Any]:
     capture yet, "fail" naming the stage when the build or the certification raised (and then
     their own certificate.json says fail too). Never raises: one user's failure stays theirs."""
     if FAILED in built:
-        return team_cert.failed(member.user, member.home, "build", built[FAILED]["kind"], built[FAILED]["message"])
+        return _failed(member, "build", built[FAILED]["kind"], built[FAILED]["message"])
     if not built.get("days") and not built.get("unchanged") and _no_capture(member):
         return team_cert.pending(member.user)
     try:
         return certify_user(member, list(built.get("unchanged", [])))
     except Exception as exc:  # noqa: BLE001 - reported in the user's certificate and the team's
-        return team_cert.failed(member.user, member.home, "certification", type(exc).__name__, str(exc))
+        return _failed(member, "certification", type(exc).__name__, str(exc))
+
+
+def _failed(member: Member, stage: str, kind: str, message: str) -> dict[str, Any]:
+    """Write the user's failing certificate (certification/team.failed) into their folder; their line."""
+    from assets.certify import CERTIFICATE_VERSION, write_certificate
+
+    cert, line = team_cert.failed(member.user, stage, kind, message)
+    if member.home.root.is_dir():
+        write_certificate(member.home, {"certificate_version": CERTIFICATE_VERSION, **cert})
+    return line
 
 
 def _no_capture(member: Member) -> bool:

@@ -23,7 +23,6 @@ from typing import Any
 
 from af_pipeline.warehouse.version import code_version
 from capture.files import atomic_write
-from capture.home import Home
 from capture.team import Team
 
 TEAM_CERTIFICATE_VERSION = 1
@@ -55,21 +54,18 @@ def pending(user: str) -> dict[str, Any]:
             "code_version": None, "problem": "no capture yet: the log holds no day"}
 
 
-def failed(user: str, home: Home, stage: str, kind: str, message: str) -> dict[str, Any]:
-    """The line of a user whose build or certification (``stage``) raised an error of class
-    ``kind`` saying ``message``, after writing
-    a failing certificate.json in their folder that names the reason (a certificate from an
-    earlier run must not keep saying "pass"). The team's line names the stage and the error's
-    kind only: an error's text can quote the capture (a file's line), which stays in the user's
-    own folder."""
-    reason = f"{stage} failed: {message.strip() or kind}"
-    cert = {"certificate_version": 1, "verdict": "fail", "run_succeeded": False, "certified_at": _now(),
-            "code_version": code_version(), "problem": reason, "days": {}}
-    if home.root.is_dir():
-        atomic_write(home.certificate_path, (json.dumps(cert, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    return {"user": user, "verdict": "fail", "days": 0, "days_passed": 0, "chain_head": None,
+def failed(user: str, stage: str, kind: str, message: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A user whose build or certification (``stage``) raised an error of class ``kind`` saying
+    ``message``: (the failing certificate for their own folder, naming the reason, so that a
+    certificate from an earlier run does not keep saying "pass"; their line in the team
+    certificate). The team's line names the stage and the error's kind only: an error's text can
+    quote the capture (a file's line), which stays in the user's own folder."""
+    cert = {"verdict": "fail", "run_succeeded": False, "certified_at": _now(), "code_version": code_version(),
+            "problem": f"{stage} failed: {message.strip() or kind}", "days": {}}
+    line = {"user": user, "verdict": "fail", "days": 0, "days_passed": 0, "chain_head": None,
             "code_version": cert["code_version"],
             "problem": f"{stage} failed ({kind}): the reason is in {user}'s certificate.json"}
+    return cert, line
 
 
 def team_certificate(team: Team, verdicts: Sequence[dict[str, Any]]) -> dict[str, Any]:
