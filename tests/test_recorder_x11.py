@@ -173,6 +173,17 @@ def desktop() -> Iterator[Desktop]:
         yield d
 
 
+def _signal_masks(pid: int) -> str:
+    """Each thread's pending, blocked and caught signals (hex masks, /proc/PID/task/TID/status)."""
+    lines = []
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+        with contextlib.suppress(OSError):
+            status = (task / "status").read_text().splitlines()
+            keep = [ln for ln in status if ln.startswith(("Name:", "SigPnd:", "ShdPnd:", "SigBlk:", "SigCgt:"))]
+            lines.append(f"{task.name}: " + " ".join(" ".join(ln.split()) for ln in keep))
+    return "\n".join(lines)
+
+
 class Recording:
     """`af record` running in its own process."""
 
@@ -216,10 +227,13 @@ class Recording:
             out, err = self.proc.communicate(timeout=40)
         except subprocess.TimeoutExpired:
             # clean-clone CI once saw a recorder not end within 40 s of SIGTERM, printing nothing:
-            # its threads' stacks (faulthandler, on SIGABRT) say where it waits
+            # its threads' stacks (faulthandler, on SIGABRT) say where it waits, and their signal
+            # masks whether the SIGTERM is pending, blocked or was never caught
+            masks = _signal_masks(self.proc.pid)
             self.proc.send_signal(signal.SIGABRT)
             _out, err = self.proc.communicate(timeout=20)
-            raise AssertionError(f"the recorder did not stop within 40 s; its threads:\n{err}") from None
+            raise AssertionError(f"the recorder did not stop within 40 s; its threads' signal masks:\n{masks}\n"
+                                 f"their stacks:\n{err}") from None
         assert self.proc.returncode == 0, err
         return json.loads(out)  # type: ignore[no-any-return]
 

@@ -204,13 +204,22 @@ def test_sync_watch_stops(tmp_path, sig):
         stop_and_check(proc, sig, before)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_serve_stops(tmp_path, sig):
+def _blocked_stop_signals() -> None:
+    """In a child before exec: start it as a parent with SIGTERM and SIGINT blocked would (the
+    mask is inherited through exec; CPython blocks SIGTERM while it spawns multiprocessing's
+    resource tracker)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+
+
+@pytest.mark.parametrize(("sig", "blocked"), [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGTERM, True)],
+                         ids=["SIGTERM", "SIGINT", "SIGTERM-blocked-by-the-parent"])
+def test_serve_stops(tmp_path, sig, blocked):
     home = _home(tmp_path)
     port = _free_port()
     before = _shm_entries()
     with running(["serve", "--port", str(port), "--home", str(home.root)],
-                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                 preexec_fn=_blocked_stop_signals if blocked else None) as proc:
         until(lambda: listening(port), 60, "af serve listening", proc)
         stop_and_check(proc, sig, before)
 
@@ -247,7 +256,8 @@ def test_mcp_stops(tmp_path, how):
 
 
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb (Debian: apt-get install xvfb)")
-def test_record_stops(tmp_path):
+@pytest.mark.parametrize("blocked", [False, True], ids=["SIGTERM", "SIGTERM-blocked-by-the-parent"])
+def test_record_stops(tmp_path, blocked):
     read_fd, write_fd = os.pipe()
     xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
                             pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -258,7 +268,8 @@ def test_record_stops(tmp_path):
         display = ":" + os.read(read_fd, 32).decode().strip()
         before = _shm_entries()
         with running(["record", "--home", str(tmp_path / "home"), "--tz", "UTC", "--display", display],
-                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                     preexec_fn=_blocked_stop_signals if blocked else None) as proc:
             assert proc.stderr is not None
             ready, _, _ = select.select([proc.stderr], [], [], 30)
             assert ready and "recording" in proc.stderr.readline().decode(), "af record did not start"

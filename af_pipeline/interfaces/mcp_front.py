@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -43,6 +42,8 @@ from contextlib import suppress
 from importlib import metadata
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from capture.process import accept_stop
 
 CACHE_PREFIX = "mcp-handshake-"
 KEEP_RECORDS = 4  # records of other code versions or settings kept beside the current one
@@ -424,6 +425,5 @@ def start(settings: dict[str, Any]) -> Front:
     def on_signal(_signum: int, _frame: Any) -> None:
         threading.Thread(target=front.end_input, name="af-mcp-stop", daemon=True).start()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    accept_stop(on_signal)
     return front

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 from types import FrameType
@@ -12,6 +11,7 @@ from typing import Any
 from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.home import resolve_home
+from capture.process import stop_signals
 
 _DESCRIPTION = """\
 Record the X11 desktop into the event log of the data folder (--home), until Ctrl-C, SIGTERM or
@@ -82,12 +82,8 @@ def run(args: argparse.Namespace) -> int:
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         stop.set()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with stop_signals(on_signal):
         summary = record(home, options, display=display, stop=stop, progress=None if args.quiet else _say)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
     st = summary.stats
     inputs = dict(sorted(st.inputs.items()))
     if args.json:

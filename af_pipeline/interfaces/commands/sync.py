@@ -17,6 +17,7 @@ from af_pipeline.warehouse.days import log_days
 from capture import sync
 from capture.errors import UserError
 from capture.home import resolve_home
+from capture.process import accept_stop
 
 _DESCRIPTION = """\
 Follow the capture tools you already run, so the memory is current without re-importing by hand.
@@ -89,8 +90,7 @@ def _run(args: argparse.Namespace) -> int:
     def _stop(_sig: int, _frame: Any) -> None:
         stop.set()
 
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
+    accept_stop(_stop)
     print(f"following {len(chosen)} source(s) every {args.interval:g} s into {home.root}; Ctrl-C stops",
           file=sys.stderr, flush=True)
     keeper, announcer = OpenCacheKeeper(home, stop), DayAnnouncer(home, stop)

@@ -39,6 +39,7 @@ from pathlib import Path
 from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.home import Home, resolve_home
+from capture.process import accept_stop
 
 GRACE_S = 4.0  # dagster dev's own shutdown after SIGINT (measured 2.3-2.9 s with nothing running)
 TERM_S = 2.0  # then SIGTERM to the rest of its process group (a run's process, code servers)
@@ -128,7 +129,7 @@ def supervise(argv: list[str], after_stop: Callable[[set[int]], None] | None = N
     def on_signal(signum: int, _frame: object) -> None:
         asked.append(signum)
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    restore = accept_stop(on_signal, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
     try:
         proc = subprocess.Popen(argv, start_new_session=True)  # its pgid is its pid
         try:
@@ -143,8 +144,7 @@ def supervise(argv: list[str], after_stop: Callable[[set[int]], None] | None = N
             if after_stop is not None:
                 after_stop(pids)
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        restore()
     print("af ui: stopped", file=sys.stderr, flush=True)
     return 0
 

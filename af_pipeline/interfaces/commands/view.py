@@ -8,7 +8,6 @@ import io
 import json
 import os
 import re
-import signal
 import socket
 import sys
 import threading
@@ -27,6 +26,7 @@ from af_pipeline.warehouse.publish import published_days, verify_day
 from capture.errors import UserError
 from capture.files import atomic_write
 from capture.home import Home, resolve_home
+from capture.process import stop_signals
 
 HOST = "127.0.0.1"  # never another interface: the pages hold titles and sites of the user's screen
 
@@ -383,12 +383,10 @@ def _serve(args: argparse.Namespace) -> int:
     def on_signal(_signum: int, _frame: Any) -> None:
         threading.Thread(target=server.shutdown, name="af-serve-stop", daemon=True).start()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server.serve_forever()
+        with stop_signals(on_signal):
+            server.serve_forever()
     finally:
         server.server_close()  # request threads are daemons: a stalled client does not hold the exit
-        for s, handler in previous.items():
-            signal.signal(s, handler)
     print("stopped", file=sys.stderr, flush=True)
     return 0
