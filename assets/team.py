@@ -1,28 +1,36 @@
 """The team's Dagster definitions: every user's days built and certified, routines across users.
 
 One code location per team root (workspace-team.yaml; ``AF_TEAM`` names the root). Users are
-the dynamic partitions ``af_users`` (``af team add`` registers them): the per-user run of the
-``user_memory`` asset builds and certifies one user. The ``team_build_<executor>`` jobs do the
-whole team in one run, one build step and one certify step per user, then the team certificate
-and the cross-user routine table; the same graph under each executor, so which one runs is a
-matter of configuration (``af team build --executor``):
+the dynamic partitions ``af_users`` (``af team add`` registers them; the ``team_users`` sensor
+adds new ones): the per-user run of the ``user_memory`` asset builds and certifies one user's
+due days, and the sensor launches one for each user with a sealed day not yet published.
 
-- ``multiprocess``: steps in subprocesses of one machine (``max_concurrent`` of them);
-- ``dask``: steps on a dask.distributed cluster (``cluster: {existing: {address: ...}}``), on as
-  many machines as it has workers; each worker must see the team root's folders (shared disk).
+The ``team_build`` job does the whole team in one run of four steps whatever the number of users:
+the users step finds who has days due (a user with nothing due stands as certified, decided
+without a worker), spreads their work over the executor's workers, logs each user's outcome as
+it comes in and materializes their ``user_memory`` partition; then the team certificate, the
+cross-user routine table and the verdict. ``team_build_only`` builds without certificates. Where
+the users' work runs is the users step's configuration (``af team build --executor``):
 
-Why steps are per user and not per (user, day): DuckDB allows one writer per file, and a
-user's days share that user's warehouse, so a user's days are one writer's sequence anyway;
-between users there is nothing shared, which is what the executors spread. The graph is static
-(built from the registry when the code location loads: dagster-dask runs no dynamic fan-out).
-Under the multiprocess executor a step's pool is its user's (``af_user:<name>``, one slot each
-by the instance's dagster.yaml), so two runs never write one user's warehouse at once; the
-dask executor enforces no pools, and there (and for processes outside Dagster) the user's
-warehouse file lock (assets/instance.py) holds the same line.
+- ``multiprocess``: a pool of ``workers`` processes on this machine, each importing the pipeline
+  once for all the users it takes (a pool whose worker dies is started again once for the users
+  it had not finished);
+- ``dask``: one task per user on a dask.distributed cluster (``dask_address``), on as many
+  machines as it has workers; each worker must see the team root's folders (shared disk). Task
+  keys carry the run id, so two runs on one cluster never share a result.
+
+Why a user is the unit of work and not a (user, day): DuckDB allows one writer per file, and a
+user's days share that user's warehouse, so a user's days are one writer's sequence anyway (only
+the due ones are built: the single-user unchanged-day rule); between users nothing is shared.
+A user's work holds their warehouse file lock (assets/instance.py), so two runs, a team run and
+a user_memory run, or a run and an `af build` never write one user's folder at once. Why the users
+are not Dagster steps: a static graph of two ops per user made the code location grow with the
+team (30,012 op nodes and 42.8 s to load at 5,000 users) and each step cost a process start;
+dagster-dask cannot run a dynamic fan-out, and a dynamic one would still cost a process per
+user. Each user's outcome is still Dagster's: a log line, an asset materialization per user.
 """
 
 
-import contextlib
 import hashlib
 import os
 import re
@@ -48,7 +56,6 @@ from certification import team as team_cert
 
 USERS = dg.DynamicPartitionsDefinition(name="af_users")
 EXECUTORS = ("multiprocess", "dask")
-USER_POOL_PREFIX = "af_user:"
 
 
 def step_name(user: str) -> str:
@@ -160,139 +167,237 @@ def _problem(verdict: dict[str, Any]) -> str:
     return f": {verdict['problem']}" if verdict.get("problem") else ""
 
 
-def _pool(member: Member, pooled: bool) -> str | None:
-    return f"{USER_POOL_PREFIX}{member.user}" if pooled else None
+class TeamRoot(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """The team root a code location serves (``AF_TEAM``), injected into the team's ops."""
+
+    root: str
 
 
-def _op_suffix(pooled: bool) -> str:
-    # The unpooled (dask) variant of a user's op is another definition: one code location holds
-    # both executors' jobs, and Dagster requires one definition per op name in it.
-    return "" if pooled else "_unpooled"
+class TeamWork(dg.Config):
+    """Where the users' work of a team run goes (the Launchpad's op config; `af team build` flags)."""
+
+    executor: str = "multiprocess"  # multiprocess: worker processes here; dask: a dask.distributed cluster
+    workers: int = 2  # multiprocess: users at once
+    dask_address: str = ""  # dask: the scheduler, e.g. tcp://10.0.0.5:8786
 
 
-def _build_op(member: Member, pooled: bool) -> dg.OpDefinition:
-    name = step_name(member.user)
-
-    @dg.op(name=f"build_{name}{_op_suffix(pooled)}", pool=_pool(member, pooled), tags={"af/user": member.user},
-           description=f"Build every day of {member.user}'s log into their own warehouse and published/.")
-    def build(context: dg.OpExecutionContext) -> dict[str, Any]:
-        private_files()
-        home = member.home
-        try:
-            with warehouse_lock(home, f"team run {context.run_id[:8]}", context.log.warning):
-                out = build_due_days(member)
-        except Exception as exc:  # noqa: BLE001 - a user's failure is theirs: the team's steps go on (below)
-            context.log.error(f"{member.user}: the build failed: {type(exc).__name__}: {exc}")
-            return {"user": member.user, FAILED: {"kind": type(exc).__name__, "message": str(exc)}}
-        context.log.info(f"{member.user}: built {len(out['days'])} day(s), {len(out['unchanged'])} unchanged")
-        return {"user": member.user, **out}
-
-    return build
-
-
-def _certify_op(member: Member, pooled: bool) -> dg.OpDefinition:
-    name = step_name(member.user)
-
-    @dg.op(name=f"certify_{name}{_op_suffix(pooled)}", pool=_pool(member, pooled), tags={"af/user": member.user},
-           description=f"Certify {member.user}'s folder: the single-user checks, one certificate in their folder.")
-    def certify(context: dg.OpExecutionContext, built: dict[str, Any]) -> dict[str, Any]:
-        private_files()
-        verdict = user_verdict(member, built)
-        say = context.log.info if verdict["verdict"] != "fail" else context.log.error
-        say(f"{member.user}: {verdict['verdict']} ({verdict['days']} day(s)){_problem(verdict)}")
-        if FAILED not in built and verdict["verdict"] != team_cert.PENDING:
-            # the UI's user_memory partition for this user: built and certified by this run
-            context.log_event(dg.AssetMaterialization(
-                asset_key=user_memory.key, partition=member.user,
-                metadata={"days": verdict["days"], "verdict": verdict["verdict"],
-                          "days built": len(built.get("days", {})), "days unchanged": len(built.get("unchanged", [])),
-                          "days certified now": int(verdict.get("days_judged", 0))}))
-        return verdict
-
-    return certify
-
-
-@dataclass
-class TeamOps:
-    """The op definitions of a team's jobs, made once: every job of the code location that uses an
-    op uses this one definition of it (a second definition under the same name fails the load)."""
-
-    team: Team
-    users: dict[bool, tuple[dict[str, dg.OpDefinition], dict[str, dg.OpDefinition]]] = field(default_factory=dict)
-    shared: dict[str, dg.OpDefinition] = field(default_factory=dict)
-
-    def user_ops(self, pooled: bool) -> tuple[dict[str, dg.OpDefinition], dict[str, dg.OpDefinition]]:
-        """(user -> build op, user -> certify op) of the pooled or unpooled variant."""
-        if pooled not in self.users:
-            members = self.team.members()
-            self.users[pooled] = ({m.user: _build_op(m, pooled) for m in members},
-                                  {m.user: _certify_op(m, pooled) for m in members})
-        return self.users[pooled]
-
-    def team_ops(self) -> dict[str, dg.OpDefinition]:
-        if not self.shared:
-            self.shared = _team_ops(self.team)
-        return self.shared
-
-
-def _team_ops(team: Team) -> dict[str, dg.OpDefinition]:
-    members = team.members()
-    root = str(team.root)
-    inputs = [f"u_{step_name(m.user)}" for m in members]
-
-    @dg.op(ins={name: dg.In(dict) for name in inputs},
-           description="The team certificate: every user's verdict, in <team>/team-certificate.json.")
-    def team_certificate(context: dg.OpExecutionContext, **verdicts: dict[str, Any]) -> dict[str, Any]:
-        private_files()
-        cert = team_cert.write(Team(root), list(verdicts.values()))
-        context.log.info(f"team: {cert['verdict']} ({cert['passed']}/{cert['users']} users pass)")
-        built = [v["user"] for v in verdicts.values() if v["verdict"] != team_cert.PENDING and v.get("days")]
-        return {"verdict": cert["verdict"], "failed": cert["failed"], "built": sorted(built)}
-
-    @dg.op(description="Routines mined over the action streams of every user that built, in "
-           "<team>/team-routines.json.")
-    def team_routines(context: dg.OpExecutionContext, certified: dict[str, Any]) -> dict[str, Any]:
-        private_files()
-        table = write_team_routines(Team(root), users=certified["built"], warn=context.log.warning)
-        context.log.info(f"team routines: {table['routines_total']} over {table['users']} users")
-        return {"routines": table["routines_total"]}
-
-    @dg.op(description="Fails the run when the team certificate fails (after the certificate and the routines "
-           "are written), naming the users that failed.")
-    def team_verdict(certified: dict[str, Any], routines: dict[str, Any]) -> dict[str, Any]:
-        if certified["verdict"] != "pass":
-            who = ", ".join(certified["failed"]) or "no user passed"
-            raise dg.Failure(description=f"the team certificate says {certified['verdict']}: {who} "
-                             "(each user's certificate.json says why)")
-        return {"verdict": certified["verdict"]}
-
-    @dg.op(ins={name: dg.In(dict) for name in inputs},
-           description="Every user built (no certification): the routines wait for all of them.")
-    def all_built(**built: dict[str, Any]) -> dict[str, Any]:
-        return {"users": len(built), "built": sorted(b["user"] for b in built.values() if FAILED not in b)}
-
-    return {"team_certificate": team_certificate, "team_routines": team_routines, "all_built": all_built,
-            "team_verdict": team_verdict}
-
-
-def team_graph(team: Team, certify: bool = True, pooled: bool = True, ops: TeamOps | None = None,
-               name: str | None = None) -> dg.GraphDefinition:
-    ops = ops or TeamOps(team)
-    builds, certifies = ops.user_ops(pooled)
-    shared = ops.team_ops()
-    team_certificate, team_routines = shared["team_certificate"], shared["team_routines"]
-    team_verdict, all_built = shared["team_verdict"], shared["all_built"]
-
-    @dg.graph(name=name or ("team_build" if certify else "team_build_only"))
-    def graph() -> None:
+def user_work(root: str, user: str, certify: bool, run_id: str) -> dict[str, Any]:
+    """One user's share of a team run, in a worker (a process of the pool or a dask worker): their
+    due days built and, with ``certify``, certified, under their warehouse lock (so another run
+    or a user_memory run of the same user waits). Never raises: one user's failure stays theirs."""
+    private_files()
+    member = Team(root).member(user)
+    said: list[str] = []
+    verdict = None
+    try:
+        with warehouse_lock(member.home, f"team run {run_id[:8]}", said.append):
+            built = {"user": user, **build_due_days(member)}
+            if certify:
+                verdict = user_verdict(member, built)
+    except Exception as exc:  # noqa: BLE001 - reported in the user's certificate and the team's
+        built = {"user": user, FAILED: {"kind": type(exc).__name__, "message": str(exc)}}
         if certify:
-            verdicts = {f"u_{step_name(u)}": certifies[u](builds[u]()) for u in sorted(builds)}
-            certified = team_certificate(**verdicts)
-            team_verdict(certified, team_routines(certified))
-        else:
-            team_routines(all_built(**{f"u_{step_name(u)}": builds[u]() for u in sorted(builds)}))
+            verdict = user_verdict(member, built)
+    return {"user": user, "said": said, "verdict": verdict, FAILED: built.get(FAILED), "worker": _worker(),
+            "days built": len(built.get("days", {})), "days unchanged": len(built.get("unchanged", []))}
 
-    return graph
+
+def _worker() -> str:
+    """host:pid of the process doing a user's work (in the run's log: which machine did what)."""
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _lost(root: str, user: str, certify: bool, why: str) -> dict[str, Any]:
+    """A user whose worker died (or whose task the cluster gave up on): failed, in their own
+    certificate and the team's line, as a failing build would be."""
+    built = {"user": user, FAILED: {"kind": "WorkerLost", "message": why}}
+    verdict = user_verdict(Team(root).member(user), built) if certify else None
+    return {"user": user, "said": [], "verdict": verdict, FAILED: built[FAILED], "days built": 0, "days unchanged": 0}
+
+
+RETRIES = 1  # a pool whose worker died is started again once for the users it had not finished
+
+
+def _on_processes(root: str, users: list[str], certify: bool, run_id: str, workers: int) -> Iterator[dict[str, Any]]:
+    """Each user's work in a pool of ``workers`` processes on this machine (fresh interpreters:
+    each imports the pipeline once for all the users it takes, instead of once per step)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    todo, tries = list(users), 0
+    while todo:
+        lost: list[str] = []
+        with ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(user_work, root, u, certify, run_id): u for u in todo}
+            for future in as_completed(futures):
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    lost.append(futures[future])
+        todo, tries = sorted(lost), tries + 1
+        if todo and tries > RETRIES:
+            for u in todo:
+                yield _lost(root, u, certify, "its worker process ended before it finished, twice")
+            return
+
+
+def _on_dask(root: str, users: list[str], certify: bool, run_id: str, address: str) -> Iterator[dict[str, Any]]:
+    """Each user's work as one task on a dask.distributed cluster. Task keys carry the run id: two
+    runs on one cluster (two teams, or a nightly and a manual run of one team) never share a
+    result, which dagster-dask's keys of job and step name did (dagster-io/dagster#21418)."""
+    from dask.distributed import Client, as_completed
+
+    with Client(address, timeout="60s") as client:
+        futures = {client.submit(user_work, root, u, certify, run_id, key=f"af-team-{run_id}-{step_name(u)}",
+                                 pure=False): u for u in users}
+        for future in as_completed(list(futures)):
+            try:
+                yield future.result()
+            except Exception as exc:  # noqa: BLE001 - KilledWorker and the like: that user's failure
+                yield _lost(root, futures[future], certify, f"the cluster gave up on its task ({type(exc).__name__})")
+
+
+def _settled(member: Member, certify: bool) -> dict[str, Any] | None:
+    """What a user with nothing due contributes, decided here without a worker: no day to build
+    (the single-user unchanged-day rule) and, with ``certify``, a certificate made by this code
+    that passed every day of the log as its chain stands now (certify_user would reuse it). None
+    when anything is due, or when in doubt (the worker decides then, under the user's lock)."""
+    from assets.certify import unchanged_days
+
+    home = member.home
+    try:
+        days = log_days(home) if home.exists() else []
+        if not days:
+            return None  # pending, or a damaged log: the worker says which
+        todo, skipped = unchanged_days(home, days)
+        if todo:
+            return None
+        out: dict[str, Any] = {"user": member.user, "said": [], "verdict": None, FAILED: None, "days built": 0,
+                               "days unchanged": len(skipped)}
+        if not certify:
+            return out
+        previous = _previous_certificate(home)
+        if previous is None or (previous.get("log") or {}).get("chain_head") != EventLog(home).chain_head():
+            return None
+        entries = previous.get("days") or {}
+        if set(entries) != set(days) or not all(isinstance(e, dict) and e.get("passed") for e in entries.values()):
+            return None
+        return {**out, "verdict": {**team_cert.summary(member.user, previous), "reused": True}}
+    except Exception:  # noqa: BLE001 - a warehouse being written, a log being sealed: let the worker see
+        return None
+
+
+def _users(context: dg.OpExecutionContext, work: TeamWork, team_root: TeamRoot, certify: bool) -> dict[str, Any]:
+    """The body of the team's users step: who has work due, that work spread over the pool or the
+    cluster, each user's outcome logged (and, certified, materialized as their user_memory
+    partition) as it comes in."""
+    private_files()
+    if work.executor not in EXECUTORS:
+        raise dg.Failure(description=f"unknown executor {work.executor!r}: one of {', '.join(EXECUTORS)}")
+    if work.executor == "dask" and not work.dask_address:
+        raise dg.Failure(description="the dask executor needs dask_address (the scheduler of the cluster)")
+    team = Team(team_root.root)
+    register_users(context.instance, team)
+    outcomes, due = [], []
+    for m in team.members():
+        settled = _settled(m, certify)
+        if settled is None:
+            due.append(m.user)
+        else:
+            outcomes.append(settled)
+    context.log.info(f"{len(due)} of {len(due) + len(outcomes)} user(s) have days to build or certify; "
+                     f"on {work.executor}")
+    if due:
+        run = (_on_dask(team_root.root, due, certify, context.run_id, work.dask_address) if work.executor == "dask"
+               else _on_processes(team_root.root, due, certify, context.run_id, work.workers))
+        for outcome in run:
+            for line in outcome["said"]:
+                context.log.warning(f"{outcome['user']}: {line}")
+            outcomes.append(outcome)
+            _report(context, outcome)
+    for outcome in outcomes:
+        if outcome["user"] not in due:
+            _report(context, outcome)
+    return {"outcomes": sorted(outcomes, key=lambda o: o["user"])}
+
+
+def _report(context: dg.OpExecutionContext, outcome: dict[str, Any]) -> None:
+    user, failed, verdict = outcome["user"], outcome[FAILED], outcome["verdict"]
+    if failed:
+        context.log.error(f"{user}: the build failed: {failed['kind']}: {failed['message']}")
+    else:
+        where = f" (worker {outcome['worker']})" if outcome.get("worker") else ""
+        context.log.info(f"{user}: built {outcome['days built']} day(s), {outcome['days unchanged']} unchanged{where}")
+    if verdict is None:
+        return
+    say = context.log.info if verdict["verdict"] != "fail" else context.log.error
+    say(f"{user}: {verdict['verdict']} ({verdict['days']} day(s)){_problem(verdict)}")
+    if not failed and verdict["verdict"] != team_cert.PENDING:
+        # the UI's user_memory partition for this user: built and certified by this run
+        context.log_event(dg.AssetMaterialization(
+            asset_key=user_memory.key, partition=user,
+            metadata={"days": verdict["days"], "verdict": verdict["verdict"], "days built": outcome["days built"],
+                      "days unchanged": outcome["days unchanged"],
+                      "days certified now": int(verdict.get("days_judged", 0))}))
+
+
+@dg.op(description="Build and certify every user with days due, each in their own folder, spread over the "
+       "executor's workers (processes here, or a dask cluster); users with nothing due stand as certified.")
+def build_and_certify_users(context: dg.OpExecutionContext, config: TeamWork, team: TeamRoot) -> dict[str, Any]:
+    return _users(context, config, team, certify=True)
+
+
+@dg.op(description="Build every user with days due (no certification), spread over the executor's workers.")
+def build_users(context: dg.OpExecutionContext, config: TeamWork, team: TeamRoot) -> dict[str, Any]:
+    return _users(context, config, team, certify=False)
+
+
+@dg.op(description="The team certificate: every user's verdict, in <team>/team-certificate.json.")
+def team_certificate(context: dg.OpExecutionContext, users: dict[str, Any], team: TeamRoot) -> dict[str, Any]:
+    private_files()
+    verdicts = [o["verdict"] for o in users["outcomes"]]
+    cert = team_cert.write(Team(team.root), verdicts)
+    context.log.info(f"team: {cert['verdict']} ({cert['passed']}/{cert['users']} users pass)")
+    built = [v["user"] for v in verdicts if v["verdict"] != team_cert.PENDING and v.get("days")]
+    return {"verdict": cert["verdict"], "failed": cert["failed"], "built": sorted(built)}
+
+
+@dg.op(description="Every user built (no certification): the routines are mined over those that built.")
+def all_built(users: dict[str, Any]) -> dict[str, Any]:
+    return {"built": sorted(o["user"] for o in users["outcomes"] if not o[FAILED])}
+
+
+@dg.op(description="Routines mined over the action streams of every user that built, in <team>/team-routines.json.")
+def team_routines(context: dg.OpExecutionContext, done: dict[str, Any], team: TeamRoot) -> dict[str, Any]:
+    private_files()
+    table = write_team_routines(Team(team.root), users=done["built"], warn=context.log.warning)
+    context.log.info(f"team routines: {table['routines_total']} over {table['users']} users")
+    return {"routines": table["routines_total"]}
+
+
+@dg.op(description="Fails the run when the team certificate fails (after the certificate and the routines "
+       "are written), naming the users that failed.")
+def team_verdict(certified: dict[str, Any], routines: dict[str, Any]) -> dict[str, Any]:
+    if certified["verdict"] != "pass":
+        who = ", ".join(certified["failed"]) or "no user passed"
+        raise dg.Failure(description=f"the team certificate says {certified['verdict']}: {who} "
+                         "(each user's certificate.json says why)")
+    return {"verdict": certified["verdict"]}
+
+
+@dg.graph(description="Build and certify the team's users, then the team certificate and routines.")
+def team_build() -> None:
+    certified = team_certificate(build_and_certify_users())
+    team_verdict(certified, team_routines(certified))
+
+
+@dg.graph(description="Build the team's users (no certificates), then the team routines.")
+def team_build_only() -> None:
+    team_routines(all_built(build_users()))
 
 
 def write_team_routines(team: Team, top: int | None = 50, users: list[str] | None = None,
@@ -316,36 +421,17 @@ def write_team_routines(team: Team, top: int | None = 50, users: list[str] | Non
     return table
 
 
-def _executor(kind: str) -> dg.ExecutorDefinition:
-    if kind == "multiprocess":
-        return dg.multiprocess_executor
-    if kind == "dask":
-        from dagster_dask import dask_executor
-
-        return dask_executor  # type: ignore[no-any-return]
-    raise ValueError(f"unknown executor {kind!r} (one of {', '.join(EXECUTORS)})")
-
-
-def team_job_name(root: str, kind: str, certify: bool = True) -> str:
-    """``team_build_<executor>`` (``team_build_only_...`` without certification). On dask the name
-    also carries a key of the team root: dagster-dask names a step's task ``<job>.<step>`` on the
-    cluster (dagster-io/dagster#21418), so two teams' runs at once, with the same user names,
-    would be handed each other's results unless their job names differ."""
-    name = f"team_build_{kind}" if certify else f"team_build_only_{kind}"
-    if kind == "dask":
-        name += "_" + hashlib.sha256(str(Path(root).resolve()).encode("utf-8")).hexdigest()[:8]
-    return name
+def team_job(root: str, certify: bool = True) -> dg.JobDefinition:
+    """The whole-team job of the team at ``root``: the same few steps whatever the number of users
+    (their work is spread by the users step itself, so Dagster plans and records 4 steps a run,
+    not 2 per user), in-process (the users step's workers are the parallel part)."""
+    graph = team_build if certify else team_build_only
+    return graph.to_job(name=graph.name, resource_defs={"team": TeamRoot(root=root)},
+                        executor_def=dg.in_process_executor)
 
 
-def team_job(root: str, kind: str, certify: bool = True, ops: TeamOps | None = None) -> dg.JobDefinition:
-    """The whole-team job on one executor (module level: workers rebuild it from these args).
-    ``ops``: the code location's op definitions, shared by all its jobs."""
-    name = team_job_name(root, kind, certify)
-    # dagster-dask neither enforces pools nor can ship a run that names them (dask walks the run
-    # record's tuples, and Dagster's op-concurrency record refuses iteration): on dask the one
-    # writer per warehouse is the user's warehouse file lock, and one step chain per user per run.
-    graph = team_graph(Team(root), certify, pooled=kind != "dask", ops=ops, name=name)
-    return graph.to_job(name=name, executor_def=_executor(kind))
+def users_step(certify: bool) -> str:
+    return "build_and_certify_users" if certify else "build_users"
 
 
 @dg.asset(partitions_def=USERS, group_name="team", kinds={"duckdb"},
@@ -417,9 +503,10 @@ def build_team_sensor(team: Team) -> dg.SensorDefinition:
 
 
 def build_team_definitions(team: Team) -> dg.Definitions:
+    """The team's code location: the same definitions for 1 user or 5,000 (users are partitions
+    and the users step's work items, never ops), so loading it does not read the registry."""
     private_files()
-    ops = TeamOps(team)
-    jobs = [team_job(str(team.root), kind, certify, ops) for kind in EXECUTORS for certify in (True, False)]
+    jobs = [team_job(str(team.root), certify) for certify in (True, False)]
     return dg.Definitions(assets=[user_memory], jobs=[*jobs, USER_MEMORY_JOB], sensors=[build_team_sensor(team)])
 
 
@@ -434,7 +521,6 @@ PG_URL_ENV = "AF_TEAM_PG_URL"
 _YAML_HEAD = (
     "# Written by activity-frames (af team). Safe to edit; `af team` only writes it when it is missing.\n"
     + POOLS_YAML
-    + "# One slot per pool: each user's steps are in the pool af_user:<name>, so one writer per warehouse.\n"
 )
 # Postgres keeps run and event storage for every worker and run at once (SQLite would serialize
 # them on one file and cannot be shared between machines). The URL is read from the environment
@@ -459,9 +545,23 @@ def prepare_team_instance(team: Team, postgres: bool = False) -> Path:
     return folder
 
 
+INSTANCE_LOCK = ".instance.lock"
+
+
 def team_instance(team: Team) -> dg.DagsterInstance:
+    """The team's Dagster instance. Opened under a lock in its folder: two `af team build` at once
+    on a new team would both create its SQLite tables, and the second failed ("table ... already
+    exists")."""
+    import fcntl
+
     os.environ["DAGSTER_TELEMETRY_DISABLED"] = "1"
-    return dg.DagsterInstance.from_config(str(prepare_team_instance(team)))
+    folder = prepare_team_instance(team)
+    fd = os.open(folder / INSTANCE_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held for the few seconds of a first creation at most
+        return dg.DagsterInstance.from_config(str(folder))
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -473,9 +573,10 @@ class TeamOutcome:
     failures: list[str] = field(default_factory=list)
 
 
-def run_team(team: Team, executor: str = "multiprocess", executor_config: dict[str, Any] | None = None,
+def run_team(team: Team, executor: str = "multiprocess", workers: int = 2, dask_address: str | None = None,
              instance: dg.DagsterInstance | None = None, certify: bool = True) -> TeamOutcome:
-    """One run of the whole team on the chosen executor: build, certify, team certificate, routines."""
+    """One run of the whole team: each due user built and certified on the executor's workers,
+    then the team certificate and routines."""
     import time
 
     from assets.certify import _failures
@@ -486,41 +587,8 @@ def run_team(team: Team, executor: str = "multiprocess", executor_config: dict[s
         raise UserError(f"the team at {team.root} has no users yet; add one with `af team add`")
     inst = instance or team_instance(team)
     register_users(inst, team)
-    recon = dg.build_reconstructable_job("assets.team", "team_job", reconstructable_args=(str(team.root), executor, certify))  # type: ignore[arg-type]
-    with _one_dask_run(team, inst, team_job_name(str(team.root), executor, certify)) if executor == "dask" \
-            else contextlib.nullcontext():
-        started = time.monotonic()
-        result = dg.execute_job(recon, instance=inst, run_config={"execution": {"config": executor_config or {}}},
-                                raise_on_error=False)
+    config = {"executor": executor, "workers": workers, "dask_address": dask_address or ""}
+    started = time.monotonic()
+    result = team_job(str(team.root), certify).execute_in_process(
+        run_config={"ops": {users_step(certify): {"config": config}}}, instance=inst, raise_on_error=False)
     return TeamOutcome(result.success, result.run_id, executor, time.monotonic() - started, _failures(result))
-
-
-DASK_LOCK = "dask-run.lock"
-_IN_PROGRESS = ("QUEUED", "NOT_STARTED", "STARTING", "STARTED")
-
-
-@contextlib.contextmanager
-def _one_dask_run(team: Team, inst: dg.DagsterInstance, job_name: str) -> Iterator[None]:
-    """One dask run of a team's job at a time: a second one would share the first's task keys on
-    the cluster (team_job_name) and be handed its results. Held by a lock file in the team root
-    (this machine) and refused when the instance records one in progress (another machine)."""
-    import fcntl
-
-    path = team.root / DASK_LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UserError(f"another dask run of the team at {team.root} is in progress on this machine; "
-                            "wait for it: two at once would be handed each other's results by dagster-dask") from None
-        statuses = [dg.DagsterRunStatus[s] for s in _IN_PROGRESS]
-        running = inst.get_run_records(filters=dg.RunsFilter(job_name=job_name, statuses=statuses), limit=1)
-        if running:
-            run = running[0].dagster_run
-            raise UserError(f"dask run {run.run_id[:8]} of the team at {team.root} is {run.status.value.lower()} "
-                            "(by its instance); wait for it, or mark it failed in the UI if its process is gone: "
-                            "two at once would be handed each other's results by dagster-dask")
-        yield
-    finally:
-        os.close(fd)

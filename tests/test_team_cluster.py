@@ -6,9 +6,9 @@ processes; the team job builds and certifies every user on the cluster, writes t
 certificate and mines the team routines. Then the same users' folders, copied afresh, are built
 with the multiprocess executor: every published file and the team routine table must be byte
 for byte the same. That second run also proves the one-writer rule across runs: while another
-run holds one user's pool slot in the Postgres instance (the test claims it, the same claim a
-running step of another run makes), the team run builds the others and queues that user's step,
-writing nothing of theirs until the slot is free. Servers are stopped at the end (context managers), and every wait is on a
+process holds one user's warehouse lock (as `af build`, a user_memory run or another team run
+does while it writes), the team run builds the others and waits for that user, writing nothing
+of theirs until the lock is free. Servers are stopped at the end (context managers), and every wait is on a
 condition (pg_ctl -w, the cluster's own start-up), never a fixed sleep.
 """
 
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import stat
 import threading
 import time
@@ -61,44 +63,42 @@ def _wait_for(what: str, condition, done: threading.Event) -> object:
     pytest.fail(f"no {what} within {WAIT_S:.0f} s")
 
 
-def _run_while_slot_held(team_defs, team: Team, inst, held_user: str):
-    """The multiprocess team run (no certification) while another run holds ``held_user``'s slot."""
-    storage = inst.event_log_storage
-    pool = f"{team_defs.USER_POOL_PREFIX}{held_user}"
-    storage.initialize_concurrency_limit_to_default(pool)
-    assert storage.get_concurrency_info(pool).slot_count == 1, "the team's dagster.yaml gives each user one slot"
-    assert storage.claim_concurrency_slot(pool, HOLDER, "build").slot_status.value == "CLAIMED"
+def _run_while_user_locked(team_defs, team: Team, inst, held_user: str):
+    """The multiprocess team run (no certification) while another process holds ``held_user``'s
+    warehouse lock (what `af build`, a user_memory run or another team run holds while it writes)."""
+    import fcntl
+
+    from af_pipeline.warehouse.days import log_days
+    from assets.instance import LOCK_FILE
+
+    held = team.member(held_user).home
+    others = [m for m in team.members() if m.user != held_user]
+    fd = os.open(held.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
     outcome: dict = {}
     done = threading.Event()
 
     def run() -> None:
         try:
-            outcome["run"] = team_defs.run_team(team, "multiprocess", {"max_concurrent": 2}, instance=inst,
-                                                certify=False)
+            outcome["run"] = team_defs.run_team(team, "multiprocess", workers=2, instance=inst, certify=False)
         finally:
             done.set()
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
-        def queued() -> str | None:
-            waiting = [p.run_id for p in storage.get_concurrency_info(pool).pending_steps if p.run_id != HOLDER]
-            return waiting[0] if waiting else None
-
-        run_id = str(_wait_for(f"step of {held_user} queued behind the other run's slot", queued, done))
-
         def others_built() -> bool:
-            ok = {e.step_key for e in inst.all_logs(run_id, of_type=team_defs.dg.DagsterEventType.STEP_SUCCESS)}
-            return all(f"build_{team_defs.step_name(m.user)}" in ok for m in team.members() if m.user != held_user)
+            return all({p.parent.name for p in m.home.published_dir.glob("*/manifest.json")} == set(log_days(m.home))
+                       for m in others)
 
-        _wait_for("build of every user whose pool is free", others_built, done)
-        assert not (team.member(held_user).home.published_dir).exists() or not any(
-            team.member(held_user).home.published_dir.iterdir()), f"{held_user}'s folder is written while another run holds the slot"
-        assert not done.is_set(), "the run waits for the slot instead of finishing without that user"
+        _wait_for("build of every user whose folder is free", others_built, done)
+        assert not held.published_dir.exists() or not any(held.published_dir.iterdir()), \
+            f"{held_user}'s folder is written while another process holds its lock"
+        assert not done.is_set(), "the run waits for the lock instead of finishing without that user"
     finally:
-        storage.free_concurrency_slots_for_run(HOLDER)
+        os.close(fd)
     thread.join(WAIT_S)
-    assert done.is_set(), "the team run finishes once the slot is free"
+    assert done.is_set(), "the team run finishes once the lock is free"
     return outcome["run"]
 
 
@@ -111,7 +111,7 @@ def test_eight_users_on_dask_with_postgres_equal_the_multiprocess_build(tmp_path
     why = pg_support.available()
     if why:
         pytest.fail(f"the team test needs PostgreSQL: {why} (make setup installs it)")
-    from dask.distributed import LocalCluster
+    from dask.distributed import Client, LocalCluster
 
     from assets import team as team_defs
 
@@ -125,13 +125,14 @@ def test_eight_users_on_dask_with_postgres_equal_the_multiprocess_build(tmp_path
         assert type(inst.run_storage).__name__ == "PostgresRunStorage"
         assert type(inst.event_log_storage).__name__ == "PostgresEventLogStorage"
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-            out = team_defs.run_team(dask_team, "dask", {"cluster": {"existing": {"address": cluster.scheduler_address}}},
-                                     instance=inst)
+            out = team_defs.run_team(dask_team, "dask", dask_address=cluster.scheduler_address, instance=inst)
+            with Client(cluster) as client:
+                workers = {f"{socket.gethostname()}:{pid}" for pid in client.run(os.getpid).values()}
         assert out.ok, out.failures
-        # the steps ran in two or more worker processes, recorded in Postgres
-        pids = {e.dagster_event.pid for e in inst.all_logs(out.run_id)
-                if e.dagster_event is not None and e.dagster_event.event_type_value == "STEP_START"}
-        assert len(pids) >= 2
+        # the users' work ran in both worker processes of the cluster, as the run's log in Postgres says
+        said = {m.group(1) for e in inst.all_logs(out.run_id)
+                if (m := re.search(r"\(worker (\S+)\)$", e.user_message or ""))}
+        assert said == workers, (said, workers)
         assert set(inst.get_dynamic_partitions(team_defs.USERS.name)) == {f"user-{s}" for s in SEEDS}
 
         cert = json.loads(dask_team.certificate_path.read_text())
@@ -146,7 +147,7 @@ def test_eight_users_on_dask_with_postgres_equal_the_multiprocess_build(tmp_path
 
         multi_team = _team(tmp_path / "multi", folders)
         team_defs.prepare_team_instance(multi_team, postgres=True)
-        out2 = _run_while_slot_held(team_defs, multi_team, team_defs.team_instance(multi_team), "user-203")
+        out2 = _run_while_user_locked(team_defs, multi_team, team_defs.team_instance(multi_team), "user-203")
         assert out2.ok, out2.failures
     for a, b in zip(dask_team.members(), multi_team.members(), strict=True):
         assert a.user == b.user

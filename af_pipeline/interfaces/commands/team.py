@@ -62,14 +62,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     ls.set_defaults(func=run_list, command="team list")
 
     b = tsub.add_parser("build", help="build and certify every user, write the team certificate and routines",
-                        description="One Dagster run of the team job: a build step and a certify step per user "
-                        "(each in the user's own folder), then <team>/team-certificate.json and "
-                        "<team>/team-routines.json. The executor is configuration: multiprocess on this "
-                        "machine, or dask on a dask.distributed cluster (--dask-address). Exit 1 if a step or "
-                        "a user's certification fails.")
+                        description="One Dagster run of the team job: every user with days due is built and "
+                        "certified in their own folder (users with nothing due stand as certified), then "
+                        "<team>/team-certificate.json and <team>/team-routines.json. Where the users' work runs "
+                        "is configuration: worker processes on this machine (multiprocess, --workers), or a "
+                        "dask.distributed cluster (dask, --dask-address). Exit 1 if a step or a user's "
+                        "certification fails.")
     _team_arg(b)
     b.add_argument("--executor", choices=("multiprocess", "dask"), default="multiprocess")
-    b.add_argument("--workers", type=int, default=2, metavar="N", help="multiprocess: steps at once (default 2)")
+    b.add_argument("--workers", type=int, default=2, metavar="N", help="multiprocess: users built at once, one worker process each (default 2)")
     b.add_argument("--dask-address", metavar="ADDR", help="dask: the scheduler, e.g. tcp://10.0.0.5:8786")
     b.add_argument("--no-certify", action="store_true", help="build and mine only (no certificates)")
     b.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -122,18 +123,15 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_build(args: argparse.Namespace) -> int:
     team = _team(args)
-    if args.executor == "dask":
-        if not args.dask_address:
-            raise TeamError("--executor dask needs --dask-address (the scheduler of the cluster)")
-        config: dict = {"cluster": {"existing": {"address": args.dask_address}}}
-    else:
-        if args.workers < 1:
-            raise TeamError(f"--workers must be at least 1, not {args.workers}")
-        config = {"max_concurrent": args.workers}
+    if args.executor == "dask" and not args.dask_address:
+        raise TeamError("--executor dask needs --dask-address (the scheduler of the cluster)")
+    if args.workers < 1:
+        raise TeamError(f"--workers must be at least 1, not {args.workers}")
     from assets.team import run_team
 
     try:
-        out = run_team(team, args.executor, config, certify=not args.no_certify)
+        out = run_team(team, args.executor, workers=args.workers, dask_address=args.dask_address,
+                       certify=not args.no_certify)
     except AfError:
         raise
     except Exception as exc:  # noqa: BLE001 - the team's storage or executor, before or around the run
