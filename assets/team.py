@@ -533,15 +533,38 @@ storage:
 """
 
 
+# Run monitoring (the team deployment's daemon): a run whose process or storage went away (a
+# Postgres outage leaves it STARTED: its end could not be written) is failed once it has run
+# longer than max_runtime_seconds, and a run launched but never started after
+# start_timeout_seconds. 12 hours: a nightly of thousands of users fits; set it to what your
+# team's runs take, with headroom.
+TEAM_RUN_MONITORING_YAML = """\
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  cancel_timeout_seconds: 180
+  max_resume_run_attempts: 0
+  poll_interval_seconds: 60
+  max_runtime_seconds: 43200
+"""
+
+
 def prepare_team_instance(team: Team, postgres: bool = False) -> Path:
-    """``<team>/dagster`` with its dagster.yaml (Postgres storage when asked), if missing."""
+    """``<team>/dagster`` with its dagster.yaml (Postgres storage when asked), if missing; one
+    written by an earlier release without ``run_monitoring`` gets that section added."""
     from capture.files import atomic_write
 
     folder = team.dagster_home
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     config = folder / "dagster.yaml"
     if not config.exists():
-        atomic_write(config, (_YAML_HEAD + (_YAML_POSTGRES if postgres else "")).encode("utf-8"), mode=0o600)
+        text = _YAML_HEAD + TEAM_RUN_MONITORING_YAML + (_YAML_POSTGRES if postgres else "")
+        atomic_write(config, text.encode("utf-8"), mode=0o600)
+    else:
+        text = config.read_text(encoding="utf-8")
+        if "run_monitoring" not in text:  # present (or named in a comment) is left alone
+            sep = "" if not text or text.endswith("\n") else "\n"
+            atomic_write(config, (text + sep + TEAM_RUN_MONITORING_YAML).encode("utf-8"), mode=0o600)
     return folder
 
 

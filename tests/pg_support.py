@@ -50,31 +50,52 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class Server:
+    """A running test server: ``url`` to reach it; ``stop()`` (an outage: an immediate shutdown)
+    and ``start()`` again on the same data and port."""
+
+    def __init__(self, folder: Path, port: int):
+        self.folder, self.data, self.port = folder, folder / "data", port
+        self.url = f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{port}/postgres"
+
+    def run(self, *cmd: str) -> subprocess.CompletedProcess[str]:
+        full = ["runuser", "-u", "postgres", "--", *cmd] if os.getuid() == 0 else list(cmd)
+        return subprocess.run(full, check=True, capture_output=True, text=True, cwd=self.folder)
+
+    def start(self) -> None:
+        # -w: pg_ctl returns once the server accepts connections (it polls; no fixed sleep here)
+        self.run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60", "-l", str(self.folder / "server.log"),
+                 "-o", f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off "
+                 "-c max_connections=200", "start")
+
+    def stop(self) -> None:
+        self.run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+
 @contextmanager
-def postgres() -> Iterator[str]:
-    """Start a server; yield its SQLAlchemy URL (postgresql+psycopg2://af@127.0.0.1:PORT/postgres); stop it."""
-    as_root = os.getuid() == 0
+def server() -> Iterator[Server]:
+    """Start a server; yield it; stop it and remove its files."""
     folder = Path(tempfile.mkdtemp(prefix="af-pg-"))
-    data = folder / "data"
-    if as_root:
+    if os.getuid() == 0:
         pw = pwd.getpwnam("postgres")
         os.chown(folder, pw.pw_uid, pw.pw_gid)
     folder.chmod(0o700)
-
-    def run(*cmd: str) -> subprocess.CompletedProcess[str]:
-        full = ["runuser", "-u", "postgres", "--", *cmd] if as_root else list(cmd)
-        return subprocess.run(full, check=True, capture_output=True, text=True, cwd=folder)
-
-    port = _free_port()
+    pg = Server(folder, _free_port())
     try:
-        run(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", DB_USER, "-E", "UTF8", "--no-sync")
-        # -w: pg_ctl returns once the server accepts connections (it polls; no fixed sleep here)
-        run(str(PG_BIN / "pg_ctl"), "-D", str(data), "-w", "-t", "60", "-l", str(folder / "server.log"), "-o",
-            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start")
-        yield f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{port}/postgres"
+        pg.run(str(PG_BIN / "initdb"), "-D", str(pg.data), "-A", "trust", "-U", DB_USER, "-E", "UTF8", "--no-sync")
+        pg.start()
+        yield pg
     finally:
-        if (data / "postmaster.pid").exists():
-            subprocess.run((["runuser", "-u", "postgres", "--"] if as_root else [])
-                           + [str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-                           capture_output=True, cwd=folder)
+        if (pg.data / "postmaster.pid").exists():
+            try:
+                pg.stop()
+            except subprocess.CalledProcessError:
+                pass
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def postgres() -> Iterator[str]:
+    """Start a server; yield its SQLAlchemy URL (postgresql+psycopg2://af@127.0.0.1:PORT/postgres); stop it."""
+    with server() as pg:
+        yield pg.url

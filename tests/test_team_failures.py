@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import team_support
 
 from af_pipeline.interfaces import cli
@@ -114,3 +115,70 @@ def test_team_build_json_says_so_in_json_when_the_teams_postgres_is_down(tmp_pat
     out = json.loads(said.out)
     assert code == 2 and out["ok"] is False and "could not be made" in out["error"], out
     assert "Traceback" not in said.out + said.err
+
+
+@pytest.mark.slow
+def test_a_run_a_postgres_outage_left_started_is_failed_by_run_monitoring(tmp_path, monkeypatch):
+    """Postgres goes away during `af team build`: the command says so in JSON and exits 2, and
+    the run it could not finish stays STARTED in storage. Once Postgres is back, the team
+    deployment's daemon (run monitoring, from the team's dagster.yaml) marks it failed."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import dagster as dg
+    import pg_support
+    from wait_support import until
+
+    from assets.team import PG_URL_ENV, prepare_team_instance, team_instance
+
+    why = pg_support.available()
+    if why:
+        pytest.fail(f"the team test needs PostgreSQL: {why} (make setup installs it)")
+    team: Team = team_support.two_user_team(tmp_path, SEEDS)
+    bin_dir = Path(sys.executable).parent
+    with pg_support.server() as pg:
+        folder = prepare_team_instance(team, postgres=True)
+        config = folder / "dagster.yaml"
+        # the operator's settings for this test: look every second, and a run may last 5 s
+        text = re.sub(r"poll_interval_seconds: \d+", "poll_interval_seconds: 1", config.read_text())
+        config.write_text(re.sub(r"max_runtime_seconds: \d+", "max_runtime_seconds: 5", text))
+        env = {**os.environ, PG_URL_ENV: pg.url, "DAGSTER_HOME": str(folder), "DAGSTER_TELEMETRY_DISABLED": "1",
+               "AF_REBUILD_PROCESSES": "1"}
+        env.pop("AF_TEAM", None)
+        monkeypatch.setenv(PG_URL_ENV, pg.url)  # this process reads the team's instance too
+        build = subprocess.Popen([str(bin_dir / "af"), "team", "build", "--team", str(team.root), "--json"],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            inst = team_instance(team)
+            started = dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])
+            run = until(lambda: inst.get_runs(started), 120, "the team run started", build)[0]
+            inst.dispose()
+            pg.stop()  # the outage
+            out, err = build.communicate(timeout=300)
+            assert build.returncode == 2, (out, err[-2000:])
+            said = json.loads(out)
+            assert said["ok"] is False and "could not be made or followed" in said["error"], said
+            assert "Traceback" not in out
+            pg.start()
+            inst = team_instance(team)
+            assert inst.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED, "left unfinished"
+            workspace = tmp_path / "monitor.yaml"
+            workspace.write_text("load_from: []\n")
+            daemon = subprocess.Popen([str(bin_dir / "dagster-daemon"), "run", "-w", str(workspace)], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            try:
+                until(lambda: inst.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE, 120,
+                      "run monitoring failing the run", daemon)
+            finally:
+                daemon.terminate()
+                daemon.wait(30)
+            messages = [e.dagster_event.message for e in inst.all_logs(run.run_id) if e.dagster_event is not None]
+            assert any("maximum runtime" in (m or "") for m in messages), messages[-5:]
+            inst.dispose()
+        finally:
+            if build.poll() is None:  # a failed check leaves nothing running
+                build.kill()
+                build.wait()
