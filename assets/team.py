@@ -1,9 +1,10 @@
 """The team's Dagster definitions: every user's days built and certified, routines across users.
 
-One code location per team root (workspace-team.yaml; ``AF_TEAM`` names the root). Users are
-the dynamic partitions ``af_users`` (``af team add`` registers them; the ``team_users`` sensor
-adds new ones): the per-user run of the ``user_memory`` asset builds and certifies one user's
-due days, and the sensor launches one for each user with a sealed day not yet published.
+One code location per team root (workspace-team.yaml; ``AF_TEAM`` names the root); several
+roots can share one deployment, their names apart by the team's key (team_key). Users are the
+dynamic partitions ``af_users_<key>`` (``af team add`` registers them; the ``team_users`` sensor
+adds new ones): the per-user run of the ``<key>/user_memory`` asset builds and certifies one
+user's due days, and the sensor launches one for each user with a sealed day not yet published.
 
 The ``team_build`` job does the whole team in one run of four steps whatever the number of users:
 the users step finds who has days due (a user with nothing due stands as certified, decided
@@ -31,6 +32,7 @@ user. Each user's outcome is still Dagster's: a log line, an asset materializati
 """
 
 
+import functools
 import hashlib
 import os
 import re
@@ -54,7 +56,6 @@ from capture.log import EventLog
 from capture.team import Member, Team
 from certification import team as team_cert
 
-USERS = dg.DynamicPartitionsDefinition(name="af_users")
 EXECUTORS = ("multiprocess", "dask")
 
 
@@ -318,14 +319,14 @@ def _users(context: dg.OpExecutionContext, work: TeamWork, team_root: TeamRoot, 
             for line in outcome["said"]:
                 context.log.warning(f"{outcome['user']}: {line}")
             outcomes.append(outcome)
-            _report(context, outcome)
+            _report(context, outcome, team_root.root)
     for outcome in outcomes:
         if outcome["user"] not in due:
-            _report(context, outcome)
+            _report(context, outcome, team_root.root)
     return {"outcomes": sorted(outcomes, key=lambda o: o["user"])}
 
 
-def _report(context: dg.OpExecutionContext, outcome: dict[str, Any]) -> None:
+def _report(context: dg.OpExecutionContext, outcome: dict[str, Any], root: str) -> None:
     user, failed, verdict = outcome["user"], outcome[FAILED], outcome["verdict"]
     if failed:
         context.log.error(f"{user}: the build failed: {failed['kind']}: {failed['message']}")
@@ -339,7 +340,7 @@ def _report(context: dg.OpExecutionContext, outcome: dict[str, Any]) -> None:
     if not failed and verdict["verdict"] != team_cert.PENDING:
         # the UI's user_memory partition for this user: built and certified by this run
         context.log_event(dg.AssetMaterialization(
-            asset_key=user_memory.key, partition=user,
+            asset_key=team_assets(root).user_memory.key, partition=user,
             metadata={"days": verdict["days"], "verdict": verdict["verdict"], "days built": outcome["days built"],
                       "days unchanged": outcome["days unchanged"],
                       "days certified now": int(verdict.get("days_judged", 0))}))
@@ -434,37 +435,60 @@ def users_step(certify: bool) -> str:
     return "build_and_certify_users" if certify else "build_users"
 
 
-@dg.asset(partitions_def=USERS, group_name="team", kinds={"duckdb"},
-          description="One user's memory: every day of their log built and certified in their own folder.")
-def user_memory(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-    private_files()
-    team = Team(os.environ["AF_TEAM"])
-    member = team.member(context.partition_key)
-    with warehouse_lock(member.home, f"team run {context.run.run_id[:8]}", context.log.warning):
-        built = build_due_days(member)
-    verdict = certify_user(member, built["unchanged"])
-    return dg.MaterializeResult(metadata={
-        "days": verdict["days"], "verdict": verdict["verdict"], "days built": len(built["days"]),
-        "days unchanged": len(built["unchanged"]), "days certified now": int(verdict.get("days_judged", 0))})
+def team_key(root: str | os.PathLike[str]) -> str:
+    """The team's name within a Dagster deployment: its root folder's name and a hash of the
+    root's path (``east_1a2b3c``). Several team roots can share one deployment (one Postgres,
+    one webserver, one code location each): their asset keys and user partitions are apart."""
+    path = Path(root).resolve()
+    slug = re.sub(r"[^a-z0-9_]", "_", path.name.lower()) or "team"
+    return f"{slug}_{hashlib.sha256(str(path).encode('utf-8')).hexdigest()[:6]}"
+
+
+@dataclass(frozen=True)
+class TeamAssets:
+    """One team's partitioned definitions: its users (the dynamic partitions ``af_users_<key>``),
+    the ``<key>/user_memory`` asset over them and the job that materializes one user."""
+
+    partitions: dg.DynamicPartitionsDefinition
+    user_memory: dg.AssetsDefinition
+    job: Any  # what dg.define_asset_job returns (its class is not exported by dagster)
+
+
+@functools.cache
+def team_assets(root: str) -> TeamAssets:
+    """The definitions of the team at ``root`` (made once per process: one definition each)."""
+    key = team_key(root)
+    users = dg.DynamicPartitionsDefinition(name=f"af_users_{key}")
+
+    @dg.asset(name="user_memory", key_prefix=[key], partitions_def=users, group_name="team", kinds={"duckdb"},
+              description="One user's memory: every day of their log built and certified in their own folder.")
+    def user_memory(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        private_files()
+        member = Team(root).member(context.partition_key)
+        with warehouse_lock(member.home, f"team run {context.run.run_id[:8]}", context.log.warning):
+            built = build_due_days(member)
+        verdict = certify_user(member, built["unchanged"])
+        return dg.MaterializeResult(metadata={
+            "days": verdict["days"], "verdict": verdict["verdict"], "days built": len(built["days"]),
+            "days unchanged": len(built["unchanged"]), "days certified now": int(verdict.get("days_judged", 0))})
+
+    job = dg.define_asset_job(
+        "user_memory_job", selection=[user_memory],
+        description="Build and certify one user (a partition of the team's users): what the team_users sensor launches.")
+    return TeamAssets(users, user_memory, job)
 
 
 def new_users(instance: Any, team: Team) -> list[str]:
-    """Registered users that are not yet partitions of ``af_users``, in registry order."""
-    have = set(instance.get_dynamic_partitions(USERS.name))
+    """Registered users that are not yet partitions of the team's users, in registry order."""
+    have = set(instance.get_dynamic_partitions(team_assets(str(team.root)).partitions.name))
     return [m.user for m in team.members() if m.user not in have]
 
 
 def register_users(instance: Any, team: Team) -> None:
-    """Make every registered user a partition of ``af_users`` (added once; never removed here)."""
+    """Make every registered user a partition of the team's users (added once; never removed here)."""
     new = new_users(instance, team)
     if new:
-        instance.add_dynamic_partitions(USERS.name, new)
-
-
-USER_MEMORY_JOB = dg.define_asset_job(
-    "user_memory_job", selection=[user_memory],
-    description="Build and certify one user (a partition of af_users): what the team_users sensor launches.",
-)
+        instance.add_dynamic_partitions(team_assets(str(team.root)).partitions.name, new)
 
 
 def users_due(team: Team) -> list[tuple[str, str]]:
@@ -482,16 +506,18 @@ def users_due(team: Team) -> list[tuple[str, str]]:
 
 
 def build_team_sensor(team: Team) -> dg.SensorDefinition:
+    parts = team_assets(str(team.root))
+
     @dg.sensor(
-        name="team_users", job=USER_MEMORY_JOB, minimum_interval_seconds=300,
+        name="team_users", job=parts.job, minimum_interval_seconds=300,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Adds each user `af team add` registered as a partition of af_users (no reload needed), "
+        description="Adds each user `af team add` registered as a partition of the team's users (no reload needed), "
         "then builds and certifies each user whose log sealed a day that is not published yet.",
     )
     def team_users(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         added = new_users(context.instance, team)
         # the partitions are added before the run requests are launched (one tick: add, then build)
-        adds = [USERS.build_add_request(added)] if added else []
+        adds = [parts.partitions.build_add_request(added)] if added else []
         requests = [dg.RunRequest(run_key=key, partition_key=user, tags={"af/user": user})
                     for user, key in users_due(team)]
         if not requests:
@@ -507,7 +533,8 @@ def build_team_definitions(team: Team) -> dg.Definitions:
     and the users step's work items, never ops), so loading it does not read the registry."""
     private_files()
     jobs = [team_job(str(team.root), certify) for certify in (True, False)]
-    return dg.Definitions(assets=[user_memory], jobs=[*jobs, USER_MEMORY_JOB], sensors=[build_team_sensor(team)])
+    parts = team_assets(str(team.root))
+    return dg.Definitions(assets=[parts.user_memory], jobs=[*jobs, parts.job], sensors=[build_team_sensor(team)])
 
 
 @dg.definitions

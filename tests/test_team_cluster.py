@@ -133,7 +133,7 @@ def test_eight_users_on_dask_with_postgres_equal_the_multiprocess_build(tmp_path
         said = {m.group(1) for e in inst.all_logs(out.run_id)
                 if (m := re.search(r"\(worker (\S+)\)$", e.user_message or ""))}
         assert said == workers, (said, workers)
-        assert set(inst.get_dynamic_partitions(team_defs.USERS.name)) == {f"user-{s}" for s in SEEDS}
+        assert set(inst.get_dynamic_partitions(team_defs.team_assets(str(dask_team.root)).partitions.name)) == {f"user-{s}" for s in SEEDS}
 
         cert = json.loads(dask_team.certificate_path.read_text())
         assert cert["verdict"] == "pass" and cert["users"] == 8 and cert["passed"] == 8

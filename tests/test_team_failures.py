@@ -58,10 +58,10 @@ def test_a_team_of_users_that_pass_and_one_pending_user_passes(tmp_path, capsys,
     # the UI's user_memory partitions: each user the run built and certified is materialized
     import dagster as dg
 
-    from assets.team import team_instance, user_memory
+    from assets.team import team_assets, team_instance
 
     def materialized() -> dict[str, dict]:
-        found = team_instance(team).fetch_materializations(dg.AssetRecordsFilter(asset_key=user_memory.key), limit=100)
+        found = team_instance(team).fetch_materializations(dg.AssetRecordsFilter(asset_key=team_assets(str(team.root)).user_memory.key), limit=100)
         out: dict[str, dict] = {}
         for r in found.records:  # newest first
             mat = r.asset_materialization

@@ -1,9 +1,10 @@
-"""The team code location in the topology Kubernetes runs, in miniature (issue 39): a `dagster
-code-server` serving `assets.team:defs` over gRPC, a `dagster-webserver` and a `dagster-daemon`
-loading it from a workspace that names that server only, all on loopback with the team's
-instance. The webserver lists the team's jobs and sensor; the daemon ticks the `team_users`
-sensor, which makes the registered users partitions and launches one run per user through the
-code server; each run builds and certifies that user's folder."""
+"""Team code locations in the topology Kubernetes runs, in miniature (issue 39): for each of two
+team roots a `dagster code-server` serving `assets.team:defs` over gRPC (its own ``AF_TEAM``),
+and one `dagster-webserver` and one `dagster-daemon` loading both from a workspace that names the
+servers only, all on loopback with one instance (one database for both teams). The webserver
+lists each team's jobs, sensor and its own user_memory asset; the daemon ticks each team's
+`team_users` sensor, which makes that team's users partitions of its own and launches one run
+per user through that team's code server; each run builds and certifies that user's folder."""
 
 from __future__ import annotations
 
@@ -57,58 +58,84 @@ def _gql(port: int, query: str) -> dict[str, Any]:
 
 REPOS = """{ repositoriesOrError { ... on RepositoryConnection { nodes {
   name location { name } jobs { name } sensors { name sensorState { status } } } } } }"""
+ASSETS = "{ assetNodes { assetKey { path } } }"
 RUNS = """{ runsOrError { ... on Runs { results { runId jobName status tags { key value } } } } }"""
 
 
 @pytest.fixture()
-def served(tmp_path) -> Iterator[tuple[Team, int, Path]]:
+def served(tmp_path) -> Iterator[tuple[list[Team], int, Path]]:
     from assets.team import prepare_team_instance
 
-    team = team_support.two_user_team(tmp_path, SEEDS)
-    dagster_home = prepare_team_instance(team)
-    env = dict(os.environ, AF_TEAM=str(team.root), DAGSTER_HOME=str(dagster_home), DAGSTER_TELEMETRY_DISABLED="1",
-               AF_REBUILD_PROCESSES="1")
-    grpc_port, web_port = free_port(), free_port()
+    east = team_support.two_user_team(tmp_path / "east", SEEDS)
+    west = Team(tmp_path / "west" / "team")
+    west.init()
+    west.add("carol", team_support.copy_folder(team_support.user_folders(SEEDS, 10)[SEEDS[0]], tmp_path / "carol").root)
+    dagster_home = prepare_team_instance(east)  # the deployment's one instance
+    env = dict(os.environ, DAGSTER_HOME=str(dagster_home), DAGSTER_TELEMETRY_DISABLED="1", AF_REBUILD_PROCESSES="1")
+    env.pop("AF_TEAM", None)
+    ports = {"east": free_port(), "west": free_port()}
+    web_port = free_port()
     workspace = tmp_path / "workspace.yaml"
-    workspace.write_text("load_from:\n  - grpc_server:\n      host: 127.0.0.1\n"
-                         f"      port: {grpc_port}\n      location_name: activity_frames_team\n")
+    workspace.write_text("load_from:\n" + "".join(
+        f"  - grpc_server:\n      host: 127.0.0.1\n      port: {port}\n      location_name: team_{name}\n"
+        for name, port in ports.items()))
     logs = tmp_path / "logs"
     logs.mkdir()
-    procs = [_start([str(BIN / "dagster"), "code-server", "start", "-m", "assets.team", "-a", "defs",
-                     "-h", "127.0.0.1", "-p", str(grpc_port)], env, logs / "code-server.log")]
+    procs = []
     try:
-        until(lambda: listening(grpc_port), 120, "the code server listening", procs[0])
+        for (name, port), team in zip(ports.items(), (east, west), strict=True):
+            procs.append(_start([str(BIN / "dagster"), "code-server", "start", "-m", "assets.team", "-a", "defs",
+                                 "-h", "127.0.0.1", "-p", str(port)], {**env, "AF_TEAM": str(team.root)},
+                                logs / f"code-server-{name}.log"))
+        for proc, port in zip(procs, ports.values(), strict=True):
+            until(lambda p=port: listening(p), 120, "the code servers listening", proc)
         procs.append(_start([str(BIN / "dagster-webserver"), "-w", str(workspace), "-h", "127.0.0.1",
                              "-p", str(web_port)], env, logs / "webserver.log"))
         procs.append(_start([str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], env, logs / "daemon.log"))
-        until(lambda: listening(web_port), 120, "the webserver listening", procs[1])
-        yield team, web_port, logs
+        until(lambda: listening(web_port), 120, "the webserver listening", procs[-2])
+        yield [east, west], web_port, logs
     finally:
         _stop(procs)
 
 
-def test_the_daemon_builds_each_user_through_the_code_server(served):
-    team, port, logs = served
-    nodes = _gql(port, REPOS)["repositoriesOrError"]["nodes"]
-    assert [n["location"]["name"] for n in nodes] == ["activity_frames_team"]
-    jobs = {j["name"] for j in nodes[0]["jobs"]}
-    assert {"team_build", "team_build_only", "user_memory_job"} <= jobs, jobs
-    assert {(s["name"], s["sensorState"]["status"]) for s in nodes[0]["sensors"]} == {("team_users", "RUNNING")}
+def test_the_daemon_builds_each_user_of_two_teams_through_their_code_servers(served):
+    from assets.team import team_key
+
+    teams, port, logs = served
+    east, west = teams
+    nodes = {n["location"]["name"]: n for n in _gql(port, REPOS)["repositoriesOrError"]["nodes"]}
+    assert sorted(nodes) == ["team_east", "team_west"]
+    for node in nodes.values():
+        jobs = {j["name"] for j in node["jobs"]}
+        assert {"team_build", "team_build_only", "user_memory_job"} <= jobs, jobs
+        assert {(s["name"], s["sensorState"]["status"]) for s in node["sensors"]} == {("team_users", "RUNNING")}
+    keys = {tuple(a["assetKey"]["path"]) for a in _gql(port, ASSETS)["assetNodes"]}
+    assert keys == {(team_key(east.root), "user_memory"), (team_key(west.root), "user_memory")}
 
     def finished() -> dict[str, str] | None:
         runs = _gql(port, RUNS)["runsOrError"]["results"]
         users = {t["value"]: r["status"] for r in runs for t in r["tags"] if t["key"] == "af/user"}
-        if set(users) == {"alice", "bob"} and all(s in ("SUCCESS", "FAILURE", "CANCELED") for s in users.values()):
+        if set(users) == {"alice", "bob", "carol"} and all(s in ("SUCCESS", "FAILURE", "CANCELED") for s in users.values()):
             return users
         return None
 
     try:
-        outcome = until(finished, 600, "the sensor's run of each user, finished", every=1.0)
+        outcome = until(finished, 600, "the sensors' run of each user, finished", every=1.0)
     except AssertionError:
         said = {p.name: p.read_text(errors="replace")[-1500:] for p in sorted(logs.iterdir())}
         raise AssertionError(f"runs not finished; the servers said: {said}") from None
-    assert outcome == {"alice": "SUCCESS", "bob": "SUCCESS"}, outcome
-    for m in team.members():
+    assert outcome == {"alice": "SUCCESS", "bob": "SUCCESS", "carol": "SUCCESS"}, outcome
+    for m in [*east.members(), *west.members()]:
         cert = json.loads(m.home.certificate_path.read_text(encoding="utf-8"))
         days = [p.name for p in m.home.published_dir.iterdir() if (p / "manifest.json").exists()]
         assert cert["verdict"] == "pass" and sorted(cert["days"]) == sorted(days) and days
+    import dagster as dg
+
+    from assets.team import team_assets
+
+    inst = dg.DagsterInstance.from_config(str(east.root / "dagster"))
+    try:
+        for team, users in ((east, ["alice", "bob"]), (west, ["carol"])):
+            assert inst.get_dynamic_partitions(team_assets(str(team.root)).partitions.name) == users
+    finally:
+        inst.dispose()

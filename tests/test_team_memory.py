@@ -33,8 +33,9 @@ def _tick(team, instance) -> dg.SensorResult:
 
 
 def test_materializing_one_users_partition_builds_and_certifies_that_user_only(team):
-    from assets.team import USERS, user_memory
+    from assets.team import team_assets
 
+    parts = team_assets(str(team.root))
     alice, bob = (team.member("alice"), team.member("bob"))
     bob_before = _tree(bob.home.root)
     instance = dg.DagsterInstance.ephemeral()
@@ -42,12 +43,12 @@ def test_materializing_one_users_partition_builds_and_certifies_that_user_only(t
     first = _tick(team, instance)
     assert [r.partition_keys for r in first.dynamic_partitions_requests] == [["alice", "bob"]]
     assert [(r.partition_key, r.tags["af/user"]) for r in first.run_requests] == [("alice", "alice"), ("bob", "bob")]
-    instance.add_dynamic_partitions(USERS.name, list(first.dynamic_partitions_requests[0].partition_keys))
+    instance.add_dynamic_partitions(parts.partitions.name, list(first.dynamic_partitions_requests[0].partition_keys))
 
-    result = dg.materialize([user_memory], partition_key="alice", instance=instance)
+    result = dg.materialize([parts.user_memory], partition_key="alice", instance=instance)
 
     assert result.success
-    meta = result.asset_materializations_for_node("user_memory")[0].metadata
+    meta = result.asset_materializations_for_node(parts.user_memory.node_def.name)[0].metadata
     assert meta["verdict"].value == "pass"
     days = [d.name for d in sorted(alice.home.published_dir.iterdir()) if d.is_dir()]
     assert meta["days"].value == len(days) >= 5
@@ -59,19 +60,19 @@ def test_materializing_one_users_partition_builds_and_certifies_that_user_only(t
     assert second.dynamic_partitions_requests == [] and [r.partition_key for r in second.run_requests] == ["bob"]
     assert second.run_requests[0].run_key == first.run_requests[1].run_key, "one sealing, one run key"
     # alice's partition again with nothing new: no day built or certified again, the same verdict
-    again = dg.materialize([user_memory], partition_key="alice", instance=instance)
-    meta = again.asset_materializations_for_node("user_memory")[0].metadata
+    again = dg.materialize([parts.user_memory], partition_key="alice", instance=instance)
+    meta = again.asset_materializations_for_node(parts.user_memory.node_def.name)[0].metadata
     assert again.success and meta["verdict"].value == "pass" and meta["days"].value == len(days)
     assert meta["days built"].value == 0 and meta["days certified now"].value == 0
 
 
 def test_an_unregistered_user_is_no_partition(team):
-    from assets.team import register_users, user_memory
+    from assets.team import register_users, team_assets
 
     instance = dg.DagsterInstance.ephemeral()
     register_users(instance, team)
     with pytest.raises(dg.DagsterError):
-        dg.materialize([user_memory], partition_key="mallory", instance=instance)
+        dg.materialize([team_assets(str(team.root)).user_memory], partition_key="mallory", instance=instance)
 
 
 def test_the_team_code_location_does_not_grow_with_the_users(team, tmp_path):
