@@ -129,6 +129,45 @@ print(json.dumps({
     assert "Validation successful for code location activity_frames" in valid.stdout + valid.stderr
 
 
+@pytest.mark.slow
+def test_the_team_image_serves_its_code_location_from_the_wheel(installed, tmp_path):
+    """deploy/Dockerfile (no image is built here): it copies every package into the wheel it
+    builds, and its start command, run from the wheel in the fresh venv with a team root, serves
+    the team's code location over gRPC."""
+    import json
+    import re
+    import signal
+
+    from wait_support import free_port, listening, until
+
+    python, af, run, env = installed
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text(encoding="utf-8")
+    assert set(re.findall(r"^COPY (\w+) \1$", dockerfile, re.M)) == set(PACKAGES)
+    cmd = json.loads(re.findall(r"^CMD (\[.*\])$", dockerfile, re.M)[-1])
+    assert cmd[:2] == ["dagster", "code-server"] and cmd[cmd.index("-p") + 1] == "3030"
+
+    team = tmp_path / "team"
+    _run([str(af), "team", "init", str(team)], run, env)
+    _run([str(af), "team", "add", "alice", str(tmp_path / "alice"), "--create", "--tz", "UTC", "--team", str(team)],
+         run, env)
+    port = free_port()
+    cmd[cmd.index("-h") + 1], cmd[cmd.index("-p") + 1] = "127.0.0.1", str(port)
+    served = env | {"AF_TEAM": str(team), "DAGSTER_HOME": str(team / "dagster")}
+    (team / "dagster").mkdir(exist_ok=True)
+    server = subprocess.Popen([str(python), "-m", *cmd], cwd=run, env=served, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        until(lambda: listening(port), 120, "the code server listening", server)
+        _run([str(python), "-m", "dagster", "api", "grpc-health-check", "-p", str(port)], run, served)
+        # what the server serves loads: its definitions, read from it over gRPC
+        valid = _run([str(python), "-m", "dagster", "definitions", "validate", "--grpc-host", "127.0.0.1",
+                      "--grpc-port", str(port)], run, served)
+        assert "Validation successful" in valid.stdout + valid.stderr
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+
+
 def test_the_version_is_written_once():
     """pyproject.toml takes its version from af_pipeline/about.py, and names the distribution
     as `af --version` does."""
