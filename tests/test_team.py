@@ -61,6 +61,56 @@ def test_two_users_never_share_or_nest_a_folder(tmp_path):
     assert [m.user for m in team.members()] == ["alice"]
 
 
+PARTS = st.sampled_from(["a", "b", "ab", "a.b", "a-b", "b0"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(registered=st.lists(st.lists(PARTS, min_size=1, max_size=4), max_size=8),
+       new=st.lists(PARTS, min_size=1, max_size=4))
+def test_a_folder_overlaps_exactly_the_users_folders_it_holds_or_lies_in(registered, new):
+    """The registry's overlap rule, looked up by ancestors and sorted prefixes, says what comparing
+    the folder with every registered folder says (names like a, ab and a.b share prefixes)."""
+    from pathlib import Path
+
+    from capture.team import _overlapping
+
+    users = {f"u{i}": "/srv/" + "/".join(parts) for i, parts in enumerate(registered)}
+    folder = Path("/srv/" + "/".join(new))
+    clashes = {u for u, p in users.items() if folder.is_relative_to(p) or Path(p).is_relative_to(folder)}
+    found = _overlapping(folder, users)
+    assert (found in clashes) if clashes else found is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(users=st.dictionaries(st.from_regex(USER_NAME, fullmatch=True), st.text(max_size=30), max_size=6))
+def test_the_registry_text_is_jsons_own_indented_text(users):
+    from capture.team import TEAM_VERSION, registry_text
+
+    payload = {"team_version": TEAM_VERSION, "users": {u: {"path": p} for u, p in sorted(users.items())}}
+    assert registry_text(users) == json.dumps(payload, indent=2, sort_keys=True) + "\n"
+
+
+def test_users_added_at_once_are_all_kept(tmp_path):
+    """Eight `af team add` at the same moment (a provisioning script in parallel): each user is in
+    the registry after, none dropped by another's write."""
+    import threading
+
+    team = Team(tmp_path / "team")
+    team.init()
+    start = threading.Barrier(8)
+
+    def add(i: int) -> None:
+        start.wait()
+        team.add(f"user{i}", tmp_path / f"home{i}", create_tz="UTC")
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert [m.user for m in team.members()] == [f"user{i}" for i in range(8)]
+
+
 def test_a_path_without_a_data_folder_is_refused_unless_created(tmp_path):
     team = Team(tmp_path / "team")
     team.init()
