@@ -1,11 +1,13 @@
 """Benchmark: loading the team code location as Dagster does, for teams of many users.
 
-    .venv/bin/python -m bench.team_load [--users 1,200,5000] [--rounds 2]
+    .venv/bin/python -m bench.team_load [--users 1,200,5000] [--rounds 2] [--adds 5000]
 
 For each size, writes a team root under .bench/team_load/ whose registry names that many users
 (the registry written directly: `af team add` checks each folder, and the location never opens
 them), then times `dagster definitions validate -w workspace-team.yaml` with ``AF_TEAM`` naming
-it, a fresh process each round (wall, CPU and peak memory). Prints one JSON object.
+it, a fresh process each round (wall, CPU and peak memory). ``--adds N`` also times registering N
+users one `Team.add` at a time (each with a new data folder, as `af team add --create` makes), in
+this process: seconds after 200, 1,000 and N users. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -34,11 +36,33 @@ def team_root(users: int) -> Path:
     return root
 
 
+def time_adds(n: int) -> dict[str, float]:
+    """Seconds to register the first 200, 1,000 and ``n`` users of a new team."""
+    import time
+
+    from capture.team import Team
+
+    root = BENCH_DIR / "team_load" / "adds"
+    shutil.rmtree(root, ignore_errors=True)
+    team = Team(root / "team")
+    team.init()
+    marks: dict[str, float] = {}
+    t0 = time.perf_counter()
+    for i in range(n):
+        team.add(f"user{i:05d}", root / "homes" / f"user{i:05d}", create_tz="UTC")
+        if i + 1 in (200, 1000, n):
+            marks[str(i + 1)] = round(time.perf_counter() - t0, 1)
+            say(f"{i + 1} users added: {marks[str(i + 1)]} s")
+    shutil.rmtree(root, ignore_errors=True)
+    return marks
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.team_load", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--users", default="1,200,5000", help="team sizes, comma-separated (default 1,200,5000)")
     p.add_argument("--rounds", type=int, default=2, help="fresh processes per size (default 2)")
+    p.add_argument("--adds", type=int, default=0, metavar="N", help="also time N Team.add calls (default: none)")
     args = p.parse_args(argv)
     dagster = str(Path(sys.executable).with_name("dagster"))
     out: dict[str, list[dict[str, float]]] = {}
@@ -53,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
             runs.append({"wall_s": round(m.wall_s, 2), "cpu_s": round(m.cpu_s, 2), "peak_mb": round(m.peak_mb)})
             say(f"{users} users, round {r + 1}: {m.wall_s:.2f} s wall, {m.cpu_s:.2f} s CPU, {m.peak_mb:.0f} MB")
         out[str(users)] = runs
-    print(json.dumps(out, indent=2))
+    result: dict[str, object] = {"load": out}
+    if args.adds:
+        result["adds"] = time_adds(args.adds)
+    print(json.dumps(result, indent=2))
     return 0
 
 
