@@ -2,8 +2,9 @@
 
 The test set-up starts PostgreSQL (run and event storage of the team's instance, Debian's
 postgresql 15: tests/pg_support.py) and a dask.distributed LocalCluster of two worker
-processes; the team job builds and certifies every user on the cluster, writes the team
-certificate and mines the team routines. Then the same users' folders, copied afresh, are built
+processes; the team job builds and certifies every user on the cluster (one worker is killed in
+the middle of a user's work: another does that user), writes the team certificate and mines the
+team routines. Then the same users' folders, copied afresh, are built
 with the multiprocess executor: every published file and the team routine table must be byte
 for byte the same. That second run also proves the one-writer rule across runs: while another
 process holds one user's warehouse lock (as `af build`, a user_memory run or another team run
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import stat
 import threading
@@ -102,6 +104,33 @@ def _run_while_user_locked(team_defs, team: Team, inst, held_user: str):
     return outcome["run"]
 
 
+def _working(team: Team, client) -> tuple[str, str] | None:
+    """(user, worker address) of a user whose work holds their warehouse lock now, on the worker
+    whose task it is."""
+    import fcntl
+
+    from assets.instance import LOCK_FILE
+    from assets.team import step_name
+
+    for m in team.members():
+        path = m.home.root / LOCK_FILE
+        if not path.exists():
+            continue
+        fd = os.open(path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            continue  # free: nobody is building this user now
+        except BlockingIOError:
+            pass
+        finally:
+            os.close(fd)
+        for worker, keys in client.processing().items():
+            if any(str(k).endswith(f"-{step_name(m.user)}") for k in keys):
+                return m.user, worker
+    return None
+
+
 @pytest.fixture(scope="module")
 def folders() -> dict[int, Path]:
     return team_support.user_folders(SEEDS, DAYS)
@@ -124,15 +153,38 @@ def test_eight_users_on_dask_with_postgres_equal_the_multiprocess_build(tmp_path
         inst = team_defs.team_instance(dask_team)
         assert type(inst.run_storage).__name__ == "PostgresRunStorage"
         assert type(inst.event_log_storage).__name__ == "PostgresEventLogStorage"
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-            out = team_defs.run_team(dask_team, "dask", dask_address=cluster.scheduler_address, instance=inst)
-            with Client(cluster) as client:
-                workers = {f"{socket.gethostname()}:{pid}" for pid in client.run(os.getpid).values()}
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            pids = set(client.run(os.getpid).values())
+            done = threading.Event()
+            outcome: dict = {}
+
+            def run() -> None:
+                try:
+                    outcome["run"] = team_defs.run_team(dask_team, "dask", dask_address=cluster.scheduler_address,
+                                                        instance=inst)
+                finally:
+                    done.set()
+
+            thread = threading.Thread(target=run, daemon=True)
+            thread.start()
+            # a worker killed in the middle of a user's work: the cluster gives that user's task to
+            # a worker again (the nanny starts a new one), and the user is built and certified once
+            user, worker = _wait_for("a worker in the middle of a user's work", lambda: _working(dask_team, client), done)
+            killed = client.run(os.getpid, workers=[worker])[worker]
+            os.kill(killed, signal.SIGKILL)
+            thread.join(WAIT_S)
+            assert done.is_set(), "the team run finishes after its worker was killed"
+            pids |= set(client.run(os.getpid).values())
+        out = outcome["run"]
         assert out.ok, out.failures
-        # the users' work ran in both worker processes of the cluster, as the run's log in Postgres says
-        said = {m.group(1) for e in inst.all_logs(out.run_id)
-                if (m := re.search(r"\(worker (\S+)\)$", e.user_message or ""))}
-        assert said == workers, (said, workers)
+        # the users' work ran in two or more worker processes of the cluster, as the run's log in
+        # Postgres says, and the user whose worker was killed was done by another
+        said = {m.group(1): m.group(2) for e in inst.all_logs(out.run_id)
+                if (m := re.search(r"^(\S+): built .*\(worker (\S+)\)$", e.user_message or ""))}
+        assert set(said) == {m.user for m in dask_team.members()}, said
+        assert len(set(said.values())) >= 2 and set(said.values()) <= {f"{socket.gethostname()}:{p}" for p in pids}
+        assert said[user] != f"{socket.gethostname()}:{killed}", (user, said[user])
         assert set(inst.get_dynamic_partitions(team_defs.team_assets(str(dask_team.root)).partitions.name)) == {f"user-{s}" for s in SEEDS}
 
         cert = json.loads(dask_team.certificate_path.read_text())
