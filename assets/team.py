@@ -221,7 +221,8 @@ def _lost(root: str, user: str, certify: bool, why: str) -> dict[str, Any]:
 RETRIES = 1  # a pool whose worker died is started again once for the users it had not finished
 
 
-def _on_processes(root: str, users: list[str], certify: bool, run_id: str, workers: int) -> Iterator[dict[str, Any]]:
+def _on_processes(root: str, users: list[str], certify: bool, run_id: str, workers: int,
+                  warn: Callable[[str], None]) -> Iterator[dict[str, Any]]:
     """Each user's work in a pool of ``workers`` processes on this machine (fresh interpreters:
     each imports the pipeline once for all the users it takes, instead of once per step)."""
     import multiprocessing
@@ -240,6 +241,9 @@ def _on_processes(root: str, users: list[str], certify: bool, run_id: str, worke
                 except BrokenProcessPool:
                     lost.append(futures[future])
         todo, tries = sorted(lost), tries + 1
+        if todo:
+            warn(f"a worker process of the pool ended (killed, or out of memory) before {len(todo)} user(s) "
+                 f"finished: {', '.join(todo)}" + ("; starting the pool again for them" if tries <= RETRIES else ""))
         if todo and tries > RETRIES:
             for u in todo:
                 yield _lost(root, u, certify, "its worker process ended before it finished, twice")
@@ -314,7 +318,7 @@ def _users(context: dg.OpExecutionContext, work: TeamWork, team_root: TeamRoot, 
                      f"on {work.executor}")
     if due:
         run = (_on_dask(team_root.root, due, certify, context.run_id, work.dask_address) if work.executor == "dask"
-               else _on_processes(team_root.root, due, certify, context.run_id, work.workers))
+               else _on_processes(team_root.root, due, certify, context.run_id, work.workers, context.log.warning))
         for outcome in run:
             for line in outcome["said"]:
                 context.log.warning(f"{outcome['user']}: {line}")

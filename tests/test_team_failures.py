@@ -182,3 +182,71 @@ def test_a_run_a_postgres_outage_left_started_is_failed_by_run_monitoring(tmp_pa
             if build.poll() is None:  # a failed check leaves nothing running
                 build.kill()
                 build.wait()
+
+
+@pytest.mark.slow
+def test_a_killed_worker_of_the_pool_costs_a_retry_not_a_user(tmp_path):
+    """`af team build --workers 2`: one of its pool's worker processes is killed while a user's
+    work holds that user's lock. The pool is started again for the users it had not finished,
+    the run passes and every user's certificate passes (their published bytes equal a fresh
+    rebuild of their log)."""
+    import fcntl
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import psutil
+    from wait_support import until
+
+    from assets.instance import LOCK_FILE
+
+    team: Team = team_support.two_user_team(tmp_path, SEEDS)
+    env = {**os.environ, "DAGSTER_HOME": str(team.root / "dagster"), "DAGSTER_TELEMETRY_DISABLED": "1",
+           "AF_REBUILD_PROCESSES": "1"}
+    env.pop("AF_TEAM", None)
+    build = subprocess.Popen([str(Path(sys.executable).with_name("af")), "team", "build", "--team", str(team.root),
+                              "--workers", "2", "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+
+    def held() -> bool:
+        for m in team.members():
+            path = m.home.root / LOCK_FILE
+            if path.exists():
+                fd = os.open(path, os.O_RDWR)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    return True
+                finally:
+                    os.close(fd)
+        return False
+
+    def pool_workers() -> list[psutil.Process]:
+        return [c for c in psutil.Process(build.pid).children()
+                if "spawn_main" in " ".join(c.cmdline()) and "resource_tracker" not in " ".join(c.cmdline())]
+
+    try:
+        until(lambda: held() and pool_workers(), 180, "a pool worker in the middle of a user's work", build)
+        victim = pool_workers()[0]
+        os.kill(victim.pid, signal.SIGKILL)
+        out, err = build.communicate(timeout=600)
+    finally:
+        if build.poll() is None:
+            os.killpg(build.pid, signal.SIGKILL)
+            build.wait()
+    said = json.loads(out)
+    assert build.returncode == 0 and said["ok"] and said["team_verdict"] == "pass", (said, err[-2000:])
+    for m in team.members():
+        own = json.loads(m.home.certificate_path.read_text(encoding="utf-8"))
+        assert own["verdict"] == "pass" and own["days"], m.user
+    from assets.team import team_instance
+
+    inst = team_instance(team)
+    try:
+        said_in_run = [e.user_message for e in inst.all_logs(said["run_id"])]
+    finally:
+        inst.dispose()
+    assert any("starting the pool again" in (m or "") for m in said_in_run), "the kill hit a user's work"
