@@ -488,6 +488,16 @@ def new_users(instance: Any, team: Team) -> list[str]:
     return [m.user for m in team.members() if m.user not in have]
 
 
+def unregister_user(instance: Any, team: Team, user: str) -> bool:
+    """Take a removed user out of the team's user partitions (their materializations stay in the
+    instance's history); False when they were no partition."""
+    name = team_assets(str(team.root)).partitions.name
+    if user not in instance.get_dynamic_partitions(name):
+        return False
+    instance.delete_dynamic_partition(name, user)
+    return True
+
+
 def register_users(instance: Any, team: Team) -> None:
     """Make every registered user a partition of the team's users (added once; never removed here)."""
     new = new_users(instance, team)

@@ -154,6 +154,18 @@ class Team:
         with self._registry_lock():
             return self._add(user, Path(path).expanduser().resolve(), create_tz)
 
+    def remove(self, user: str) -> Member:
+        """Take ``user`` out of the registry. Their data folder is theirs and stays as it is; the
+        team's next run neither builds them nor lists them."""
+        with self._registry_lock():
+            users = self._read()
+            if user not in users:
+                known = ", ".join(sorted(users)) or "none yet"
+                raise TeamError(f"no user {user!r} in the team at {self.root} (users: {known})")
+            path = users.pop(user)
+            self._write(users)
+        return Member(user, Path(path))
+
     @contextlib.contextmanager
     def _registry_lock(self) -> Iterator[None]:
         """One change of the registry at a time: two `af team add` at once each read the registry,

@@ -113,3 +113,28 @@ def test_the_team_code_location_loads_in_dagster(team, tmp_path):
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-3000:]
     assert "Validation successful for code location activity_frames_team" in said
+
+
+def test_a_removed_user_leaves_the_registry_and_the_partitions_but_keeps_their_folder(team, capsys):
+    from af_pipeline.interfaces import cli
+    from assets.team import register_users, team_assets, team_instance
+
+    inst = team_instance(team)
+    register_users(inst, team)
+    inst.dispose()
+    bob = team.member("bob")
+    before = _tree(bob.home.root)
+
+    code = cli.main(["team", "remove", "bob", "--team", str(team.root), "--json"])
+    assert code == 0 and json.loads(capsys.readouterr().out) == {
+        "user": "bob", "path": str(bob.path), "partition_removed": True}
+    assert [m.user for m in team.members()] == ["alice"]
+    inst = team_instance(team)
+    try:
+        assert inst.get_dynamic_partitions(team_assets(str(team.root)).partitions.name) == ["alice"]
+    finally:
+        inst.dispose()
+    assert _tree(bob.home.root) == before, "bob's folder is his: nothing in it changes"
+
+    assert cli.main(["team", "remove", "bob", "--team", str(team.root)]) == 2
+    assert "no user 'bob' in the team" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
     af team init ROOT                     create the team root and its registry
     af team add USER PATH [--team ROOT]   register a user's data folder (joins unchanged)
+    af team remove USER [--team ROOT]     take a user out of the team (their folder stays theirs)
     af team list [--team ROOT]            the users and their folders
     af team build [--team ROOT]           build and certify every user's days, mine team routines
 
@@ -56,6 +57,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     a.add_argument("--json", action="store_true", help="print machine-readable JSON")
     a.set_defaults(func=run_add, command="team add")
 
+    r = tsub.add_parser("remove", help="take USER out of the team (their data folder is left as it is)",
+                        description="Take USER out of the registry and out of the team's user partitions in its "
+                        "Dagster instance. Their data folder, certificate and published files stay as they are: "
+                        "they are the user's. The next team run neither builds nor lists them; the team routines "
+                        "are mined without them from then on.")
+    _team_arg(r)
+    r.add_argument("user", metavar="USER")
+    r.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    r.set_defaults(func=run_remove, command="team remove")
+
     ls = tsub.add_parser("list", help="the registered users and their data folders")
     _team_arg(ls)
     ls.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -106,6 +117,25 @@ def run_add(args: argparse.Namespace) -> int:
         cli.emit_json({"user": member.user, "path": str(member.path)})
     else:
         print(f"added {member.user}: {member.path}")
+    return 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    team = _team(args)
+    member = team.remove(args.user)
+    unpartitioned = False
+    if (team.dagster_home / "dagster.yaml").exists():  # the team has an instance: its partitions too
+        from assets.team import team_instance, unregister_user
+
+        inst = team_instance(team)
+        try:
+            unpartitioned = unregister_user(inst, team, member.user)
+        finally:
+            inst.dispose()
+    if args.json:
+        cli.emit_json({"user": member.user, "path": str(member.path), "partition_removed": unpartitioned})
+    else:
+        print(f"removed {member.user} from the team; their folder {member.path} is left as it is")
     return 0
 
 
