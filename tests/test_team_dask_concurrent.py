@@ -1,4 +1,4 @@
-"""Team runs at once on one dask cluster (issue 39): dagster-dask keys each step's task by job and
+"""Team runs at once on one dask cluster, their runs and events in one Postgres (issue 39): dagster-dask keys each step's task by job and
 step name only (dagster-io/dagster#21418), so two teams with the same user names used to be handed
 each other's results: the second run reported success having built nothing. The users' tasks
 are now keyed by the run's id: two teams, and two runs of one team (a nightly and a manual run),
@@ -31,13 +31,23 @@ def test_three_team_runs_at_once_on_one_cluster(tmp_path):
     import subprocess
     import sys
 
+    import pg_support
     from dask.distributed import LocalCluster
 
+    from assets.team import PG_URL_ENV, prepare_team_instance
+
+    why = pg_support.available()
+    if why:
+        pytest.fail(f"the team test needs PostgreSQL: {why} (make setup installs it)")
     teams = [team_support.two_user_team(tmp_path / name, SEEDS) for name in ("east", "west")]
+    for team in teams:
+        prepare_team_instance(team, postgres=True)  # both teams' runs and events in one database
     af = str(Path(sys.executable).with_name("af"))
     env = dict(os.environ, AF_REBUILD_PROCESSES="1", DAGSTER_TELEMETRY_DISABLED="1")
     env.pop("AF_TEAM", None)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with pg_support.postgres() as url, \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        env[PG_URL_ENV] = url
         procs = [subprocess.Popen([af, "team", "build", "--team", str(team.root), "--executor", "dask",
                                    "--dask-address", cluster.scheduler_address, "--json"],
                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
