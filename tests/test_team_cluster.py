@@ -6,7 +6,7 @@ processes; the team job builds and certifies every user on the cluster (one work
 the middle of a user's work: another does that user), writes the team certificate and mines the
 team routines. Then the same users' folders, copied afresh, are built
 with the multiprocess executor: every published file and the team routine table must be byte
-for byte the same. That second run also proves the one-writer rule across runs: while another
+for byte the same, and one user's published files the same as their own `af build` makes. That second run also proves the one-writer rule across runs: while another
 process holds one user's warehouse lock (as `af build`, a user_memory run or another team run
 does while it writes), the team run builds the others and waits for that user, writing nothing
 of theirs until the lock is free. Servers are stopped at the end (context managers), and every wait is on a
@@ -206,4 +206,10 @@ def test_eight_users_on_dask_with_postgres_equal_the_multiprocess_build(tmp_path
         left, right = _published(a.path), _published(b.path)
         assert left and left == right, f"{a.user}: published files differ between executors"
     assert dask_team.routines_path.read_bytes() == multi_team.routines_path.read_bytes()
+    # and what the team built for a user is what that user's own `af build` makes of their folder
+    from af_pipeline.interfaces import cli
+
+    single = team_support.copy_folder(folders[SEEDS[0]], tmp_path / "single")
+    assert cli.main(["build", "--home", str(single.root), "--json"]) == 0
+    assert _published(single.root) == _published(dask_team.member(f"user-{SEEDS[0]}").path)
     assert not os.environ.get("AF_TEAM")  # nothing here relied on the environment's team root
