@@ -7,7 +7,7 @@ STAMP_SYS := $(VENV)/.stamp-system
 # A real ActivityWatch server for the sync tests, in its own venv (its Flask pins must not meet Dagster's).
 AW_VENV := .venv-aw
 STAMP_AW := $(AW_VENV)/.stamp
-APT_PACKAGES := chromium chromium-driver xvfb xdotool openbox x11-utils postgresql
+APT_PACKAGES := chromium chromium-driver xvfb xdotool openbox x11-utils postgresql redis-server
 
 .PHONY: demo test setup setup-system lint typecheck bench clean
 
@@ -36,10 +36,10 @@ $(STAMP_PY): pyproject.toml af_pipeline/compiler/_speedups.c
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
-# Browser and virtual X server for the replay and recorder tests, PostgreSQL for the team test
+# Browser and virtual X server for the replay and recorder tests, PostgreSQL and Redis for the team tests
 # (Debian packages; needs root).
 $(STAMP_SYS):
-	@if command -v chromium >/dev/null && command -v Xvfb >/dev/null && command -v xdotool >/dev/null && command -v openbox >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	@if command -v chromium >/dev/null && command -v Xvfb >/dev/null && command -v xdotool >/dev/null && command -v openbox >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v redis-server >/dev/null; then \
 		echo "system packages present"; \
 	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES); \

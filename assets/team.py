@@ -18,7 +18,9 @@ the users' work runs is the users step's configuration (``af team build --execut
   it had not finished);
 - ``dask``: one task per user on a dask.distributed cluster (``dask_address``), on as many
   machines as it has workers; each worker must see the team root's folders (shared disk). Task
-  keys carry the run id, so two runs on one cluster never share a result.
+  keys carry the run id, so two runs on one cluster never share a result;
+- ``celery``: one task per user for the team's Celery workers (``broker``; assets/team_celery.py),
+  task ids carrying the run id, a task whose worker died given back to the queue.
 
 Why a user is the unit of work and not a (user, day): DuckDB allows one writer per file, and a
 user's days share that user's warehouse, so a user's days are one writer's sequence anyway (only
@@ -56,7 +58,7 @@ from capture.log import EventLog
 from capture.team import Member, Team
 from certification import team as team_cert
 
-EXECUTORS = ("multiprocess", "dask")
+EXECUTORS = ("multiprocess", "dask", "celery")
 
 
 def step_name(user: str) -> str:
@@ -177,9 +179,11 @@ class TeamRoot(dg.ConfigurableResource):  # type: ignore[type-arg]
 class TeamWork(dg.Config):
     """Where the users' work of a team run goes (the Launchpad's op config; `af team build` flags)."""
 
-    executor: str = "multiprocess"  # multiprocess: worker processes here; dask: a dask.distributed cluster
+    executor: str = "multiprocess"  # multiprocess: worker processes here; dask: a dask.distributed cluster;
+    # celery: the team's Celery workers (assets/team_celery.py)
     workers: int = 2  # multiprocess: users at once
     dask_address: str = ""  # dask: the scheduler, e.g. tcp://10.0.0.5:8786
+    broker: str = ""  # celery: the broker and result backend, e.g. redis://10.0.0.6:6379/0
 
 
 def user_work(root: str, user: str, certify: bool, run_id: str) -> dict[str, Any]:
@@ -266,6 +270,39 @@ def _on_dask(root: str, users: list[str], certify: bool, run_id: str, address: s
                 yield _lost(root, futures[future], certify, f"the cluster gave up on its task ({type(exc).__name__})")
 
 
+CELERY_POLL_S = 0.5  # s between looks at the users' task states in the result backend
+CELERY_TASK = "af_team.user_work"  # user_work, as the team's Celery workers register it (assets/team_celery.py)
+
+
+def _on_celery(root: str, users: list[str], certify: bool, run_id: str, broker: str) -> Iterator[dict[str, Any]]:
+    """Each user's work as one task for the team's Celery workers (assets/team_celery.py), its id
+    carrying the run id; their outcomes as they come in. Sent by name: this side needs no worker
+    code, only the broker."""
+    import time
+
+    from celery import Celery
+
+    app = Celery("af_team_client", broker=broker, backend=broker)
+    pending = {app.send_task(CELERY_TASK, args=[root, u, certify, run_id], task_id=f"af-team-{run_id}-{step_name(u)}"): u
+               for u in users}
+    try:
+        while pending:
+            done = [r for r in pending if r.ready()]
+            for result in done:
+                user = pending.pop(result)
+                try:
+                    yield result.get(propagate=True)
+                except Exception as exc:  # noqa: BLE001 - the task failed outside user_work's own net
+                    yield _lost(root, user, certify, f"its Celery task failed ({type(exc).__name__})")
+                finally:
+                    result.forget()  # the backend keeps no result of ours after the run read it
+            if pending and not done:
+                time.sleep(CELERY_POLL_S)
+    finally:
+        for result in pending:  # the run stopped early: the users not done are not left queued
+            result.revoke()
+
+
 def _settled(member: Member, certify: bool) -> dict[str, Any] | None:
     """What a user with nothing due contributes, decided here without a worker: no day to build
     (the single-user unchanged-day rule) and, with ``certify``, a certificate made by this code
@@ -305,6 +342,8 @@ def _users(context: dg.OpExecutionContext, work: TeamWork, team_root: TeamRoot, 
         raise dg.Failure(description=f"unknown executor {work.executor!r}: one of {', '.join(EXECUTORS)}")
     if work.executor == "dask" and not work.dask_address:
         raise dg.Failure(description="the dask executor needs dask_address (the scheduler of the cluster)")
+    if work.executor == "celery" and not work.broker:
+        raise dg.Failure(description="the celery executor needs broker (the team's Celery broker, e.g. redis://...)")
     team = Team(team_root.root)
     register_users(context.instance, team)
     outcomes, due = [], []
@@ -317,8 +356,12 @@ def _users(context: dg.OpExecutionContext, work: TeamWork, team_root: TeamRoot, 
     context.log.info(f"{len(due)} of {len(due) + len(outcomes)} user(s) have days to build or certify; "
                      f"on {work.executor}")
     if due:
-        run = (_on_dask(team_root.root, due, certify, context.run_id, work.dask_address) if work.executor == "dask"
-               else _on_processes(team_root.root, due, certify, context.run_id, work.workers, context.log.warning))
+        if work.executor == "dask":
+            run = _on_dask(team_root.root, due, certify, context.run_id, work.dask_address)
+        elif work.executor == "celery":
+            run = _on_celery(team_root.root, due, certify, context.run_id, work.broker)
+        else:
+            run = _on_processes(team_root.root, due, certify, context.run_id, work.workers, context.log.warning)
         for outcome in run:
             for line in outcome["said"]:
                 context.log.warning(f"{outcome['user']}: {line}")
@@ -638,7 +681,7 @@ class TeamOutcome:
 
 
 def run_team(team: Team, executor: str = "multiprocess", workers: int = 2, dask_address: str | None = None,
-             instance: dg.DagsterInstance | None = None, certify: bool = True) -> TeamOutcome:
+             instance: dg.DagsterInstance | None = None, certify: bool = True, broker: str | None = None) -> TeamOutcome:
     """One run of the whole team: each due user built and certified on the executor's workers,
     then the team certificate and routines."""
     import time
@@ -651,7 +694,7 @@ def run_team(team: Team, executor: str = "multiprocess", workers: int = 2, dask_
         raise UserError(f"the team at {team.root} has no users yet; add one with `af team add`")
     inst = instance or team_instance(team)
     register_users(inst, team)
-    config = {"executor": executor, "workers": workers, "dask_address": dask_address or ""}
+    config = {"executor": executor, "workers": workers, "dask_address": dask_address or "", "broker": broker or ""}
     started = time.monotonic()
     result = team_job(str(team.root), certify).execute_in_process(
         run_config={"ops": {users_step(certify): {"config": config}}}, instance=inst, raise_on_error=False)

@@ -76,13 +76,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         description="One Dagster run of the team job: every user with days due is built and "
                         "certified in their own folder (users with nothing due stand as certified), then "
                         "<team>/team-certificate.json and <team>/team-routines.json. Where the users' work runs "
-                        "is configuration: worker processes on this machine (multiprocess, --workers), or a "
-                        "dask.distributed cluster (dask, --dask-address). Exit 1 if a step or a user's "
-                        "certification fails.")
+                        "is configuration: worker processes on this machine (multiprocess, --workers), a "
+                        "dask.distributed cluster (dask, --dask-address) or Celery workers (celery, --broker). "
+                        "Exit 1 if a step or a user's certification fails.")
     _team_arg(b)
-    b.add_argument("--executor", choices=("multiprocess", "dask"), default="multiprocess")
+    b.add_argument("--executor", choices=("multiprocess", "dask", "celery"), default="multiprocess",
+                   help="where the users' work runs: worker processes here, a dask cluster or Celery workers")
     b.add_argument("--workers", type=int, default=2, metavar="N", help="multiprocess: users built at once, one worker process each (default 2)")
     b.add_argument("--dask-address", metavar="ADDR", help="dask: the scheduler, e.g. tcp://10.0.0.5:8786")
+    b.add_argument("--broker", metavar="URL", help="celery: the broker and result backend of the team's Celery "
+                   "workers (`celery -A assets.team_celery worker`), e.g. redis://10.0.0.6:6379/0")
     b.add_argument("--no-certify", action="store_true", help="build and mine only (no certificates)")
     b.add_argument("--json", action="store_true", help="print machine-readable JSON")
     b.set_defaults(func=run_build, command="team build")
@@ -155,13 +158,15 @@ def run_build(args: argparse.Namespace) -> int:
     team = _team(args)
     if args.executor == "dask" and not args.dask_address:
         raise TeamError("--executor dask needs --dask-address (the scheduler of the cluster)")
+    if args.executor == "celery" and not args.broker:
+        raise TeamError("--executor celery needs --broker (the broker URL of the team's Celery workers)")
     if args.workers < 1:
         raise TeamError(f"--workers must be at least 1, not {args.workers}")
     from assets.team import run_team
 
     try:
         out = run_team(team, args.executor, workers=args.workers, dask_address=args.dask_address,
-                       certify=not args.no_certify)
+                       certify=not args.no_certify, broker=args.broker)
     except AfError:
         raise
     except Exception as exc:  # noqa: BLE001 - the team's storage or executor, before or around the run

@@ -1,0 +1,149 @@
+"""A team's users' work on Celery workers, on Postgres (issue 39): the test starts PostgreSQL (the
+team's runs and events), a Redis server (the broker and result backend, Debian's redis-server)
+and a Celery worker of two processes (`celery -A assets.team_celery worker`), then runs `af team
+build --executor celery`. One worker process is killed in the middle of a user's work: the task
+goes back to the queue (acks_late, reject on a lost worker), another process does that user, and
+the run and every certificate pass. Every wait is on a condition."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pg_support
+import psutil
+import pytest
+import team_support
+from wait_support import free_port, listening, until
+
+from capture.team import Team
+
+SEEDS = [101, 102]  # the isolation tests' users: their folders are cached once for all the files
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def _redis_server() -> str | None:
+    return shutil.which("redis-server") or next((p for p in ("/usr/bin/redis-server",) if Path(p).exists()), None)
+
+
+@pytest.fixture()
+def broker(tmp_path) -> Iterator[str]:
+    exe = _redis_server()
+    if exe is None:
+        pytest.fail("the Celery test needs redis-server (make setup installs it: apt-get install redis-server)")
+    port = free_port()
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        until(lambda: listening(port), 60, "redis-server listening", proc)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+@pytest.fixture()
+def worker(broker, tmp_path) -> Iterator[subprocess.Popen[bytes]]:
+    env = dict(os.environ, AF_CELERY_BROKER=broker, AF_REBUILD_PROCESSES="1", DAGSTER_TELEMETRY_DISABLED="1")
+    env.pop("AF_TEAM", None)
+    with (tmp_path / "worker.log").open("wb") as log:
+        proc = subprocess.Popen([str(BIN / "celery"), "-A", "assets.team_celery", "worker", "--concurrency", "2",
+                                 "--pool", "prefork", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+                                 "-n", "af-test@%h"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        until(lambda: len(_pool(proc)) == 2 and "ready" in (tmp_path / "worker.log").read_text(errors="replace"),
+              120, "the Celery worker ready", proc)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _pool(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    try:
+        return psutil.Process(proc.pid).children()
+    except psutil.Error:
+        return []
+
+
+def _holding(team: Team, procs: list[psutil.Process]) -> psutil.Process | None:
+    """The worker process whose user's work holds that user's warehouse lock now (by /proc/locks'
+    owner of the lock file), if any."""
+    from assets.instance import LOCK_FILE
+
+    inodes = {}
+    for m in team.members():
+        path = m.home.root / LOCK_FILE
+        if path.exists():
+            fd = os.open(path, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except BlockingIOError:
+                inodes[os.stat(path).st_ino] = m.user
+            finally:
+                os.close(fd)
+    if not inodes:
+        return None
+    owners = set()
+    for line in Path("/proc/locks").read_text().splitlines():
+        parts = line.split()
+        if len(parts) > 5 and parts[1] == "FLOCK" and int(parts[5].split(":")[-1]) in inodes:
+            owners.add(int(parts[4]))
+    return next((p for p in procs if p.pid in owners), None)
+
+
+def test_celery_workers_build_the_team_and_a_killed_one_costs_a_retry(tmp_path, broker, worker, monkeypatch):
+    why = pg_support.available()
+    if why:
+        pytest.fail(f"the team test needs PostgreSQL: {why} (make setup installs it)")
+    from assets.team import PG_URL_ENV, prepare_team_instance, team_instance
+
+    team = team_support.two_user_team(tmp_path, SEEDS)
+    with pg_support.postgres() as url:
+        monkeypatch.setenv(PG_URL_ENV, url)
+        prepare_team_instance(team, postgres=True)
+        env = dict(os.environ, DAGSTER_TELEMETRY_DISABLED="1")
+        env.pop("AF_TEAM", None)
+        build = subprocess.Popen([str(BIN / "af"), "team", "build", "--team", str(team.root), "--executor", "celery",
+                                  "--broker", broker, "--json"], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            victim = until(lambda: _holding(team, _pool(worker)), 300, "a Celery worker process in a user's work", build)
+            os.kill(victim.pid, signal.SIGKILL)
+            out, err = build.communicate(timeout=600)
+        finally:
+            if build.poll() is None:
+                build.kill()
+                build.wait()
+        said = json.loads(out)
+        assert build.returncode == 0 and said["ok"] and said["team_verdict"] == "pass", (said, err[-2000:])
+        inst = team_instance(team)
+        try:
+            lines = [e.user_message or "" for e in inst.all_logs(said["run_id"])]
+        finally:
+            inst.dispose()
+    workers = {m.group(1): m.group(2) for line in lines if (m := re.search(r"^(\S+): built .*\(worker (\S+)\)$", line))}
+    assert set(workers) == {"alice", "bob"}, lines[-20:]
+    assert f"{socket.gethostname()}:{victim.pid}" not in workers.values(), "the killed process's user was redone"
+    assert {int(w.split(":")[1]) for w in workers.values()} <= {p.pid for p in _pool(worker)} | {victim.pid}
+    for m in team.members():
+        own = json.loads(m.home.certificate_path.read_text(encoding="utf-8"))
+        assert own["verdict"] == "pass" and own["days"], m.user
