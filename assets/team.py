@@ -411,18 +411,48 @@ def team_certificate(context: dg.OpExecutionContext, users: dict[str, Any], team
     cert = team_cert.write(Team(team.root), verdicts)
     context.log.info(f"team: {cert['verdict']} ({cert['passed']}/{cert['users']} users pass)")
     built = [v["user"] for v in verdicts if v["verdict"] != team_cert.PENDING and v.get("days")]
-    return {"verdict": cert["verdict"], "failed": cert["failed"], "built": sorted(built)}
+    return {"verdict": cert["verdict"], "failed": cert["failed"], "built": sorted(built),
+            "new_days": sum(o["days built"] for o in users["outcomes"])}
 
 
 @dg.op(description="Every user built (no certification): the routines are mined over those that built.")
 def all_built(users: dict[str, Any]) -> dict[str, Any]:
-    return {"built": sorted(o["user"] for o in users["outcomes"] if not o[FAILED])}
+    return {"built": sorted(o["user"] for o in users["outcomes"] if not o[FAILED]),
+            "new_days": sum(o["days built"] for o in users["outcomes"])}
 
 
-@dg.op(description="Routines mined over the action streams of every user that built, in <team>/team-routines.json.")
+ROUTINES_STAMP = ".team-routines.stamp"  # what the routine table was mined from (routines_stamp)
+
+
+def routines_stamp(team: Team, users: list[str]) -> str:
+    """A digest of what the team routines are mined from: the code version and, per user that
+    built, their log's chain head (a sealing, an amendment or a forget changes it)."""
+    from capture.files import canonical_json
+
+    heads = {m.user: EventLog(m.home).chain_head() for m in team.members() if m.user in users}
+    return hashlib.sha256(canonical_json({"code": code_version(), "users": heads}).encode("utf-8")).hexdigest()
+
+
+@dg.op(description="Routines mined over the action streams of every user that built, in <team>/team-routines.json "
+       "(mined again only when a user built a day or a user's log changed since the last mining).")
 def team_routines(context: dg.OpExecutionContext, done: dict[str, Any], team: TeamRoot) -> dict[str, Any]:
+    import json
+
+    from capture.files import atomic_write
+
     private_files()
-    table = write_team_routines(Team(team.root), users=done["built"], warn=context.log.warning)
+    root = Team(team.root)
+    stamp = routines_stamp(root, done["built"])
+    path = root.root / ROUTINES_STAMP
+    if not done["new_days"] and root.routines_path.is_file() and path.is_file() and path.read_text().strip() == stamp:
+        # mining every user's whole history again would give the same table: a nightly with
+        # nothing new is seconds, not minutes per year of history (docs/scale.md)
+        table = json.loads(root.routines_path.read_text(encoding="utf-8"))
+        context.log.info(f"team routines: unchanged, no user built a day since they were mined "
+                         f"({table['routines_total']} over {table['users']} users)")
+        return {"routines": table["routines_total"]}
+    table = write_team_routines(root, users=done["built"], warn=context.log.warning)
+    atomic_write(path, (stamp + "\n").encode("utf-8"), mode=0o600)
     context.log.info(f"team routines: {table['routines_total']} over {table['users']} users")
     return {"routines": table["routines_total"]}
 

@@ -75,6 +75,7 @@ def test_a_team_of_users_that_pass_and_one_pending_user_passes(tmp_path, capsys,
     # a second run with nothing new builds no day (the single-user unchanged-day rule)
     alice_doc = team.member("alice").home.published_dir
     mtimes = {p: p.stat().st_mtime_ns for p in alice_doc.rglob("*") if p.is_file()}
+    mined = team.routines_path.stat().st_mtime_ns
     code = cli.main(["team", "build", "--team", str(team.root), "--workers", "2", "--json"])
     again = json.loads(capsys.readouterr().out)
     assert code == 0 and again["team_verdict"] == "pass", again
@@ -82,6 +83,7 @@ def test_a_team_of_users_that_pass_and_one_pending_user_passes(tmp_path, capsys,
     assert second["alice"]["days built"] == 0 and second["alice"]["days unchanged"] == first["alice"]["days built"]
     assert second["alice"]["days certified now"] == 0, "an unchanged user's certificate stands"
     assert {p: p.stat().st_mtime_ns for p in alice_doc.rglob("*") if p.is_file()} == mtimes, "nothing rewritten"
+    assert team.routines_path.stat().st_mtime_ns == mined, "no user built a day: the routines are not mined again"
 
     # one due day (its published manifest gone): that day alone is built and judged again, the
     # other days' entries are carried into alice's new certificate, which passes
@@ -93,6 +95,7 @@ def test_a_team_of_users_that_pass_and_one_pending_user_passes(tmp_path, capsys,
     assert code == 0 and third_out["team_verdict"] == "pass", third_out
     third = materialized()
     assert third["alice"]["days built"] == 1 and third["alice"]["days certified now"] == 1
+    assert team.routines_path.stat().st_mtime_ns != mined, "a day was built: the routines are mined again"
     cert = json.loads(alice.certificate_path.read_text(encoding="utf-8"))
     assert cert["verdict"] == "pass" and sorted(cert["days"]) == days
     assert [d for d, e in cert["days"].items() if not e.get("carried")] == [days[2]]
