@@ -45,7 +45,6 @@ from typing import Any
 
 import dagster as dg
 
-from af_pipeline.routines.team import mine_team
 from af_pipeline.warehouse import team as team_work
 from af_pipeline.warehouse.days import log_days
 from af_pipeline.warehouse.version import code_version
@@ -483,6 +482,7 @@ def write_team_routines(team: Team, top: int | None = 50, users: list[str] | Non
     """Mine the routines over the users' action streams (``users``: those that built; default
     every registered user), each warehouse read under its lock (a user being certified meanwhile
     is waited for). A user whose warehouse cannot be read is left out and named through ``warn``."""
+    from af_pipeline.routines.team import mine_team  # numpy: only when the routines are mined
     from capture.files import atomic_write, canonical_json
 
     streams = {}
@@ -726,6 +726,10 @@ def run_team(team: Team, executor: str = "multiprocess", workers: int = 2, dask_
     register_users(inst, team)
     config = {"executor": executor, "workers": workers, "dask_address": dask_address or "", "broker": broker or ""}
     started = time.monotonic()
-    result = team_job(str(team.root), certify).execute_in_process(
-        run_config={"ops": {users_step(certify): {"config": config}}}, instance=inst, raise_on_error=False)
+    # the console shows warnings and errors (a lock waited for, a worker lost, a user failing):
+    # each step's debug events stay in the run's log, for the UI
+    run_config = {"ops": {users_step(certify): {"config": config}},
+                  "loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    result = team_job(str(team.root), certify).execute_in_process(run_config=run_config, instance=inst,
+                                                                   raise_on_error=False)
     return TeamOutcome(result.success, result.run_id, executor, time.monotonic() - started, _failures(result))

@@ -93,9 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (the others pull in numpy, DuckDB and the synthesizer, ~0.4 s before the server can start).
     # `af --version` needs none of them either, and `af build` / `af certify` only their own
     # module (the others cost ~0.6 s of CPU on top of what those two import anyway); `af import`
-    # only its own (the demo command's imports pulled in Dagster: ~2 s and ~50 MB of its peak).
+    # only its own (the demo command's imports pulled in Dagster: ~2 s and ~50 MB of its peak);
+    # `af team` only its own (a nightly with nothing new is ~2 s: the others were a quarter of it).
     only = {"mcp": ("agent",), "--version": (), "build": ("build",), "certify": ("build",),
-            "import": ("importer",)}
+            "import": ("importer",), "team": ("team",)}
     parser = build_parser(only.get(argv[0]) if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
