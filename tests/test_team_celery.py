@@ -1,9 +1,11 @@
 """A team's users' work on Celery workers, on Postgres (issue 39): the test starts PostgreSQL (the
 team's runs and events), a Redis server (the broker and result backend, Debian's redis-server)
 and a Celery worker of two processes (`celery -A assets.team_celery worker`), then runs `af team
-build --executor celery`. One worker process is killed in the middle of a user's work: the task
-goes back to the queue (acks_late, reject on a lost worker), another process does that user, and
-the run and every certificate pass. Every wait is on a condition."""
+build --executor celery` on a team of two users, one whose log is damaged and one with no capture
+yet. One worker process is killed in the middle of a user's work: the task goes back to the queue
+(acks_late, reject on a lost worker), another process does that user. The two healthy users pass,
+the damaged one fails with a certificate saying why, the empty one is pending, and the team
+certificate and routines are written before the run fails. Every wait is on a condition."""
 
 from __future__ import annotations
 
@@ -83,13 +85,15 @@ def _pool(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
         return []
 
 
-def _holding(team: Team, procs: list[psutil.Process]) -> psutil.Process | None:
-    """The worker process whose user's work holds that user's warehouse lock now (by /proc/locks'
-    owner of the lock file), if any."""
+def _holding(team: Team, users: list[str], procs: list[psutil.Process]) -> tuple[str, psutil.Process] | None:
+    """(user, worker process) of one of ``users`` whose work holds their warehouse lock now (the
+    lock file's owner in /proc/locks), if any."""
     from assets.instance import LOCK_FILE
 
     inodes = {}
     for m in team.members():
+        if m.user not in users:
+            continue
         path = m.home.root / LOCK_FILE
         if path.exists():
             fd = os.open(path, os.O_RDWR)
@@ -102,21 +106,27 @@ def _holding(team: Team, procs: list[psutil.Process]) -> psutil.Process | None:
                 os.close(fd)
     if not inodes:
         return None
-    owners = set()
+    owners = {}
     for line in Path("/proc/locks").read_text().splitlines():
         parts = line.split()
         if len(parts) > 5 and parts[1] == "FLOCK" and int(parts[5].split(":")[-1]) in inodes:
-            owners.add(int(parts[4]))
-    return next((p for p in procs if p.pid in owners), None)
+            owners[int(parts[4])] = inodes[int(parts[5].split(":")[-1])]
+    return next(((owners[p.pid], p) for p in procs if p.pid in owners), None)
 
 
-def test_celery_workers_build_the_team_and_a_killed_one_costs_a_retry(tmp_path, broker, worker, monkeypatch):
+def test_celery_workers_build_the_team_a_killed_one_costs_a_retry_and_failures_stay_local(tmp_path, broker, worker, monkeypatch):
     why = pg_support.available()
     if why:
         pytest.fail(f"the team test needs PostgreSQL: {why} (make setup installs it)")
     from assets.team import PG_URL_ENV, prepare_team_instance, team_instance
 
     team = team_support.two_user_team(tmp_path, SEEDS)
+    # carol's log is damaged (her sealed segments overwritten); dave was added with no capture yet
+    carol = team_support.copy_folder(team_support.user_folders(SEEDS, 10)[SEEDS[1]], tmp_path / "carol")
+    for segment in sorted((carol.root / "log" / "sealed").rglob("*.parquet")):
+        segment.write_bytes(b"not a segment\n")
+    team.add("carol", carol.root)
+    team.add("dave", tmp_path / "dave", create_tz="UTC")
     with pg_support.postgres() as url:
         monkeypatch.setenv(PG_URL_ENV, url)
         prepare_team_instance(team, postgres=True)
@@ -126,7 +136,8 @@ def test_celery_workers_build_the_team_and_a_killed_one_costs_a_retry(tmp_path, 
                                   "--broker", broker, "--json"], env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
         try:
-            victim = until(lambda: _holding(team, _pool(worker)), 300, "a Celery worker process in a user's work", build)
+            killed_user, victim = until(lambda: _holding(team, ["alice", "bob"], _pool(worker)), 300,
+                                        "a Celery worker process in a user's work", build)
             os.kill(victim.pid, signal.SIGKILL)
             out, err = build.communicate(timeout=600)
         finally:
@@ -134,16 +145,24 @@ def test_celery_workers_build_the_team_and_a_killed_one_costs_a_retry(tmp_path, 
                 build.kill()
                 build.wait()
         said = json.loads(out)
-        assert build.returncode == 0 and said["ok"] and said["team_verdict"] == "pass", (said, err[-2000:])
+        # the run fails because carol does, after every certificate and the routines are written
+        assert build.returncode == 1 and said["team_verdict"] == "fail", (said, err[-2000:])
+        assert said["failed_users"] == ["carol"] and said["pending_users"] == ["dave"], said
         inst = team_instance(team)
         try:
             lines = [e.user_message or "" for e in inst.all_logs(said["run_id"])]
         finally:
             inst.dispose()
     workers = {m.group(1): m.group(2) for line in lines if (m := re.search(r"^(\S+): built .*\(worker (\S+)\)$", line))}
-    assert set(workers) == {"alice", "bob"}, lines[-20:]
-    assert f"{socket.gethostname()}:{victim.pid}" not in workers.values(), "the killed process's user was redone"
+    assert {"alice", "bob"} <= set(workers), lines[-20:]
+    assert workers[killed_user] != f"{socket.gethostname()}:{victim.pid}", "the killed process's user was redone"
     assert {int(w.split(":")[1]) for w in workers.values()} <= {p.pid for p in _pool(worker)} | {victim.pid}
-    for m in team.members():
-        own = json.loads(m.home.certificate_path.read_text(encoding="utf-8"))
-        assert own["verdict"] == "pass" and own["days"], m.user
+    for user in ("alice", "bob"):
+        own = json.loads(team.member(user).home.certificate_path.read_text(encoding="utf-8"))
+        assert own["verdict"] == "pass" and own["days"], user
+    carols = json.loads(carol.certificate_path.read_text(encoding="utf-8"))
+    assert carols["verdict"] == "fail" and "failed" in carols["problem"], carols
+    cert = json.loads(team.certificate_path.read_text(encoding="utf-8"))
+    assert {u: v["verdict"] for u, v in cert["per_user"].items()} == {
+        "alice": "pass", "bob": "pass", "carol": "fail", "dave": "pending"}
+    assert json.loads(team.routines_path.read_text(encoding="utf-8"))["users"] == 2, "mined over those that built"
