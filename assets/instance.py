@@ -39,15 +39,15 @@ concurrency:
 # stopped with `af ui`) is failed after start_timeout_seconds instead of staying STARTING, and a
 # run whose cancellation never ends is marked canceled. The default run launcher cannot check a
 # STARTED run's process, so runs cut short while STARTED are settled by af (reap_dead_runs).
-RUN_MONITORING_YAML = """\
-# A run cut short when af ui stopped never stays STARTING (docs/orchestration.md).
-run_monitoring:
-  enabled: true
-  start_timeout_seconds: 180
-  cancel_timeout_seconds: 180
-  max_resume_run_attempts: 0
-  poll_interval_seconds: 60
-"""
+def run_monitoring_yaml(comment: str, max_runtime_seconds: int | None = None) -> str:
+    """The ``run_monitoring`` section of a dagster.yaml of ours (a team's adds a max runtime)."""
+    return (f"# {comment}\nrun_monitoring:\n  enabled: true\n  start_timeout_seconds: 180\n"
+            "  cancel_timeout_seconds: 180\n  max_resume_run_attempts: 0\n  poll_interval_seconds: 60\n"
+            + (f"  max_runtime_seconds: {max_runtime_seconds}\n" if max_runtime_seconds else ""))
+
+
+RUN_MONITORING_YAML = run_monitoring_yaml(
+    "A run cut short when af ui stopped never stays STARTING (docs/orchestration.md).")
 # The instance's SQLite run and event log storages: Dagster's own, subclassed in
 # assets/dagster_adapter.py (kept engines, synchronous=NORMAL, run shards from a template, event
 # batches in one transaction per shard; docs/architecture.md). Named here, Dagster's pluggable

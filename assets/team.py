@@ -49,7 +49,7 @@ from af_pipeline.warehouse import team as team_work
 from af_pipeline.warehouse.days import log_days
 from af_pipeline.warehouse.version import code_version
 from assets import unchanged
-from assets.instance import POOLS_YAML, warehouse_lock
+from assets.instance import POOLS_YAML, run_monitoring_yaml, warehouse_lock
 from assets.sensors import days_needing_publish
 from capture.errors import UserError
 from capture.home import Home, private_files
@@ -652,15 +652,10 @@ storage:
 # longer than max_runtime_seconds, and a run launched but never started after
 # start_timeout_seconds. 12 hours: a nightly of thousands of users fits; set it to what your
 # team's runs take, with headroom.
-TEAM_RUN_MONITORING_YAML = """\
-run_monitoring:
-  enabled: true
-  start_timeout_seconds: 180
-  cancel_timeout_seconds: 180
-  max_resume_run_attempts: 0
-  poll_interval_seconds: 60
-  max_runtime_seconds: 43200
-"""
+TEAM_MAX_RUNTIME_S = 12 * 3600
+TEAM_RUN_MONITORING_YAML = run_monitoring_yaml(
+    "A run whose process or storage went away is failed after max_runtime_seconds (docs/scale.md).",
+    TEAM_MAX_RUNTIME_S)
 
 
 def prepare_team_instance(team: Team, postgres: bool = False) -> Path:

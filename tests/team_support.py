@@ -143,3 +143,21 @@ def two_user_team(root: Path, seeds: list[int], days: int = 10):  # -> capture.t
     for name, seed in (("alice", seeds[0]), ("bob", seeds[1])):
         team.add(name, copy_folder(folders[seed], root / name).root)
     return team
+
+
+def lock_held(path: Path) -> bool:
+    """Whether some process holds the flock on ``path`` now (a user's warehouse lock: their work
+    is under way). Probes with a non-blocking lock, released at once."""
+    import os
+
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)

@@ -9,7 +9,6 @@ certificate and routines are written before the run fails. Every wait is on a co
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -95,15 +94,8 @@ def _holding(team: Team, users: list[str], procs: list[psutil.Process]) -> tuple
         if m.user not in users:
             continue
         path = m.home.root / LOCK_FILE
-        if path.exists():
-            fd = os.open(path, os.O_RDWR)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            except BlockingIOError:
-                inodes[os.stat(path).st_ino] = m.user
-            finally:
-                os.close(fd)
+        if team_support.lock_held(path):
+            inodes[os.stat(path).st_ino] = m.user
     if not inodes:
         return None
     owners = {}

@@ -107,24 +107,12 @@ def _run_while_user_locked(team_defs, team: Team, inst, held_user: str):
 def _working(team: Team, client) -> tuple[str, str] | None:
     """(user, worker address) of a user whose work holds their warehouse lock now, on the worker
     whose task it is."""
-    import fcntl
-
     from assets.instance import LOCK_FILE
     from assets.team import step_name
 
     for m in team.members():
-        path = m.home.root / LOCK_FILE
-        if not path.exists():
-            continue
-        fd = os.open(path, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            continue  # free: nobody is building this user now
-        except BlockingIOError:
-            pass
-        finally:
-            os.close(fd)
+        if not team_support.lock_held(m.home.root / LOCK_FILE):
+            continue  # nobody is building this user now
         for worker, keys in client.processing().items():
             if any(str(k).endswith(f"-{step_name(m.user)}") for k in keys):
                 return m.user, worker

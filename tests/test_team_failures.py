@@ -193,7 +193,6 @@ def test_a_killed_worker_of_the_pool_costs_a_retry_not_a_user(tmp_path):
     work holds that user's lock. The pool is started again for the users it had not finished,
     the run passes and every user's certificate passes (their published bytes equal a fresh
     rebuild of their log)."""
-    import fcntl
     import os
     import signal
     import subprocess
@@ -214,18 +213,7 @@ def test_a_killed_worker_of_the_pool_costs_a_retry_not_a_user(tmp_path):
                              text=True, start_new_session=True)
 
     def held() -> bool:
-        for m in team.members():
-            path = m.home.root / LOCK_FILE
-            if path.exists():
-                fd = os.open(path, os.O_RDWR)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                except BlockingIOError:
-                    return True
-                finally:
-                    os.close(fd)
-        return False
+        return any(team_support.lock_held(m.home.root / LOCK_FILE) for m in team.members())
 
     def pool_workers() -> list[psutil.Process]:
         return [c for c in psutil.Process(build.pid).children()
