@@ -204,11 +204,13 @@ def test_sync_watch_stops(tmp_path, sig):
         stop_and_check(proc, sig, before)
 
 
-def _blocked_stop_signals() -> None:
-    """In a child before exec: start it as a parent with SIGTERM and SIGINT blocked would (the
-    mask is inherited through exec; CPython blocks SIGTERM while it spawns multiprocessing's
-    resource tracker)."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+# `af` started as by a parent that had SIGTERM and SIGINT blocked (the mask is inherited through
+# exec; CPython blocks SIGTERM while it spawns multiprocessing's resource tracker): a wrapper
+# blocks them and execs the command (no preexec_fn: code run between fork and exec in a threaded
+# test process can deadlock).
+BLOCKED = [sys.executable, "-c", "import os, signal, sys; "
+           "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT}); "
+           "os.execv(sys.argv[1], sys.argv[1:])", sys.executable, *AF[1:]]
 
 
 @pytest.mark.parametrize(("sig", "blocked"), [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGTERM, True)],
@@ -219,7 +221,7 @@ def test_serve_stops(tmp_path, sig, blocked):
     before = _shm_entries()
     with running(["serve", "--port", str(port), "--home", str(home.root)],
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                 preexec_fn=_blocked_stop_signals if blocked else None) as proc:
+                 program=BLOCKED if blocked else AF) as proc:
         until(lambda: listening(port), 60, "af serve listening", proc)
         stop_and_check(proc, sig, before)
 
@@ -269,7 +271,7 @@ def test_record_stops(tmp_path, blocked):
         before = _shm_entries()
         with running(["record", "--home", str(tmp_path / "home"), "--tz", "UTC", "--display", display],
                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                     preexec_fn=_blocked_stop_signals if blocked else None) as proc:
+                     program=BLOCKED if blocked else AF) as proc:
             assert proc.stderr is not None
             ready, _, _ = select.select([proc.stderr], [], [], 30)
             assert ready and "recording" in proc.stderr.readline().decode(), "af record did not start"
