@@ -64,13 +64,17 @@ RUNS = """{ runsOrError { ... on Runs { results { runId jobName status tags { ke
 
 @pytest.fixture()
 def served(tmp_path) -> Iterator[tuple[list[Team], int, Path]]:
-    from assets.team import prepare_team_instance
+    from assets.team import prepare_team_instance, team_instance
 
     east = team_support.two_user_team(tmp_path / "east", SEEDS)
     west = Team(tmp_path / "west" / "team")
     west.init()
     west.add("carol", team_support.copy_folder(team_support.user_folders(SEEDS, 10)[SEEDS[0]], tmp_path / "carol").root)
     dagster_home = prepare_team_instance(east)  # the deployment's one instance
+    # its storage made once before the servers start (as `dagster instance migrate` does in a
+    # deployment): a webserver and a daemon starting at once on a new SQLite instance both wrote
+    # its schema version, and the webserver exited ("more than one head")
+    team_instance(east).dispose()
     env = dict(os.environ, DAGSTER_HOME=str(dagster_home), DAGSTER_TELEMETRY_DISABLED="1", AF_REBUILD_PROCESSES="1")
     env.pop("AF_TEAM", None)
     ports = {"east": free_port(), "west": free_port()}
