@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -62,6 +63,19 @@ def stop_signals(handler: Handler, signals: tuple[signal.Signals, ...] = STOP_SI
         yield
     finally:
         restore()
+
+
+def end_now(code: int) -> NoReturn:
+    """Exit with ``code`` at once, once stdout and stderr are flushed: no atexit handlers, no
+    interpreter shutdown. Only for `af mcp`, which has answered its client and written what it
+    keeps by then, and whose MCP SDK leaves a worker thread blocked on a descriptor it never
+    closes (mcp/server/stdio.py): a shutdown that meets such a thread holding a buffer's lock, or
+    a library's native thread, aborts the process. A clean-clone run saw `af mcp` end with
+    SIGABRT after its client closed stdin (its stderr was not kept, so which one is not known)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def end(code: int) -> NoReturn:

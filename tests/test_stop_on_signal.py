@@ -232,8 +232,9 @@ def test_mcp_stops(tmp_path, how):
     home = _home(tmp_path)
     before = _shm_entries()
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    with running(["mcp", "--home", str(home.root)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                 stderr=subprocess.DEVNULL) as proc:
+    err = tmp_path / "mcp.err"  # what it said, for a failure's message
+    with err.open("wb") as err_file, running(["mcp", "--home", str(home.root)], env=env, stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE, stderr=err_file) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
@@ -253,7 +254,7 @@ def test_mcp_stops(tmp_path, how):
         else:
             known = _children(proc)
             proc.stdin.close()
-            assert proc.wait(timeout=STOP_S) == 0
+            assert proc.wait(timeout=STOP_S) == 0, err.read_text(errors="replace")[-3000:]
             assert not _left({proc.pid}, known)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from af_pipeline.interfaces import cli
 from capture.errors import UserError
 from capture.home import resolve_home
+from capture.process import end_now
 
 
 def register(sub: Any) -> None:
@@ -78,7 +79,7 @@ def _mcp(args: argparse.Namespace) -> int:
         mcp_server.serve(memory)
     finally:
         front.finish()
-    return 0
+    end_now(0)  # the session is over: no interpreter shutdown to race the SDK's threads
 
 
 def _qa(args: argparse.Namespace) -> int:
