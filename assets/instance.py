@@ -111,7 +111,7 @@ def _upgrade(config: Path, reached: Path) -> None:
         return
     new = text
     if "run_monitoring" not in text:  # present (or named in a comment) is left alone
-        new = _appended(new, RUN_MONITORING_YAML)
+        new = appended(new, RUN_MONITORING_YAML)
     block = storage_yaml(reached)
     if STORAGE_BEGIN in new and STORAGE_END in new:
         start = new.index(STORAGE_BEGIN)
@@ -119,12 +119,13 @@ def _upgrade(config: Path, reached: Path) -> None:
         end += 1 if new[end:end + 1] == "\n" else 0
         new = new[:start] + block + new[end:]
     elif not any(key in (parsed or {}) for key in STORAGE_KEYS):
-        new = _appended(new, block)
+        new = appended(new, block)
     if new != text:
         atomic_write(config, new.encode("utf-8"), mode=config.stat().st_mode & 0o777)
 
 
-def _appended(text: str, section: str) -> str:
+def appended(text: str, section: str) -> str:
+    """``text`` with ``section`` after it, on a line of its own (a dagster.yaml section added)."""
     sep = "" if not text or text.endswith("\n") else "\n"
     return text + sep + section
 

@@ -49,7 +49,7 @@ from af_pipeline.warehouse import team as team_work
 from af_pipeline.warehouse.days import log_days
 from af_pipeline.warehouse.version import code_version
 from assets import unchanged
-from assets.instance import POOLS_YAML, run_monitoring_yaml, warehouse_lock
+from assets.instance import POOLS_YAML, appended, run_monitoring_yaml, warehouse_lock
 from assets.sensors import days_needing_publish
 from capture.errors import UserError
 from capture.home import Home, private_files
@@ -80,10 +80,11 @@ def certify_user(member: Member, unchanged_days: list[str] | None = None) -> dic
     days = select_days(home, None, None)
     previous = _previous_certificate(home)
     carried = _carried(previous, unchanged_days or [])
+    standing = _standing(member, previous, days, carried)
+    if standing is not None:
+        return standing
     due = [d for d in days if d not in carried]
-    if not due:
-        if previous is not None and (previous.get("log") or {}).get("chain_head") == EventLog(home).chain_head():
-            return {**team_cert.summary(member.user, previous), "reused": True}
+    if not due:  # every day carried, but the chain moved on (an amendment, a forget): judge them all
         carried, due = {}, days
     cert = run_certify(home, due, carried=carried)
     # the run judges every day between the first and the last due day (one range run)
@@ -100,6 +101,18 @@ def _previous_certificate(home: Home) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return cert if isinstance(cert, dict) and cert.get("code_version") == code_version() else None
+
+
+def _standing(member: Member, previous: dict[str, Any] | None, days: list[str],
+              carried: dict[str, Any]) -> dict[str, Any] | None:
+    """The user's line from ``previous`` when that certificate stands as it is: it carries a
+    passing entry for every day of the log (``carried``, from _carried) and certified the log's
+    chain head as it is now. Else None: something is to be judged."""
+    if previous is None or any(d not in carried for d in days):
+        return None
+    if (previous.get("log") or {}).get("chain_head") != EventLog(member.home).chain_head():
+        return None
+    return {**team_cert.summary(member.user, previous), "reused": True}
 
 
 def _carried(previous: dict[str, Any] | None, unchanged_days: list[str]) -> dict[str, Any]:
@@ -304,8 +317,8 @@ def _on_celery(root: str, users: list[str], certify: bool, run_id: str, broker: 
 
 def _settled(member: Member, certify: bool) -> dict[str, Any] | None:
     """What a user with nothing due contributes, decided here without a worker: no day to build
-    (the single-user unchanged-day rule) and, with ``certify``, a certificate made by this code
-    that passed every day of the log as its chain stands now (certify_user would reuse it). None
+    (the single-user unchanged-day rule) and, with ``certify``, a certificate that stands as it is
+    (_standing: what certify_user would reuse). None
     when anything is due, or when in doubt (the worker decides then, under the user's lock)."""
     from assets.certify import unchanged_days
 
@@ -322,12 +335,8 @@ def _settled(member: Member, certify: bool) -> dict[str, Any] | None:
         if not certify:
             return out
         previous = _previous_certificate(home)
-        if previous is None or (previous.get("log") or {}).get("chain_head") != EventLog(home).chain_head():
-            return None
-        entries = previous.get("days") or {}
-        if set(entries) != set(days) or not all(isinstance(e, dict) and e.get("passed") for e in entries.values()):
-            return None
-        return {**out, "verdict": {**team_cert.summary(member.user, previous), "reused": True}}
+        standing = _standing(member, previous, days, _carried(previous, skipped))
+        return None if standing is None else {**out, "verdict": standing}
     except Exception:  # noqa: BLE001 - a warehouse being written, a log being sealed: let the worker see
         return None
 
@@ -672,8 +681,7 @@ def prepare_team_instance(team: Team, postgres: bool = False) -> Path:
     else:
         text = config.read_text(encoding="utf-8")
         if "run_monitoring" not in text:  # present (or named in a comment) is left alone
-            sep = "" if not text or text.endswith("\n") else "\n"
-            atomic_write(config, (text + sep + TEAM_RUN_MONITORING_YAML).encode("utf-8"), mode=0o600)
+            atomic_write(config, appended(text, TEAM_RUN_MONITORING_YAML).encode("utf-8"), mode=0o600)
     return folder
 
 
