@@ -75,6 +75,38 @@ def test_an_unregistered_user_is_no_partition(team):
         dg.materialize([team_assets(str(team.root)).user_memory], partition_key="mallory", instance=instance)
 
 
+def test_two_runs_registering_the_same_new_users_at_once_both_go_on(team):
+    """Two runs of a new team starting together: both find alice and bob missing and both add
+    them; the storage's unique index refuses the later insert (IntegrityError). That run goes on,
+    since every user is a partition; a refused add that leaves a user missing still fails."""
+    import sqlalchemy.exc
+
+    from assets.team import register_users, team_assets
+
+    instance = dg.DagsterInstance.ephemeral()
+    name = team_assets(str(team.root)).partitions.name
+
+    class RacedBy:
+        """This run's view of the instance, with another run's insert landing just before its own."""
+
+        def __init__(self, other_adds: list[str]) -> None:
+            self.other_adds = other_adds
+
+        def get_dynamic_partitions(self, partitions: str) -> list[str]:
+            return list(instance.get_dynamic_partitions(partitions))
+
+        def add_dynamic_partitions(self, partitions: str, keys: list[str]) -> None:
+            instance.add_dynamic_partitions(partitions, self.other_adds)
+            raise sqlalchemy.exc.IntegrityError("INSERT INTO dynamic_partitions ...", {}, Exception("UNIQUE"))
+
+    register_users(RacedBy(["alice", "bob"]), team)
+    assert instance.get_dynamic_partitions(name) == ["alice", "bob"]
+
+    instance = dg.DagsterInstance.ephemeral()  # a new team again
+    with pytest.raises(sqlalchemy.exc.IntegrityError):
+        register_users(RacedBy(["alice"]), team)  # bob is still missing: that is a failure
+
+
 def test_the_team_code_location_does_not_grow_with_the_users(team, tmp_path):
     """The team jobs have the same four steps for two users and for three (issue 39: a static graph
     of two ops per user made the location 30,012 op nodes at 5,000 users), and no step is named
