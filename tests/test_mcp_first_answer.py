@@ -203,4 +203,4 @@ def test_af_context_and_af_log_cache_leave_the_open_day_for_a_fresh_server(home:
     assert loaded is not None
     fresh = EventLog(home).read_day(DAY)
     for kind in ROW_KINDS:
-        assert loaded[0][kind].rows == getattr(fresh, kind), kind
+        assert loaded[0][kind].held() == getattr(fresh, kind), kind

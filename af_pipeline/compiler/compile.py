@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from af_pipeline.compiler.sessionize import (
     flicker_merge,
     timeline_pieces,
 )
-from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture, Snapshot
+from capture.model import CAPTURE_SCHEMA_VERSION, DayCapture
 from capture.timeutil import US, day_bounds, to_datetime, zone
 
 _T = TypeVar("_T")
@@ -261,7 +261,18 @@ def _clip(ts: np.ndarray, credit: np.ndarray, window: tuple[int, int]) -> tuple[
     return a, np.clip(ts + credit, lo, hi) - a
 
 
-def window_context(snapshots: Sequence[Snapshot], first: int, stop: int, start_us: int, end_us: int,
+class EdgeRow(Protocol):
+    """What window_context reads of a snapshot row."""
+
+    @property
+    def ts_us(self) -> int: ...
+    @property
+    def stream(self) -> str: ...
+    @property
+    def end_us(self) -> int | None: ...
+
+
+def window_context(snapshots: Sequence[EdgeRow], first: int, stop: int, start_us: int, end_us: int,
                    rules: Rules = PAPER_RULES) -> tuple[list[int], list[int]]:
     """The context a part of a day [start_us, end_us) needs besides its rows (positions
     first..stop-1 of time-ordered ``snapshots``): positions before it and after it.

@@ -100,12 +100,15 @@ def load(home_root: Path, day: str, folder: Path) -> tuple[dict[str, OpenSegment
             path = folder / f"{kind}.jsonl"
             if (prefix_sha(path, offset) if offset else EMPTY) != sha:
                 return None  # the file is not the one read: read everything again
-            seg = OpenSegmentFile(path, kind, f"log/open/{day}/{kind}.jsonl")
+            seg = OpenSegmentFile(path, kind, f"log/open/{day}/{kind}.jsonl", columnar=True)
             columns = entry["columns"]  # one list per field of the row class, in order
             if not isinstance(columns, list) or len(columns) != len(NAMES[kind]) or \
                     any(type(c) is not list or len(c) != len(columns[0]) for c in columns):
                 return None
-            seg.rows = build_instances(CLASS_OF[kind], columns)
+            if seg.columns is not None:
+                seg.columns.extend_columns(columns)
+            else:
+                seg.rows = build_instances(CLASS_OF[kind], columns)
             seg._problems = [SkippedLine(str(f), int(n), str(r), str(t)) for f, n, r, t in entry["problems"]]
             seg._offset, seg._lines = offset, lines
             seg._inode = path.stat().st_ino if offset else None
@@ -131,7 +134,8 @@ def save(home_root: Path, day: str, follow: dict[str, OpenSegmentFile], docs: di
         fields = NAMES[kind]
         files[kind] = {
             "offset": seg._offset, "lines": seg._lines, "sha": sha,
-            "columns": [[getattr(r, n) for r in seg.rows] for n in fields],
+            "columns": ([seg.columns.view().values(n) for n in fields] if seg.columns is not None
+                        else [[getattr(r, n) for r in seg.rows] for n in fields]),
             "problems": [(s.file, s.line, s.reason, s.text) for s in seg._problems],
         }
     body = {"code": code_key(), "day": day, "files": files, "docs": dict(docs), "state": list(files_state(follow))}

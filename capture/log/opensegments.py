@@ -14,13 +14,16 @@ import sys
 from collections.abc import Iterator, Sequence
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capture.log.layout import SOURCES_OPEN
 from capture.log.quarantine import excerpt
 from capture.log.rows import columns_ok, row_problem
 from capture.log.schema import COLUMNS, NAMES, REQUIRED, sort_key
 from capture.model import CAPTURE_SCHEMA_VERSION, CLASS_OF, ROW_KINDS, DayCapture, SkippedLine
+
+if TYPE_CHECKING:
+    from capture.log.opencolumns import OpenColumns
 
 # A line may name the capture schema version that wrote it; one newer than this code's is left
 # out whatever its fields (they may mean something else in that version).
@@ -48,6 +51,8 @@ _intern = sys.intern
 # equal ints, and equal non-zero floats (0.0 and -0.0 are equal but print differently), are
 # made one object. About 100 of an element row's ~350 bytes held (bench/soak_rows.py).
 _NUMBERS = {kind: tuple(n for n, t in COLUMNS[kind].items() if t in ("BIGINT", "DOUBLE")) for kind in COLUMNS}
+# The row kinds a columnar follower holds as columns: all but the few presence and stream rows.
+COLUMNAR_KINDS = ("snapshots", "inputs", "elements")
 
 
 def _text(line: bytes) -> str:
@@ -181,16 +186,27 @@ class OpenSegmentFile:
     holding it keeps what it read. ``skipped`` names every line left out, the incomplete last
     line included."""
 
-    def __init__(self, path: Path, kind: str, name: str):
+    def __init__(self, path: Path, kind: str, name: str, columnar: bool = False):
         self.path = path
         self.kind = kind
         self.name = name  # the file as skipped lines name it: log/open/<day>/<kind>.jsonl
         self.rows: list[Any] = []
+        # A long-lived reader's rows as columns instead (opencolumns: a third of the memory);
+        # ``rows`` then stays empty.
+        self.columns: OpenColumns | None = None
+        if columnar and kind in COLUMNAR_KINDS:
+            from capture.log.opencolumns import OpenColumns  # numpy: not before `af mcp` answers
+
+            self.columns = OpenColumns(kind)
         self._problems: list[SkippedLine] = []
         self._tail: SkippedLine | None = None
         self._offset = 0
         self._lines = 0
         self._inode: int | None = None
+
+    def held(self) -> list[Any]:
+        """Every row read so far, as row objects (made from the columns of a columnar follower)."""
+        return self.columns.view().rows() if self.columns is not None else self.rows
 
     @property
     def skipped(self) -> list[SkippedLine]:
@@ -204,6 +220,8 @@ class OpenSegmentFile:
             size, inode = 0, None
         if size < self._offset or inode != self._inode:
             self.rows, self._problems, self._tail, self._offset, self._lines = [], [], None, 0, 0
+            if self.columns is not None:
+                self.columns = type(self.columns)(self.kind)
             self._inode = inode
         if size <= self._offset:
             self._tail = None
@@ -215,7 +233,10 @@ class OpenSegmentFile:
         new, problems = parse_lines(data[:end], self.kind, self._lines + 1)
         if problems:
             self._problems = self._problems + [SkippedLine(self.name, n, why, text) for n, why, text in problems]
-        if new:
+        if new and self.columns is not None:
+            new.sort(key=sort_key(self.kind))
+            self.columns.extend(new)
+        elif new:
             key = sort_key(self.kind)
             new.sort(key=key)
             self.rows = sorted(self.rows + new, key=key) if self.rows and key(new[0]) < key(self.rows[-1]) \
@@ -226,9 +247,12 @@ class OpenSegmentFile:
         self._tail = SkippedLine(self.name, self._lines + 1, INCOMPLETE, _text(torn)) if torn.strip() else None
 
 
-def read_open_day(open_dir: Path, day: str, tz: str, follow: dict[str, OpenSegmentFile] | None = None) -> DayCapture:
+def read_open_day(open_dir: Path, day: str, tz: str, follow: dict[str, OpenSegmentFile] | None = None,
+                  columnar: bool = False) -> DayCapture:
     """An open day's rows, sorted, with the lines left out in ``skipped``. ``follow`` keeps the
-    day's files between calls (a reader following a live day passes the same dict each time)."""
+    day's files between calls (a reader following a live day passes the same dict each time).
+    ``columnar``: the followers hold the COLUMNAR_KINDS as columns (opencolumns), and the capture
+    has them as deferred rows (snapshots, inputs) and an element source (elements)."""
     folder = open_dir / day
     follow = {} if follow is None else follow
     cap = DayCapture(day=day, tz=tz, sealed=False)
@@ -236,9 +260,17 @@ def read_open_day(open_dir: Path, day: str, tz: str, follow: dict[str, OpenSegme
     for kind in ROW_KINDS:
         seg = follow.get(kind)
         if seg is None:
-            seg = follow[kind] = OpenSegmentFile(folder / f"{kind}.jsonl", kind, f"log/open/{day}/{kind}.jsonl")
+            seg = follow[kind] = OpenSegmentFile(folder / f"{kind}.jsonl", kind, f"log/open/{day}/{kind}.jsonl",
+                                                 columnar)
         seg.refresh()
-        setattr(cap, kind, seg.rows)  # shared, never mutated: a change makes a new list
+        if seg.columns is not None and kind == "elements":
+            from capture.log.opencolumns import OpenElements
+
+            cap.element_source = OpenElements(seg.columns.view())
+        elif seg.columns is not None:
+            cap.defer_rows(kind, seg.columns.view())  # a view: the rows as they are now
+        else:
+            setattr(cap, kind, seg.rows)  # shared, never mutated: a change makes a new list
         skipped.extend(seg.skipped)
     recorders: set[str] = set()
     try:

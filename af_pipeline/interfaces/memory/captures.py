@@ -45,15 +45,18 @@ class Captures(MemoryCore):
         """A day's rows: sealed days read once; open days follow their files incrementally."""
         with self.lock:
             fp = self._fingerprint(day)
+            if fp[0] != "sealed":
+                # An open day is held by its followers, as columns; the capture handed out is a
+                # view of them, made anew for each call, so rows a caller makes of it (reading
+                # ``capture.snapshots``) live only as long as the caller keeps them.
+                self._captures.pop(day, None)
+                return self._read_open(day)
             hit = self._captures.get(day)
             if hit is not None and hit[0] == fp:
                 self._captures[day] = self._captures.pop(day)  # most recently used last
                 return hit[1]
-            if fp[0] == "sealed":
-                self._open.pop(day, None)
-                cap = self.log.read_day(day, lazy_elements=True)
-            else:
-                cap = self._read_open(day)
+            self._open.pop(day, None)
+            cap = self.log.read_day(day, lazy_elements=True)
             self._captures.pop(day, None)
             self._captures[day] = (fp, cap)
             today = self.today()  # kept: the day live questions ask about, and the day just read
@@ -83,7 +86,16 @@ class Captures(MemoryCore):
             if loaded is not None:
                 self._open[day], docs, state = loaded
                 self._disk_docs[day] = (state, docs)
-        return read_open_day(self.log.open_dir, day, self.tz, self._open.setdefault(day, {}))
+        follow = self._open.pop(day, None)
+        if follow is None:
+            follow = {}
+        self._open[day] = follow  # most recently read last
+        today = self.today()
+        while len(self._open) > CACHED_DAYS:  # open days nobody asks about any more
+            oldest = next(d for d in self._open if d not in (today, day))
+            self._open.pop(oldest)
+            self._disk_docs.pop(oldest, None)
+        return read_open_day(self.log.open_dir, day, self.tz, follow, columnar=True)
 
     def _options_key(self, min_minutes: float, typed: bool, layout: str) -> str:
         """The compile options a cached document must have been compiled with."""
@@ -142,7 +154,8 @@ class Captures(MemoryCore):
         if hit is not None and hit[0] is rows:
             return hit[1]
         times = [r.ts_us for r in rows]
-        self._ts[(day, kind)] = (rows, times)
+        if day in self._captures:  # kept with a sealed day's rows; an open day's are made per call
+            self._ts[(day, kind)] = (rows, times)
         return times
 
     def _slice(self, day: str, start_us: int, end_us: int) -> DayCapture:
@@ -150,6 +163,14 @@ class Captures(MemoryCore):
         cap = self.day_capture(day)
         out = DayCapture(day=day, tz=self.tz, sealed=cap.sealed)
         for kind in ("snapshots", "inputs", "elements"):
+            # an open day, held as columns (capture.log.opencolumns): a view of the part
+            part = getattr(cap.row_columns(kind) if kind != "elements" else cap.element_source, "between", None)
+            if part is not None:
+                if kind == "elements":
+                    out.element_source = part(start_us, end_us)
+                else:
+                    out.defer_rows(kind, part(start_us, end_us))
+                continue
             rows = getattr(cap, kind)
             keys = self._times(day, kind, rows)
             lo, hi = bisect_left(keys, start_us), bisect_left(keys, end_us)

@@ -7,7 +7,7 @@ import json
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from af_pipeline.compiler import emit, layouts
@@ -32,6 +32,14 @@ from af_pipeline.interfaces.memory.published import Published
 from capture.errors import AfError
 from capture.files import canonical_json
 from capture.timeutil import US, day_bounds, parse_day
+
+
+class _Edge(NamedTuple):
+    """What window_context reads of a snapshot row (an open day's rows are held as columns)."""
+
+    ts_us: int
+    stream: str
+    end_us: int | None
 
 
 class Documents(Published):
@@ -65,7 +73,7 @@ class Documents(Published):
             from af_pipeline.compiler.compile import CompileOptions, compile_day
 
             cap = self.day_capture(day)
-            if not cap.snapshots and not cap.inputs:
+            if not cap.count("snapshots") and not cap.count("inputs"):
                 raise self._no_capture(day)
             sealed = bool(self.log.segment_paths(day))
             follow = None if sealed else self._open.get(day)
@@ -227,7 +235,8 @@ class Documents(Published):
         open day's from the rows already followed."""
         files = [str(f) for f in self.log.segment_files(day, "snapshots")]
         if not files:
-            return {s.ref: (s.window, _host(s.url)) for s in self.day_capture(day).snapshots if s.window or s.url}
+            refs, windows, urls = self.day_capture(day).values("snapshots", ("ref", "window", "url"))
+            return {r: (w, _host(u)) for r, w, u in zip(refs, windows, urls, strict=True) if w or u}
         if self._duck is None:
             import duckdb  # DuckDB: only for window titles, off `af mcp`'s start-up path
 
@@ -303,14 +312,23 @@ class Documents(Published):
         hit = self._slices.pop(key, None)
         if hit is None:
             cap = self._slice(day, lo, hi)
-            if not cap.snapshots and not cap.inputs:
+            if not cap.count("snapshots") and not cap.count("inputs"):
                 return None
             # the rows just outside the part whose credit crosses its edges: compiled with the
             # window, each row earns what it earns in the whole day, clipped to the part
-            rows = self.day_capture(day).snapshots
-            keys = self._times(day, "snapshots", rows)
-            before, after = window_context(rows, bisect_left(keys, lo), bisect_left(keys, hi), lo, hi)
-            cap.snapshots = [rows[i] for i in before] + cap.snapshots + [rows[i] for i in after]
+            whole = self.day_capture(day)
+            columns = whole.row_columns("snapshots")
+            if columns is not None and hasattr(columns, "take"):  # an open day, as columns
+                ts, streams, ends = whole.values("snapshots", ("ts_us", "stream", "end_us"))
+                first, stop = bisect_left(ts, lo), bisect_left(ts, hi)
+                before, after = window_context([_Edge(*r) for r in zip(ts, streams, ends, strict=True)],
+                                               first, stop, lo, hi)
+                cap.defer_rows("snapshots", columns.take([*before, *range(first, stop), *after]))
+            else:
+                rows = whole.snapshots
+                keys = self._times(day, "snapshots", rows)
+                before, after = window_context(rows, bisect_left(keys, lo), bisect_left(keys, hi), lo, hi)
+                cap.snapshots = [rows[i] for i in before] + cap.snapshots + [rows[i] for i in after]
             hit = compile_day(cap, CompileOptions(min_minutes=min_minutes, include_typed_text=self.include_typed_text,
                                                   layout=self.layout, categories=rules_in(self.home.root),
                                                   window=(lo, hi)))
