@@ -5,8 +5,8 @@
 Builds an open day like the soak's (bench/soak.py's writer: a frame, its 5-element tree and two
 clicks each; no pacing), lands it with one `af sync` pass, then measures with tracemalloc:
 
-- the MCP read model: ``Memory.day_capture(today)`` (the open day's followed rows), bytes held
-  after the call per open-day row;
+- the MCP read model: ``Memory.day_capture(today)`` (the open day's followed rows, held as
+  columns), bytes held after the call per open-day row;
 - the sync pass's dedup: ``EventLog._open_refs(day)`` (the refs of the open day, held for the
   pass), bytes held per ref, and the peak while it is built;
 - the peak of a re-read's conflict check (``_conflicts`` on the 300 newest rows of each kind, as
@@ -87,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {"frames": args.frames, "day": day}
     m = Memory(home, clock=lambda: int(datetime.fromisoformat(f"{day}T23:00:00+00:00").timestamp() * 1e6))
     m.log.open_dir  # noqa: B018 (the log opened outside the measure)
+    # the capture handed out is a view of the open day's columns (capture.log.opencolumns), which
+    # the Memory's followers keep: what is held after the call is those columns
     cap, mem_held, mem_peak = held(lambda: m.day_capture(day))
-    rows = {k: len(getattr(cap, k)) for k in ROW_KINDS}
+    rows = {k: cap.count(k) if k != "elements" else cap.element_count() for k in ROW_KINDS}
     n = sum(rows.values())
     out["rows"] = rows
     out["memory_bytes_per_row"] = round(mem_held / n, 1)
@@ -119,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     out["sync_refs"] = len(refs)
     out["sync_bytes_per_ref"] = round(ref_held / len(refs), 1)
     out["sync_refs_peak_bytes_per_ref"] = round(ref_peak / len(refs), 1)
-    tails = {k: getattr(cap, k)[-300:] for k in ("snapshots", "inputs", "elements")}
+    whole = log.read_day(day)  # the rows as objects, as a sync pass re-reading them has them
+    tails = {k: getattr(whole, k)[-300:] for k in ("snapshots", "inputs", "elements")}
 
     def conflicts() -> int:
         return sum(len(log._conflicts(day, k, rows, False)) for k, rows in tails.items())
