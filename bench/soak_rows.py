@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {"frames": args.frames, "day": day}
     m = Memory(home, clock=lambda: int(datetime.fromisoformat(f"{day}T23:00:00+00:00").timestamp() * 1e6))
     m.log.open_dir  # noqa: B018 (the log opened outside the measure)
+    import capture.log.opencolumns  # noqa: F401 (numpy's import is not the open day's rows)
     # the capture handed out is a view of the open day's columns (capture.log.opencolumns), which
     # the Memory's followers keep: what is held after the call is those columns
     cap, mem_held, mem_peak = held(lambda: m.day_capture(day))

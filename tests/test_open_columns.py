@@ -188,3 +188,37 @@ def test_open_day_answers_equal_those_compiled_from_rows(tmp_path: Any) -> None:
     got = memory._piece(day, lo, hi, 0.0)
     assert got is not None
     assert json.dumps(got[0], sort_keys=True) == json.dumps(piece, sort_keys=True)
+
+
+def test_a_sealed_day_answer_does_not_load_pandas(tmp_path: Any) -> None:
+    """pyarrow's to_numpy and pa.array import pandas (48 MB resident) on first use; the sealed
+    read goes around them, so a long-lived server's first answer from a sealed day does not pay
+    for pandas (fresh interpreter: another test may have imported it here)."""
+    import subprocess
+    import sys
+
+    from capture.home import Home
+    from capture.log import EventLog
+    from capture.model import CaptureBatch
+    from capture.timeutil import parse_ts
+
+    home = Home(tmp_path / "home")
+    home.init(tz="UTC")
+    t0 = parse_ts("2026-06-03T09:00:00Z")
+    batch = CaptureBatch("test", "synth")
+    for n in range(50):
+        batch.snapshots.append(Snapshot(f"t:frames:{n}", t0 + n * 10**6, "monitor_1", "Code", "w", source_frame_id=str(n)))
+        batch.inputs.append(InputEvent(f"t:ui:{n}", t0 + n * 10**6 + 1, "click", "monitor_1", x=5, y=5,
+                                       source_frame_id=str(n)))
+        batch.elements.append(Element(f"t:el:{n}", t0 + n * 10**6, str(n), "accessibility", "AXButton", "OK",
+                                      None, 0, 0.0, 0.0, 0.5, 0.5))
+    log = EventLog(home)
+    log.append(batch, now_us=parse_ts("2026-06-05T12:00:00Z"))
+    assert log.segment_paths("2026-06-03")
+    code = ("import sys\nfrom af_pipeline.interfaces.memory import Memory\n"
+            f"m = Memory({str(home.root)!r})\n"
+            "assert m.context(m.period(day='2026-06-03'))[0]\n"
+            "assert m.document('2026-06-03')['frames']\n"
+            "print(sorted(n for n in sys.modules if n.split('.')[0] == 'pandas')[:3])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

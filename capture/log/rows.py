@@ -279,8 +279,50 @@ def pylist(column: Any) -> list[Any]:
         if indices.null_count:
             out += [None if i is None else values[i] for i in indices.to_pylist()]
         else:
-            out += map(values.__getitem__, indices.to_numpy(zero_copy_only=False).tolist())
+            out += map(values.__getitem__, numbers(indices).tolist())
     return out
+
+
+# numpy's type of each Arrow number type numbers() reads
+_NUMPY_TYPES = {"int8": "i1", "int16": "i2", "int32": "i4", "int64": "i8", "uint8": "u1", "uint16": "u2",
+                "uint32": "u4", "uint64": "u8", "float": "f4", "double": "f8"}
+
+
+def numbers(column: Any, null: float = math.nan) -> Any:
+    """An Arrow array (or chunked array) of numbers as a numpy array read off its buffers (a
+    view when it has one chunk and no NULL), a NULL as ``null`` (an integer column with a NULL
+    comes out as float64 when ``null`` is NaN, as pyarrow's to_numpy gives it).
+
+    pyarrow's own to_numpy imports pandas on its first call: 48 MB of resident memory, for a
+    long-lived reader (the MCP server, at its first answer from a sealed day) that never uses it."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        if column.num_chunks == 1:
+            return numbers(column.chunk(0), null)
+        parts = [numbers(c, null) for c in column.chunks]
+        return np.concatenate(parts) if parts else np.empty(0, _NUMPY_TYPES.get(str(column.type), "f8"))
+    code = _NUMPY_TYPES.get(str(column.type))
+    if code is None:  # not a plain number (a time type, say): pyarrow's way
+        return column.to_numpy(zero_copy_only=False)
+    n, off = len(column), column.offset
+    buffers = column.buffers()
+    data = np.frombuffer(buffers[1], dtype=code, count=off + n)[off:] if n else np.empty(0, code)
+    if column.null_count:
+        valid = np.unpackbits(np.frombuffer(buffers[0], np.uint8), count=off + n, bitorder="little")[off:]
+        data = np.where(valid.astype(np.bool_), data, null)
+    return data
+
+
+def positions(rows: Sequence[int]) -> Any:
+    """Row positions as an Arrow int64 array, for ``take``. Made from a numpy buffer: pa.array()
+    imports pandas on its first call (see numbers)."""
+    import numpy as np
+    import pyarrow as pa
+
+    data = np.asarray(rows, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
 
 
 class ArrowRows:
@@ -312,14 +354,13 @@ class ArrowRows:
             return list(map(got.__getitem__, rows))
         if not rows:
             return []
-        import pyarrow as pa
 
-        return pylist(self._column(name).take(pa.array(rows, type=pa.int64())))
+        return pylist(self._column(name).take(positions(rows)))
 
     def array(self, name: str) -> Any:
         """A column without NULLs as numpy (None when it has a NULL)."""
         column = self._column(name)
-        return None if column.null_count else column.to_numpy()
+        return None if column.null_count else numbers(column)
 
     def codes(self, name: str) -> tuple[Any, list[Any]] | None:
         """(codes, values) of a dictionary-encoded column (capture.model.DayCapture.codes), from
@@ -332,11 +373,7 @@ class ArrowRows:
             return None
         chunk = column.chunk(0)
         indices = chunk.indices
-        if indices.null_count:  # NULLs come out of to_numpy as NaN
-            raw = indices.to_numpy(zero_copy_only=False)
-            codes = np.where(np.isnan(raw), -1, raw).astype(np.int64)
-        else:
-            codes = indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = numbers(indices, -1).astype(np.int64)
         return codes, chunk.dictionary.to_pylist()
 
     def _column(self, name: str) -> Any:
@@ -446,10 +483,10 @@ class ElementColumns:
 
         self._path = path
         self._arrays: dict[str, Any] = dict(geometry)  # name -> pyarrow Array (strings as dictionaries)
-        self.ts_us = geometry["ts_us"].to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        # a float array's NULLs come out of to_numpy as NaN (no fill_null pass needed)
+        self.ts_us = numbers(geometry["ts_us"]).astype(np.int64, copy=False)
+        # a float array's NULLs come out as NaN (no fill_null pass needed)
         self.left, self.top, self.width, self.height = (
-            geometry[n].to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+            numbers(geometry[n]).astype(np.float64, copy=False)
             for n in ("left", "top", "width", "height"))
 
     @classmethod
@@ -482,7 +519,7 @@ class ElementColumns:
 
         from capture.model import HIT_FIELDS
 
-        take = pa.array(indices, type=pa.int64())
+        take = positions(indices)
         out: dict[str, list[Any]] = {}
         for n in HIT_FIELDS if names is None else names:
             arr = self._arrays[n]
