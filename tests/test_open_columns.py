@@ -11,6 +11,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -71,6 +72,9 @@ def test_views_give_the_rows_in_log_order_and_keep_them(case: tuple[str, list[li
         store.extend(chunk)
         held = sorted(held + [normal(r) for r in chunk], key=key)
         taken.append((store.view(), list(held)))
+    restored = OpenColumns.restore(kind, store.dump())  # the open-day cache's form, restored
+    taken.append((restored.view(), list(held)))
+    restored.extend([])
     for view, rows in taken:  # every view still gives exactly what it gave when taken
         assert view.count == len(rows)
         assert same(view.rows(), rows)
@@ -119,6 +123,21 @@ def test_open_elements_by_snapshot_and_as_geometry(rows: list[Element], frames: 
         part = source.between(lo, lo + 10)
         assert same(part.of_snapshots(frames),
                     [r for r in rows if r.snapshot_frame_id in set(frames) and lo <= r.ts_us < lo + 10])
+
+
+def test_a_damaged_dump_is_refused() -> None:
+    store = OpenColumns("snapshots")
+    store.extend([Snapshot(f"s:{i}", 10 + i, "m", "App", f"w{i}") for i in range(5)])
+    good = store.dump()
+    for name, damage in (("window", lambda e: [e[0], e[1], e[2][:2]]),  # codes past the dictionary
+                         ("ref", lambda e: [*e[:5], e[5][:3]]),  # refs past their bytes
+                         ("ts_us", lambda e: [e[0][:8], e[1]])):  # fewer numbers than rows
+        bad = dict(good, **{name: damage(good[name])})
+        with pytest.raises((ValueError, KeyError, TypeError)):
+            OpenColumns.restore("snapshots", bad)
+    again = OpenColumns.restore("snapshots", good)
+    again.extend([Snapshot("s:9", 9, "m", "App", "w0")])  # sorts first: the restored store grows and reorders
+    assert [r.ref for r in again.view().rows()] == ["s:9", *(f"s:{i}" for i in range(5))]
 
 
 def test_codes_widen_past_a_byte_and_old_views_keep_theirs() -> None:

@@ -4,7 +4,9 @@ question about today without parsing the whole open segment again (issue 43).
 A fresh ``af mcp`` pays, before its first answer about an open day, for parsing every JSON line
 of the day's open segment (tens of thousands of rows: most of the time) and for compiling the
 day. This file keeps both from an earlier process: per row kind, the rows parsed from the first
-``offset`` bytes of ``log/open/<day>/<kind>.jsonl`` with the lines left out, and the day's
+``offset`` bytes of ``log/open/<day>/<kind>.jsonl`` with the lines left out (the snapshots,
+input events and elements as the read model holds them, capture.log.opencolumns: their buffers'
+bytes and dictionaries, restored without a row being made or coded again), and the day's
 compiled documents, each under the options it was compiled with.
 
 It is reused only when everything it was made from is unchanged:
@@ -40,7 +42,7 @@ from capture.log.rows import build_instances
 from capture.log.schema import NAMES
 from capture.model import CLASS_OF, ROW_KINDS, SkippedLine
 
-FORMAT = 2  # 2: rows held as columns, made by build_instances
+FORMAT = 3  # 3: the read model's column store (capture.log.opencolumns) as it was; 2: row values
 CACHE_DIR = ("cache", "open")
 EMPTY = hashlib.sha256().hexdigest()
 
@@ -101,13 +103,13 @@ def load(home_root: Path, day: str, folder: Path) -> tuple[dict[str, OpenSegment
             if (prefix_sha(path, offset) if offset else EMPTY) != sha:
                 return None  # the file is not the one read: read everything again
             seg = OpenSegmentFile(path, kind, f"log/open/{day}/{kind}.jsonl", columnar=True)
-            columns = entry["columns"]  # one list per field of the row class, in order
-            if not isinstance(columns, list) or len(columns) != len(NAMES[kind]) or \
-                    any(type(c) is not list or len(c) != len(columns[0]) for c in columns):
-                return None
-            if seg.columns is not None:
-                seg.columns.extend_columns(columns)
+            if seg.columns is not None:  # the store as it was, no row made or coded again
+                seg.columns = type(seg.columns).restore(kind, entry["store"])
             else:
+                columns = entry["columns"]  # one list per field of the row class, in order
+                if not isinstance(columns, list) or len(columns) != len(NAMES[kind]) or \
+                        any(type(c) is not list or len(c) != len(columns[0]) for c in columns):
+                    return None
                 seg.rows = build_instances(CLASS_OF[kind], columns)
             seg._problems = [SkippedLine(str(f), int(n), str(r), str(t)) for f, n, r, t in entry["problems"]]
             seg._offset, seg._lines = offset, lines
@@ -134,8 +136,8 @@ def save(home_root: Path, day: str, follow: dict[str, OpenSegmentFile], docs: di
         fields = NAMES[kind]
         files[kind] = {
             "offset": seg._offset, "lines": seg._lines, "sha": sha,
-            "columns": ([seg.columns.view().values(n) for n in fields] if seg.columns is not None
-                        else [[getattr(r, n) for r in seg.rows] for n in fields]),
+            **({"store": seg.columns.dump()} if seg.columns is not None
+               else {"columns": [[getattr(r, n) for r in seg.rows] for n in fields]}),
             "problems": [(s.file, s.line, s.reason, s.text) for s in seg._problems],
         }
     body = {"code": code_key(), "day": day, "files": files, "docs": dict(docs), "state": list(files_state(follow))}

@@ -24,6 +24,7 @@ as they hold them. ``OpenElements`` serves the element trees by snapshot (``Elem
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import add, attrgetter, itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,8 @@ from capture.model import CLASS_OF, HIT_FIELDS, ElementHit
 # Rows a store makes room for at first; it doubles from there (untouched room is not resident).
 FIRST_CAPACITY = 1024
 _DTYPES = {"BIGINT": np.int64, "DOUBLE": np.float64, "BOOLEAN": np.int8}
+_RPARTITION = methodcaller("rpartition", ":")
+_HEAD, _SEP, _TAIL = itemgetter(0), itemgetter(1), itemgetter(2)
 # Text columns whose values are refs, unique per row: kept as _Refs, not in a dictionary.
 REF_COLUMNS = ("ref", "parent_ref")
 # The columns of each kind's order (schema.sort_key): a row's key is read off these.
@@ -90,24 +93,20 @@ class _Texts:
     def __init__(self) -> None:
         self.codes: np.ndarray = np.empty(0, np.int8)
         self.distinct: list[str | None] = [None]
-        self.index: dict[str, int] = {}
+        self.index: dict[str | None, int] = {None: 0}
 
     def resize(self, capacity: int, n: int) -> None:
         codes = np.empty(capacity, self.codes.dtype)
         codes[:n] = self.codes[:n]
         self.codes = codes
 
-    def code(self, value: str | None) -> int:
-        if value is None:
-            return 0
-        got = self.index.get(value)
-        if got is None:
-            got = self.index[value] = len(self.distinct)
-            self.distinct.append(value)
-        return got
-
     def put(self, at: int, values: list[Any]) -> None:
-        codes = [self.code(v) for v in values]
+        index = self.index
+        for v in dict.fromkeys(values):  # new values, in the order they first appear
+            if v not in index:
+                index[v] = len(self.distinct)
+                self.distinct.append(v)
+        codes = list(map(index.__getitem__, values))
         if len(self.distinct) > np.iinfo(self.codes.dtype).max:  # wider codes, in a new buffer
             wide = np.empty(len(self.codes), np.int16 if len(self.distinct) <= 2**15 - 1 else np.int32)
             wide[:at] = self.codes[:at]
@@ -141,23 +140,20 @@ class _Refs:
         self.start, self.length = start, length
 
     def put(self, at: int, values: list[Any]) -> None:
-        prefixes: list[str | None] = []
-        starts, lengths = [], []
-        for ref in values:
-            if ref is None:
-                prefixes.append(None)
-                starts.append(0)
-                lengths.append(-1)
-                continue
-            cut = ref.rfind(":") + 1
-            prefixes.append(ref[:cut])
-            rest = ref[cut:].encode("utf-8")
-            starts.append(len(self.blob))
-            lengths.append(len(rest))
-            self.blob += rest
-        self.prefix.put(at, prefixes)
+        # at C speed (map over the whole chunk): a busy day's refs are most of a parse's values
         m = len(values)
-        self.start[at:at + m], self.length[at:at + m] = starts, lengths
+        nulls = None in values
+        parts = list(map(_RPARTITION, ["" if v is None else v for v in values] if nulls else values))
+        prefixes: list[str | None] = list(map(add, map(_HEAD, parts), map(_SEP, parts)))
+        rests = list(map(str.encode, map(_TAIL, parts)))
+        lengths = np.fromiter(map(len, rests), np.int64, m)
+        self.start[at:at + m] = len(self.blob) + np.cumsum(lengths) - lengths
+        if nulls:
+            lengths[np.fromiter((v is None for v in values), np.bool_, m)] = -1
+            prefixes = [None if v is None else p for v, p in zip(values, prefixes, strict=True)]
+        self.length[at:at + m] = lengths
+        self.blob += b"".join(rests)
+        self.prefix.put(at, prefixes)
 
     def permute(self, order: np.ndarray, capacity: int) -> None:
         self.prefix.permute(order, capacity)
@@ -194,7 +190,7 @@ class OpenColumns:
     def extend(self, rows: Sequence[Any]) -> None:
         """Add rows (checked, in the log's order among themselves)."""
         if rows:
-            self.extend_columns([[getattr(r, n) for r in rows] for n in NAMES[self.kind]])
+            self.extend_columns([list(map(attrgetter(n), rows)) for n in NAMES[self.kind]])
 
     def extend_columns(self, columns: list[list[Any]]) -> None:
         """Add rows given as one list per field (NAMES order), in the log's order among themselves."""
@@ -225,6 +221,55 @@ class OpenColumns:
         # new buffers, so views taken before keep their rows
         for col in self._columns.values():
             col.permute(order, self._capacity)
+
+    def dump(self) -> dict[str, Any]:
+        """The rows as plain values (bytes, lists, strings: for marshal), restore's input."""
+        n = self.count
+        out: dict[str, Any] = {"count": n}
+        for name, col in self._columns.items():
+            if isinstance(col, _Numbers):
+                out[name] = [col.data[:n].tobytes(), col.null[:n].tobytes() if col.nulls else b""]
+            elif isinstance(col, _Texts):
+                out[name] = [col.codes.dtype.str, col.codes[:n].tobytes(), col.distinct[1:]]
+            else:
+                p = col.prefix
+                out[name] = [p.codes.dtype.str, p.codes[:n].tobytes(), p.distinct[1:], col.start[:n].tobytes(),
+                             col.length[:n].tobytes(), bytes(col.blob)]
+        return out
+
+    @classmethod
+    def restore(cls, kind: str, data: dict[str, Any]) -> OpenColumns:
+        """The store dump() described; ValueError (or KeyError, TypeError) when ``data`` is not one."""
+        store = cls(kind)
+        n = int(data["count"])
+        store._capacity, store.count = n, n
+
+        def codes(col: _Texts, dtype: str, raw: bytes, distinct: list[Any]) -> None:
+            if dtype not in ("|i1", "<i2", "<i4") or any(type(v) is not str for v in distinct):
+                raise ValueError("not a text column")
+            col.codes = np.frombuffer(raw, dtype, n).copy()
+            col.distinct = [None, *distinct]
+            col.index = {v: i for i, v in enumerate(col.distinct)}
+            if len(col.index) != len(col.distinct) or (n and not 0 <= int(col.codes.min()) <= int(col.codes.max())
+                                                         < len(col.distinct)):
+                raise ValueError("codes outside their dictionary")
+
+        for name, col in store._columns.items():
+            entry = data[name]
+            if isinstance(col, _Numbers):
+                col.data = np.frombuffer(entry[0], col.data.dtype, n).copy()
+                col.null = np.frombuffer(entry[1], np.bool_, n).copy() if entry[1] else np.zeros(n, np.bool_)
+                col.nulls = int(col.null.sum())
+            elif isinstance(col, _Texts):
+                codes(col, *entry)
+            else:
+                codes(col.prefix, *entry[:3])
+                col.start = np.frombuffer(entry[3], np.int64, n).copy()
+                col.length = np.frombuffer(entry[4], np.int32, n).copy()
+                col.blob = bytearray(entry[5])
+                if n and int((col.start + np.maximum(col.length, 0)).max()) > len(col.blob):
+                    raise ValueError("refs past the end of their bytes")
+        return store
 
     def view(self, lo: int = 0, hi: int | None = None) -> ColumnRows:
         """The rows lo..hi-1 (all by default), as they are now."""
