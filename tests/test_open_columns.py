@@ -241,3 +241,65 @@ def test_a_sealed_day_answer_does_not_load_pandas(tmp_path: Any) -> None:
             "print(sorted(n for n in sys.modules if n.split('.')[0] == 'pandas')[:3])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_followed_open_day_costs_the_read_model_little_per_row(tmp_path: Any) -> None:
+    """What a long-lived reader holds for each row of a growing open day (the MCP server's
+    memory grew with it): under 200 bytes (row objects held about 340, bench/soak_rows.py)."""
+    import gc
+    import shutil
+    import tracemalloc
+
+    from af_pipeline.interfaces.memory import Memory
+    from capture.home import Home
+    from capture.log import EventLog
+    from capture.model import CaptureBatch
+    from capture.timeutil import parse_ts
+
+    home = Home(tmp_path / "home")
+    home.init(tz="UTC")
+    t0, day = parse_ts("2026-06-03T09:00:00Z"), "2026-06-03"
+    apps = ["Code", "Firefox", "Slack", "Terminal", "Figma"]
+    batch = CaptureBatch("screenpipe:db.sqlite:6ce82004e1", "screenpipe")
+    for n in range(2000):  # the soak's writer: a frame, two clicks and a 5-element tree
+        at, fid = t0 + n * 333_000, str(n)
+        app = apps[(n // 30) % 5]
+        batch.snapshots.append(Snapshot(f"screenpipe:db.sqlite:6ce82004e1:frames:{n}", at, "monitor_1", app,
+                                        f"{app} window {n // 30 % 40}", trigger="click", source_frame_id=fid))
+        for k in (1, 2):
+            batch.inputs.append(InputEvent(f"screenpipe:db.sqlite:6ce82004e1:ui_events:{2 * n + k}", at, "click",
+                                           "monitor_1", x=10 * k, y=20, button="left", source_frame_id=fid))
+        for k in range(5):
+            batch.elements.append(Element(f"screenpipe:db.sqlite:6ce82004e1:elements:{5 * n + k}", at, fid,
+                                          "accessibility", "AXButton", f"t{n % 200}", None, k, 0.0, 0.0, 1.0, 1.0))
+    EventLog(home).append(batch, now_us=t0 + 3600 * 10**6)
+    del batch
+    folder = home.log_dir / "open" / day
+    full = {p.name: p.read_bytes() for p in folder.glob("*.jsonl")}
+    shutil.rmtree(home.root / "cache", ignore_errors=True)
+
+    def grow(part: int) -> None:  # the open segment as a sync pass leaves it: a quarter more lines
+        for name, data in full.items():
+            lines = data.splitlines(keepends=True)
+            (folder / name).write_bytes(b"".join(lines[: len(lines) * part // 4]))
+
+    import capture.log.opencolumns  # noqa: F401 (numpy's import is not the rows)
+
+    grow(1)
+    memory = Memory(home, clock=lambda: t0 + 3600 * 10**6)
+    memory.day_capture(day)  # the log opened, the reader's one-time costs paid
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for part in (2, 3, 4):
+        grow(part)
+        memory.day_capture(day)
+    cap = memory.day_capture(day)
+    rows = cap.count("snapshots") + cap.count("inputs") + cap.element_count()
+    del cap
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert rows == 2000 * 8
+    per_row = held / (rows * 3 / 4)  # the rows that came while traced
+    assert per_row < 200, f"{per_row:.0f} bytes held per open-day row"

@@ -180,6 +180,16 @@ class OpenColumns:
             name: _Refs() if name in REF_COLUMNS else _Texts() if t == "VARCHAR" else _Numbers(t)
             for name, t in COLUMNS[kind].items()}
 
+    def reserved_bytes(self) -> int:
+        """Bytes of buffer room kept for rows to come (never written yet, so not resident)."""
+        room = self._capacity - self.count
+        total = 0
+        for col in self._columns.values():
+            arrays = (col.data, col.null) if isinstance(col, _Numbers) else (col.codes,) if isinstance(col, _Texts) \
+                else (col.prefix.codes, col.start, col.length)
+            total += sum(room * a.itemsize for a in arrays)
+        return total
+
     def column(self, name: str) -> Any:
         return self._columns[name]
 
