@@ -326,7 +326,8 @@ class ColumnRows:
 
     def between(self, start_us: int, end_us: int) -> ColumnRows:
         """The rows timed inside [start_us, end_us) (the log's order starts with the time)."""
-        assert isinstance(self._at, slice), "a range of a view of positions"
+        if not isinstance(self._at, slice):
+            raise TypeError("between() takes a range of rows, not of positions taken (take())")
         times = self._columns["ts_us"].data[self._at]
         lo, hi = np.searchsorted(times, (start_us, end_us), "left").tolist()
         return self._sub(slice(self._at.start + lo, self._at.start + hi))
