@@ -7,8 +7,8 @@ resident memory grew with the open day (docs/benchmarks.md, the soak). Held as c
 about a third of that:
 
 - numbers (BIGINT, DOUBLE, BOOLEAN) in numpy buffers, with a mask where a value is NULL;
-- text in a dictionary per column (an int32 code per row; app, window, stream, a frame's id
-  repeat from row to row), code 0 being NULL;
+- text in a dictionary per column (a code per row, one to four bytes as the distinct values
+  need; app, window, stream, a frame's id repeat from row to row), code 0 being NULL;
 - the refs, unique per row, as a dictionary of their prefix (up to the last ``:``: the source
   and table) and their rest in one byte buffer.
 
@@ -180,22 +180,8 @@ class OpenColumns:
             name: _Refs() if name in REF_COLUMNS else _Texts() if t == "VARCHAR" else _Numbers(t)
             for name, t in COLUMNS[kind].items()}
 
-    def reserved_bytes(self) -> int:
-        """Bytes of buffer room kept for rows to come (never written yet, so not resident)."""
-        room = self._capacity - self.count
-        total = 0
-        for col in self._columns.values():
-            arrays = (col.data, col.null) if isinstance(col, _Numbers) else (col.codes,) if isinstance(col, _Texts) \
-                else (col.prefix.codes, col.start, col.length)
-            total += sum(room * a.itemsize for a in arrays)
-        return total
-
     def column(self, name: str) -> Any:
         return self._columns[name]
-
-    def times(self) -> np.ndarray:
-        """ts_us of every row held (a view: read it, do not change it)."""
-        return self._columns["ts_us"].data[:self.count]
 
     def extend(self, rows: Sequence[Any]) -> None:
         """Add rows (checked, in the log's order among themselves)."""
